@@ -1,0 +1,5 @@
+"""``python -m sevro_core`` runs the ``sevro`` CLI."""
+
+from sevro_core.cli import main
+
+main()

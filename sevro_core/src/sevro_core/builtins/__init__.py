@@ -1,0 +1,1 @@
+"""Built-in plugins, registered through entry points exactly like third-party ones."""

@@ -1,0 +1,96 @@
+"""Built-in report renderers: Markdown (default) and JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sevro_core.hookspecs import hookimpl
+from sevro_core.protocols import Reporter
+
+
+def _cell(value: Any) -> str:
+    text = "unknown" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _rate(value: float | None) -> str | None:
+    return None if value is None else f"{value * 100:.1f}%"
+
+
+def _seconds(ms: float | None) -> str | None:
+    return None if ms is None else f"{ms / 1000:.2f}"
+
+
+def _cost(usd: float | None) -> str | None:
+    return None if usd is None else f"${usd:.4f}"
+
+
+class MarkdownReporter:
+    id = "sevro.report.markdown"
+    version = "1.0.0"
+    format = "markdown"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset()
+
+    def render(self, report: Mapping[str, Any]) -> str:
+        summary = report["summary"]
+        lines = [
+            "# sevro report", "",
+            "Pass rates describe these trials of these cases on these routes; unknown values "
+            "were not measured and are not zero.", "",
+            f"{summary['cases']} case(s): {summary['passed']} passed, {summary['failed']} failed, "
+            f"{summary['notAssessed']} not assessed.", "",
+            "## Input runs", "",
+        ]
+        lines += _table(["input", "run", "execution", "grading", "task", "exit", "cases"], [
+            [i["source"], i["runId"], i["execution"], i["grading"], i["task"], i["exitCode"],
+             i["caseCount"]] for i in report["inputs"]])
+        lines += ["", "## Case outcomes", ""]
+        lines += _table(
+            ["case", "trials", "pass rate", "execution", "grading", "task", "seconds",
+             "input tokens", "output tokens", "cost", "condition", "route"],
+            [[r["caseId"], r["trialCount"], _rate(r["taskPassRate"]), r["execution"],
+              r["grading"], r["task"], _seconds(r["candidateDurationMs"]), r["inputTokens"],
+              r["outputTokens"], _cost(r["costUsd"]),
+              f"{r['requestedCondition']} / {r['actualCondition']}",
+              _route(r["candidateRoute"])] for r in report["rows"]])
+        lines += ["", "## Retained evidence", ""]
+        lines += _table(["case", "run", "evaluation", "evidence"], [
+            [r["caseId"], r["runId"], r["evaluationDigest"][:16], r["evidencePath"]]
+            for r in report["rows"]])
+        lines += ["", "## Routes", ""]
+        routes = sorted({(r["caseId"], rt["role"], _route(rt)) for r in report["rows"]
+                         for rt in r["routes"]})
+        lines += _table(["case", "role", "route"], [list(r) for r in routes])
+        return "\n".join(lines) + "\n"
+
+
+def _route(route: Mapping[str, Any] | None) -> str | None:
+    if route is None:
+        return None
+    return f"{route['host']}/{route['model']}@{route['effort']}"
+
+
+class JsonReporter:
+    id = "sevro.report.json"
+    version = "1.0.0"
+    format = "json"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset()
+
+    def render(self, report: Mapping[str, Any]) -> str:
+        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+
+
+@hookimpl
+def sevro_register_reporters(register: Callable[[Reporter], None]) -> None:
+    register(MarkdownReporter())
+    register(JsonReporter())

@@ -1,0 +1,252 @@
+"""The scripted host (``sevro.host.scripted``): a deterministic stand-in for an agent.
+
+It performs the steps its configuration lists for each turn (write, run, read, reply, fail,
+sleep) in the real workspace, with real processes, so the whole engine is exercised without any
+model or credential. Usage is reported as unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.errors import ConfigurationError, join_pointer
+from sevro_core.fixturepaths import check_relative_path
+from sevro_core.hookspecs import hookimpl
+from sevro_core.jsonio import JsonValue
+from sevro_core.limits import (
+    DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS,
+    MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
+    MAX_SCRIPTED_READ_BYTES,
+)
+from sevro_core.models import (
+    UNKNOWN_USAGE,
+    Case,
+    HostRequest,
+    HostResult,
+    Observation,
+    Route,
+)
+from sevro_core.processes import DEFAULT_PATH, run_bounded
+from sevro_core.protocols import ConfiguredHost, Host, HostOptions
+from sevro_core.schemas import describe_first_error, validator
+from sevro_core.states import Completeness
+from sevro_core.workspace import WorkspaceEscapeError, read_confined, write_confined
+
+HOST_ID = "sevro.host.scripted"
+COMMANDS_OBSERVATION = "sevro.commands"
+FILE_READS_OBSERVATION = "sevro.file-reads"
+
+Step = Mapping[str, Any]
+
+
+@frozen
+class _Script:
+    turns: tuple[tuple[Step, ...], ...]
+    pointer: str
+
+
+class _TurnFailed(Exception):
+    pass
+
+
+class ScriptedHost:
+    id = HOST_ID
+    version = "1.0.0"
+    capabilities = frozenset({"sevro.host.continuation", COMMANDS_OBSERVATION,
+                              FILE_READS_OBSERVATION})
+    requires: frozenset[str] = frozenset()
+
+    def configure(self, options: HostOptions) -> ConfiguredHost:
+        if options.config is None:
+            raise ConfigurationError(
+                "the scripted host needs --host-config FILE.json (see docs/hosts/scripted.md)"
+            )
+        config = options.config
+        found = describe_first_error(validator("scripted-host.v1").iter_errors(config))
+        if found is not None:
+            raise ConfigurationError(found[1], found[0])
+        scripts: dict[str, _Script] = {}
+        for case_id, script in dict(config.get("cases", {})).items():
+            scripts[case_id] = _compile_script(script, join_pointer("/cases", case_id))
+        default = None
+        if "default" in config:
+            default = _compile_script(config["default"], "/default")
+        if not scripts and default is None:
+            raise ConfigurationError("declares neither 'cases' nor 'default'")
+        route = Route(
+            host=HOST_ID,
+            model=options.model or str(config.get("model", "scripted")),
+            effort=options.effort or "none",
+        )
+        return ConfiguredScriptedHost(
+            route=route, scripts=scripts, default=default, config=dict(config)
+        )
+
+
+def _compile_script(script: Mapping[str, Any], pointer: str) -> _Script:
+    turns = []
+    for t, turn in enumerate(script["turns"]):
+        for s, step in enumerate(turn):
+            ((action, body),) = step.items()
+            if action in ("write", "read"):
+                check_relative_path(body["path"], join_pointer(pointer, "turns", t, s, action,
+                                                               "path"))
+        turns.append(tuple(turn))
+    return _Script(turns=tuple(turns), pointer=pointer)
+
+
+@frozen
+class ConfiguredScriptedHost:
+    route: Route
+    scripts: Mapping[str, _Script]
+    default: _Script | None
+    config: Mapping[str, JsonValue]
+    capabilities: frozenset[str] = ScriptedHost.capabilities
+
+    def redacted_configuration(self) -> JsonValue:
+        return dict(self.config)  # holds no secrets: it is the script itself
+
+    def _script_for(self, case_id: str) -> _Script | None:
+        return self.scripts.get(case_id, self.default)
+
+    def check_case(self, case: Case) -> None:
+        script = self._script_for(case.id)
+        if script is None:
+            raise ConfigurationError(f"has no script for case {case.id!r} and no 'default'")
+        prompts = 2 if case.follow_up_prompt is not None else 1
+        if len(script.turns) != prompts:
+            raise ConfigurationError(
+                f"script has {len(script.turns)} turn(s) but case {case.id!r} has {prompts} "
+                "prompt(s)",
+                join_pointer(script.pointer, "turns"),
+            )
+
+    def run(self, request: HostRequest) -> HostResult:
+        script = self._script_for(request.case_id)
+        assert script is not None  # check_case ran at plan time
+        state = _TrialState(request)
+        final: str | None = None
+        for turn, steps in enumerate(script.turns[: len(request.prompts)], start=1):
+            final = None
+            try:
+                for step in steps:
+                    if request.cancel.cancelled:
+                        return state.result(None, cancelled=True, turns=turn - 1)
+                    reply = state.perform(turn, step)
+                    if reply is not None:
+                        final = reply
+            except _TurnFailed as exc:
+                return state.result(None, error=str(exc), turns=turn - 1)
+            if request.cancel.cancelled:
+                return state.result(None, cancelled=True, turns=turn - 1)
+        return state.result(final, turns=len(request.prompts))
+
+
+class _TrialState:
+    def __init__(self, request: HostRequest) -> None:
+        self.request = request
+        self.commands: list[dict[str, JsonValue]] = []
+        self.reads: list[dict[str, JsonValue]] = []
+        self.ordinal = 0
+
+    def perform(self, turn: int, step: Step) -> str | None:
+        ((action, body),) = step.items()
+        self.ordinal += 1
+        if action == "reply":
+            return str(body["text"])
+        if action == "fail":
+            raise _TurnFailed(f"scripted failure: {body['message']}")
+        if action == "sleep":
+            self.request.cancel.wait(body["ms"] / 1000)
+        elif action == "write":
+            try:
+                write_confined(self.request.workspace, body["path"], body["content"].encode())
+            except OSError as exc:
+                raise _TurnFailed(f"write {body['path']!r} failed: {exc.strerror or exc}") from None
+        elif action == "read":
+            self._read(turn, body["path"])
+        elif action == "run":
+            self._run(turn, body)
+        return None
+
+    def _read(self, turn: int, path: str) -> None:
+        entry: dict[str, JsonValue] = {"turn": turn, "ordinal": self.ordinal, "path": path}
+        try:
+            data, size = read_confined(self.request.workspace, path, MAX_SCRIPTED_READ_BYTES)
+        except WorkspaceEscapeError:
+            entry.update(complete=False, error="symlink")
+        except FileNotFoundError:
+            entry.update(complete=False, error="missing")
+        except OSError as exc:
+            entry.update(complete=False, error=(exc.strerror or "unreadable").lower())
+        else:
+            entry.update(complete=len(data) == size, byteLength=size,
+                         sha256=hashlib.sha256(data).hexdigest())
+        self.reads.append(entry)
+
+    def _run(self, turn: int, body: Mapping[str, Any]) -> None:
+        request = self.request
+        home = request.private_root / "home"
+        tmp = request.private_root / "tmp"
+        for directory in (home, tmp):
+            directory.mkdir(mode=0o700, exist_ok=True)
+        path = DEFAULT_PATH
+        if request.fixture_bin_dir is not None:
+            path = f"{request.fixture_bin_dir}:{path}"
+        env = {"PATH": path, "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8",
+               **request.environment}
+        outcome = run_bounded(
+            ["/bin/sh", "-c", body["command"]],
+            cwd=request.workspace,
+            env=env,
+            timeout_s=body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS) / 1000,
+            cancel=request.cancel,
+            output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
+        )
+        self.commands.append({
+            "turn": turn,
+            "ordinal": self.ordinal,
+            "command": body["command"],
+            "exitCode": outcome.exit_code,
+            "timedOut": outcome.timed_out,
+            "outputSha256": hashlib.sha256(outcome.output).hexdigest(),
+            "outputByteLength": len(outcome.output),
+            "outputTruncated": outcome.truncated,
+            "durationMs": round(outcome.duration_ms, 3),
+        })
+
+    def result(
+        self, final: str | None, *, turns: int, error: str | None = None, cancelled: bool = False
+    ) -> HostResult:
+        complete = error is None and not cancelled and final is not None
+        observations = (
+            Observation(COMMANDS_OBSERVATION, HOST_ID, Completeness.COMPLETE,
+                        {"commands": self.commands}),
+            Observation(FILE_READS_OBSERVATION, HOST_ID, Completeness.COMPLETE,
+                        {"reads": self.reads}),
+        )
+        return HostResult(
+            final_message=final,
+            complete=complete,
+            execution_failed=error is not None,
+            error=error,
+            cancelled=cancelled,
+            observations=observations,
+            usage=UNKNOWN_USAGE,
+            turns_completed=turns,
+        )
+
+
+_HOST: Host = ScriptedHost()
+
+
+@hookimpl
+def sevro_register_hosts(register: Callable[[Host], None]) -> None:
+    register(_HOST)
+
+

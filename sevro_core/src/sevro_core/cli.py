@@ -1,0 +1,339 @@
+"""The ``sevro`` command line (Typer).
+
+Importing this module loads no plugin, no JSON Schema library and no rich: each command imports
+what it needs when it runs, so ``sevro --help`` stays fast. Every user error prints one line and
+exits 64; with ``--json`` it is one ``sevro.cli-result.v1`` document on stdout instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+from sevro_core.limits import DEFAULT_JOBS, MAX_JOBS, MAX_TRIALS
+
+
+class _PluginCommandGroup(TyperGroup):
+    """Resolves commands that plugins add only when such a command is asked for."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None or cmd_name.startswith("-"):
+            return found
+        extra = _plugin_app(_plugin_files_from_argv())
+        if extra is None:
+            return None
+        group = typer.main.get_group(extra)
+        return group.get_command(ctx, cmd_name)
+
+
+app = typer.Typer(
+    name="sevro",
+    cls=_PluginCommandGroup,
+    help="Evaluate agent skills by running real agent CLIs on fresh fixtures, with evidence.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+PluginOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--plugin", help="Load a local plugin file (repeatable) for this invocation."),
+]
+LogFormatOpt = Annotated[
+    str, typer.Option("--log-format", help="Diagnostics on stderr: console or json.")
+]
+VerboseOpt = Annotated[int, typer.Option("-v", "--verbose", count=True, help="More diagnostics.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Write exactly one JSON document to stdout.")]
+
+
+def _plugin_files_from_argv() -> list[Path]:
+    argv = sys.argv[1:]
+    files = []
+    for index, arg in enumerate(argv):
+        if arg == "--plugin" and index + 1 < len(argv):
+            files.append(Path(argv[index + 1]))
+        elif arg.startswith("--plugin="):
+            files.append(Path(arg.split("=", 1)[1]))
+    return files
+
+
+def _plugin_app(plugin_files: list[Path]) -> typer.Typer | None:
+    from sevro_core.plugins import load_plugins, register_commands
+
+    registry = load_plugins(plugin_files)
+    extra = typer.Typer(add_completion=False, rich_markup_mode=None)
+    register_commands(registry, extra)
+    return extra if extra.registered_commands else None
+
+
+def _setup_logging(log_format: str, verbose: int) -> None:
+    from sevro_core.errors import InvocationError
+    from sevro_core.logs import configure
+
+    if log_format not in ("console", "json"):
+        raise InvocationError(f"--log-format must be console or json, not {log_format!r}")
+    configure(log_format, verbose)
+
+
+def _fail(exc: Exception, *, as_json: bool) -> NoReturn:
+    from sevro_core.errors import InvocationError, SevroError
+    from sevro_core.results import pre_run_failure
+    from sevro_core.states import ExitCode
+
+    if isinstance(exc, InvocationError):
+        code, message, exit_code = exc.code, exc.one_line(), ExitCode.INVOCATION
+    elif isinstance(exc, SevroError):
+        code, message, exit_code = exc.code, " ".join(str(exc).split()), ExitCode.INTERNAL
+    else:
+        code = "sevro.runner.error"
+        message = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())
+        exit_code = ExitCode.INTERNAL
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(pre_run_failure(code, message, exit_code)) + "\n")
+    sys.stderr.write(f"sevro: error: {message}\n")
+    raise typer.Exit(int(exit_code))
+
+
+def _positive_int(value: int, flag: str, maximum: int) -> int:
+    from sevro_core.errors import InvocationError
+
+    if value < 1 or value > maximum:
+        raise InvocationError(f"{flag} must be between 1 and {maximum}, not {value}")
+    return value
+
+
+@app.command()
+def run(
+    cases: Annotated[list[Path], typer.Argument(
+        help="Case files (one case or an array) or directories of *.json case files.",
+        show_default=False)],
+    host: Annotated[str, typer.Option(help="Host id or short name (scripted, codex, claude).")
+                    ] = "scripted",
+    host_config: Annotated[Path | None, typer.Option(
+        "--host-config", help="Host configuration JSON file (the scripted host's script).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model the host should use.")] = None,
+    effort: Annotated[str | None, typer.Option(help="Reasoning effort the host should use.")
+                      ] = None,
+    trials: Annotated[int, typer.Option(help="Trials per case.")] = 1,
+    threshold: Annotated[float, typer.Option(
+        help="Share of trials that must pass for a case to pass, in (0, 1].")] = 1.0,
+    jobs: Annotated[int, typer.Option(help="Trials run in parallel.")] = DEFAULT_JOBS,
+    dry: Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")
+                   ] = False,
+    condition: Annotated[str, typer.Option(help="passive or enforced.")] = "passive",
+    results_root: Annotated[Path, typer.Option("--results-root", help="Where runs are kept.")
+                            ] = Path("sevro-results"),
+    project_root: Annotated[Path | None, typer.Option(
+        "--project-root", help="Project whose revision enters the identity (default: cwd).")
+    ] = None,
+    workspace_root: Annotated[Path | None, typer.Option(
+        "--workspace-root", help="Where trial workspaces are made (default: system temp).")
+    ] = None,
+    verdict_policy: Annotated[str, typer.Option("--verdict-policy", help="Task-verdict policy.")
+                              ] = "sevro.verdict.default",
+    as_json: JsonOpt = False,
+    plugin: PluginOpt = None,
+    log_format: LogFormatOpt = "console",
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Run cases for N trials, grade them and keep the evidence."""
+    from sevro_core.errors import InvocationError, SevroError
+
+    try:
+        _setup_logging(log_format, verbose)
+        settings = _run_settings(
+            host=host, host_config=host_config, model=model, effort=effort, trials=trials,
+            threshold=threshold, jobs=jobs, dry=dry, condition=condition,
+            results_root=results_root, project_root=project_root,
+            workspace_root=workspace_root, verdict_policy=verdict_policy,
+        )
+        from sevro_core.plugins import load_plugins
+        from sevro_core.runner import prepare
+
+        registry = load_plugins(plugin or [])
+        plan = prepare(cases, registry, settings)
+    except InvocationError as exc:
+        _fail(exc, as_json=as_json)
+    try:
+        outcome = _execute(plan, as_json=as_json)
+    except SevroError as exc:
+        _fail(exc, as_json=as_json)
+    except Exception as exc:
+        _fail(exc, as_json=as_json)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _run_settings(*, host: str, host_config: Path | None, model: str | None,
+                  effort: str | None, trials: int, threshold: float, jobs: int, dry: bool,
+                  condition: str, results_root: Path, project_root: Path | None,
+                  workspace_root: Path | None, verdict_policy: str) -> Any:
+    import math
+
+    from sevro_core.errors import InvocationError
+    from sevro_core.jsonio import read_json_file
+    from sevro_core.limits import MAX_HOST_CONFIG_BYTES
+    from sevro_core.planning import CONDITIONS, RunSettings
+    from sevro_core.protocols import HostOptions
+
+    _positive_int(trials, "--trials", MAX_TRIALS)
+    _positive_int(jobs, "--jobs", MAX_JOBS)
+    if not math.isfinite(threshold) or not 0 < threshold <= 1:
+        raise InvocationError(f"--threshold must be in (0, 1], not {threshold}")
+    if condition not in CONDITIONS:
+        raise InvocationError(f"--condition must be passive or enforced, not {condition!r}")
+    config = None
+    if host_config is not None:
+        config = read_json_file(host_config, MAX_HOST_CONFIG_BYTES, what="host configuration")
+        if not isinstance(config, dict):
+            raise InvocationError("host configuration must be a JSON object", source=host_config)
+    project = (project_root or Path.cwd()).resolve()
+    if not project.is_dir():
+        raise InvocationError("--project-root is not a directory", source=project_root)
+    if workspace_root is not None and not workspace_root.is_dir():
+        raise InvocationError("--workspace-root is not a directory", source=workspace_root)
+    results = results_root.expanduser().resolve()
+    if results.exists() and not results.is_dir():
+        raise InvocationError("--results-root exists and is not a directory", source=results_root)
+    return RunSettings(
+        trials=trials, threshold=float(threshold), jobs=jobs, dry=dry, condition=condition,
+        results_root=results, project_root=project,
+        host=host, host_options=HostOptions(config=config,
+                                            config_source=str(host_config) if host_config
+                                            else None, model=model, effort=effort),
+        verdict_policy=verdict_policy,
+        workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+    )
+
+
+def _execute(plan: Any, *, as_json: bool) -> Any:
+    import json
+
+    from sevro_core.output import TrialProgress, render_summary
+    from sevro_core.runner import execute
+
+    total = len(plan.cases) * plan.settings.trials
+    with TrialProgress(total, enabled=not as_json and sys.stderr.isatty()) as progress:
+        outcome = execute(plan, on_trial=progress.advance)
+    if as_json:
+        sys.stdout.write(json.dumps(outcome.result) + "\n")
+    else:
+        sys.stdout.write(render_summary(outcome.result))
+    return outcome
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Case files or directories.",
+                                                show_default=False)],
+    plugin: PluginOpt = None,
+) -> None:
+    """Check case files (schema, fixtures, grader configuration) without running anything."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.loading import load_cases
+        from sevro_core.plugins import load_plugins
+        from sevro_core.validation import validate_cases
+
+        registry = load_plugins(plugin or [])
+        cases = load_cases(files)
+        validate_cases(cases, registry)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    typer.echo(f"{len(cases)} case(s) valid")
+
+
+@app.command()
+def plugins(
+    as_json: JsonOpt = False,
+    plugin: PluginOpt = None,
+) -> None:
+    """List installed plugins, what they register and the capabilities they declare."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.plugins import load_plugins, register_commands
+
+        registry = load_plugins(plugin or [])
+        register_commands(registry, typer.Typer(add_completion=False))
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    from sevro_core.output import render_plugins
+
+    if as_json:
+        import json
+
+        document = {"format": "sevro.plugins.v1",
+                    "plugins": [p.to_json() for p in registry.plugins]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_plugins(registry.plugins))
+
+
+@app.command()
+def report(
+    inputs: Annotated[list[Path], typer.Argument(
+        help="Result files (from `run --json`) or run directories.", show_default=False)],
+    as_json: JsonOpt = False,
+    report_format: Annotated[str | None, typer.Option(
+        "--format", help="Reporter format (markdown, json, or a plugin's).")] = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.plugins import load_plugins
+        from sevro_core.report import build_report, reporter_for
+
+        registry = load_plugins(plugin or [])
+        chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
+        document = build_report(inputs)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    sys.stdout.write(chosen.render(document))
+
+
+def main() -> None:
+    """Console entry point: turns usage errors into one-line exit-64 diagnostics."""
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+    os.environ.setdefault("_TYPER_STANDARD_TRACEBACK", "1")
+    as_json = "--json" in sys.argv[1:]
+    try:
+        code = app(prog_name="sevro", standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.format_message() + "\n")
+        sys.exit(0)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        from sevro_core.errors import InvocationError
+
+        _main_fail(InvocationError(exc.format_message()), as_json)
+    except ClickException as exc:
+        from sevro_core.errors import InvocationError
+
+        _main_fail(InvocationError(exc.format_message()), as_json)
+    except typer.Abort:
+        sys.stderr.write("sevro: aborted\n")
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _main_fail(exc: Exception, as_json: bool) -> NoReturn:
+    try:
+        _fail(exc, as_json=as_json)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)

@@ -1,0 +1,54 @@
+"""Validation of relative paths that fixtures write into a workspace.
+
+Shared by every fixture kind, so the same rules hold for inline files, Git overlays and tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sevro_core.errors import ConfigurationError, join_pointer
+from sevro_core.limits import MAX_FIXTURE_PATH_DEPTH, MAX_FIXTURE_PATH_LENGTH
+
+
+def check_relative_path(path: str, pointer: str) -> tuple[str, ...]:
+    """Refuse absolute paths, ``.``/``..``/empty parts, backslashes, colons and NUL."""
+    if not path:
+        raise ConfigurationError("path is empty", pointer)
+    if len(path) > MAX_FIXTURE_PATH_LENGTH:
+        raise ConfigurationError(f"path is longer than {MAX_FIXTURE_PATH_LENGTH} characters",
+                                 pointer)
+    for char, name in (("\0", "NUL"), ("\\", "a backslash"), (":", "a colon")):
+        if char in path:
+            raise ConfigurationError(f"path {path!r} contains {name}", pointer)
+    if path.startswith("/"):
+        raise ConfigurationError(f"path {path!r} is absolute; fixture paths are relative", pointer)
+    parts = tuple(path.split("/"))
+    for part in parts:
+        if part in ("", ".", ".."):
+            raise ConfigurationError(
+                f"path {path!r} has an empty, '.' or '..' part", pointer
+            )
+    if len(parts) > MAX_FIXTURE_PATH_DEPTH:
+        raise ConfigurationError(f"path is deeper than {MAX_FIXTURE_PATH_DEPTH} levels", pointer)
+    return parts
+
+
+def check_collisions(paths: Iterable[str], base_pointer: str) -> None:
+    """Refuse paths equal under case folding, or where one is a directory prefix of another.
+
+    Workspaces may live on case-insensitive file systems (macOS), so the rule holds everywhere.
+    """
+    seen: dict[tuple[str, ...], str] = {}
+    for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+        folded = tuple(part.casefold() for part in path.split("/"))
+        for depth in range(1, len(folded) + 1):
+            prefix = folded[:depth]
+            if prefix in seen:
+                other = seen[prefix]
+                relation = "the same path" if depth == len(folded) else "a parent of it"
+                raise ConfigurationError(
+                    f"path {path!r} collides with {other!r} ({relation}, ignoring case)",
+                    join_pointer(base_pointer, path),
+                )
+        seen[folded] = path

@@ -1,0 +1,167 @@
+"""Strict, bounded JSON reading and atomic, private JSON writing.
+
+Input files are untrusted: sizes are bounded before parsing, duplicate keys, non-finite numbers,
+lone surrogates and excessive nesting are refused with a JSON pointer to the offending place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sevro_core.errors import InvocationError, join_pointer
+from sevro_core.limits import MAX_JSON_DEPTH
+
+JsonValue = Any
+"""A value made only of dict, list, str, int, float, bool and None."""
+
+
+class _DuplicateKeyDict(dict[str, Any]):
+    """Marks an object that had a duplicate key, so the walk can report its pointer."""
+
+    duplicate: str = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            marked = _DuplicateKeyDict(out)
+            marked.duplicate = key
+            return marked
+        out[key] = value
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not JSON")
+
+
+def _walk(value: Any, pointer: str, depth: int) -> Iterator[tuple[str, str]]:
+    if depth > MAX_JSON_DEPTH:
+        yield pointer, f"nesting deeper than {MAX_JSON_DEPTH} levels"
+        return
+    if isinstance(value, dict):
+        if isinstance(value, _DuplicateKeyDict):
+            yield join_pointer(pointer, value.duplicate), f"duplicate key {value.duplicate!r}"
+            return
+        for key, item in value.items():
+            if not _valid_text(key):
+                yield pointer, "object key is not valid Unicode (lone surrogate)"
+                return
+            yield from _walk(item, join_pointer(pointer, key), depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, join_pointer(pointer, index), depth + 1)
+    elif isinstance(value, str) and not _valid_text(value):
+        yield pointer, "string is not valid Unicode (lone surrogate)"
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
+    """Parse strict UTF-8 JSON bytes or raise :class:`InvocationError` with a pointer."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InvocationError("a byte-order mark is not allowed; save the file as plain UTF-8",
+                              source=source)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvocationError(f"not valid UTF-8 at byte {exc.start}", source=source) from None
+    try:
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise InvocationError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
+        ) from None
+    except ValueError as exc:
+        raise InvocationError(f"invalid JSON: {exc}", source=source) from None
+    except RecursionError:
+        raise InvocationError(f"nesting deeper than {MAX_JSON_DEPTH} levels", source=source) from None
+    for pointer, problem in _walk(value, "", 0):
+        raise InvocationError(problem, source=source, pointer=pointer)
+    return value
+
+
+def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
+    """Read a regular file of at most ``limit`` bytes without following a final symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InvocationError(f"{what} does not exist", source=path) from None
+    except OSError as exc:
+        raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
+    try:
+        info = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(info.st_mode):
+            raise InvocationError(f"{what} is not a regular file", source=path)
+        if info.st_size > limit:
+            raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
+        chunks = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
+    return data
+
+
+def read_json_file(path: Path, limit: int, *, what: str = "file") -> JsonValue:
+    """Read and strictly parse a bounded JSON file."""
+    return parse_json_text(read_bounded(path, limit, what=what), source=path)
+
+
+def dumps_pretty(value: JsonValue) -> str:
+    """Serialise as sevro writes evidence: two-space indent, UTF-8, trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_private_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` via an exclusive 0600 temp file and a rename.
+
+    Readers never see a half-written file; with ``durable`` the data is on disk before the
+    rename makes it visible, so a crash leaves either the old file or the whole new one.
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, value: JsonValue, *, durable: bool = True) -> None:
+    """Write ``value`` as pretty JSON atomically with mode 0600."""
+    write_private_atomic(path, dumps_pretty(value).encode("utf-8"), durable=durable)

@@ -1,0 +1,28 @@
+"""structlog configuration: diagnostics go to stderr, never stdout (which ``--json`` owns)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def configure(log_format: str = "console", verbosity: int = 0) -> None:
+    import structlog
+
+    level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+    renderer: structlog.typing.Processor
+    if log_format == "json":
+        renderer = structlog.processors.JSONRenderer(sort_keys=True)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )

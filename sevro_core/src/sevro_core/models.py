@@ -1,0 +1,199 @@
+"""Frozen data models that flow through a run: cases, host results, check outcomes, trials."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from sevro_core.jsonio import JsonValue
+from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
+
+FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
+ENGINE_OBSERVATION_PREFIX = "sevro.observation."
+
+
+@frozen
+class CheckDeclaration:
+    """One check as written in a case file: ``{id, grader, configuration}``."""
+
+    id: str
+    grader: str
+    configuration: Mapping[str, JsonValue]
+
+
+@frozen
+class Case:
+    """A case as declared (templates unrendered), with where it came from for diagnostics."""
+
+    id: str
+    prompt: str
+    fixture: Mapping[str, JsonValue]
+    checks: tuple[CheckDeclaration, ...] = ()
+    required_evidence: tuple[str, ...] = ()
+    follow_up_prompt: str | None = None
+    source: str = ""
+    pointer: str = ""
+
+    def declaration(self) -> dict[str, JsonValue]:
+        """The case as JSON, in Sevro's shape (the input of the case digest)."""
+        out: dict[str, JsonValue] = {"id": self.id, "prompt": self.prompt}
+        if self.follow_up_prompt is not None:
+            out["followUpPrompt"] = self.follow_up_prompt
+        return out
+
+
+@frozen
+class Route:
+    """Which host, model and effort played a role (``candidate`` for now)."""
+
+    host: str
+    model: str
+    effort: str
+    role: str = "candidate"
+
+    def to_json(self) -> dict[str, str]:
+        return {"role": self.role, "host": self.host, "model": self.model, "effort": self.effort}
+
+
+@frozen
+class Observation:
+    """A bounded, namespaced fact a host or the engine recorded about a trial."""
+
+    id: str
+    source: str
+    completeness: Completeness
+    data: Mapping[str, JsonValue]
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "completeness": self.completeness.value,
+            "data": dict(self.data),
+        }
+
+
+@frozen
+class Artifact:
+    """Raw bytes a host retains with the trial (event streams, transcripts)."""
+
+    id: str
+    content: bytes
+
+
+@frozen
+class Usage:
+    """Token and cost accounting; ``None`` means unknown and is never summed as zero."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    complete: bool = False
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cachedInputTokens": self.cached_input_tokens,
+            "reasoningTokens": self.reasoning_tokens,
+            "costUsd": self.cost_usd,
+            "complete": self.complete,
+        }
+
+
+UNKNOWN_USAGE = Usage()
+
+
+@frozen
+class HostResult:
+    """What a host returns for all turns of one trial."""
+
+    final_message: str | None
+    complete: bool
+    execution_failed: bool = False
+    error: str | None = None
+    cancelled: bool = False
+    observations: tuple[Observation, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    usage: Usage = UNKNOWN_USAGE
+    turns_completed: int = 0
+
+
+@frozen
+class CheckOutcome:
+    """The result of one check; grader errors are raised, not returned."""
+
+    id: str
+    grader: str
+    status: CheckStatus
+    detail: str | None = None
+    evidence_refs: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"id": self.id, "grader": self.grader, "status": self.status.value}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        out["evidenceRefs"] = list(self.evidence_refs)
+        return out
+
+
+@frozen
+class TrialView:
+    """What a grader may look at: the trial's final message, observations and workspace."""
+
+    case_id: str
+    trial: int
+    final_message: str | None
+    final_message_complete: bool
+    observations: Mapping[str, Observation]
+    workspace: Path
+
+
+@frozen
+class TrialStates:
+    execution: Execution
+    grading: Grading
+    verdict: Verdict
+
+
+class CancelToken:
+    """A cooperative cancellation flag shared by the scheduler, hosts and graders."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: str | None = None
+
+    def cancel(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; return True early if cancelled."""
+        return self._event.wait(seconds)
+
+
+@frozen
+class HostRequest:
+    """One trial's instruction to a host: rendered prompts, the workspace and the environment."""
+
+    case_id: str
+    trial: int
+    prompts: tuple[str, ...]
+    workspace: Path
+    condition: str
+    cancel: CancelToken
+    private_root: Path
+    environment: Mapping[str, str] = field(factory=dict)
+    fixture_bin_dir: Path | None = None
+    extra: Mapping[str, Any] = field(factory=dict)

@@ -1,0 +1,141 @@
+"""The plugin kinds, as typing protocols.
+
+Every kind has a namespaced ``id``, a ``version``, the ``capabilities`` it provides and the
+``requires`` it needs. The planner negotiates these before any trial starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from attrs import frozen
+
+from sevro_core.jsonio import JsonValue
+from sevro_core.models import Case, CheckOutcome, HostRequest, HostResult, Route, TrialView
+from sevro_core.states import Execution, Grading, Verdict
+
+ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
+"""Namespaced identifier, as Sevro defines it (``sevro.regex``, ``acme.grader.foo``)."""
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """What every registered object declares."""
+
+    id: str
+    version: str
+    capabilities: frozenset[str]
+    requires: frozenset[str]
+
+
+@frozen
+class HostOptions:
+    """Operator-supplied host settings from the command line."""
+
+    config: Mapping[str, JsonValue] | None = None
+    config_source: str | None = None
+    model: str | None = None
+    effort: str | None = None
+
+
+class ConfiguredHost(Protocol):
+    """A host bound to its configuration for one run."""
+
+    route: Route
+    capabilities: frozenset[str]
+
+    def redacted_configuration(self) -> JsonValue:
+        """Configuration that enters identity and evidence; secrets only as presence markers."""
+
+    def check_case(self, case: Case) -> None:
+        """Refuse (``ConfigurationError``) a case this configuration cannot run."""
+
+    def run(self, request: HostRequest) -> HostResult:
+        """Run every turn of one trial; never raises for agent failures."""
+
+
+class Host(Plugin, Protocol):
+    def configure(self, options: HostOptions) -> ConfiguredHost:
+        """Validate options (``ConfigurationError``) and bind them."""
+
+
+class CompiledCheck(Protocol):
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        """Assess the check; raise ``GradingError`` when it cannot be assessed."""
+
+
+class Grader(Plugin, Protocol):
+    stage: int
+    """Grading order: lower stages run first (output 10, shell 20, git 30, semantic 40)."""
+
+    def compile(self, configuration: Mapping[str, JsonValue]) -> CompiledCheck:
+        """Validate a check's configuration before any trial (``ConfigurationError``)."""
+
+
+@frozen
+class MaterialisedFixture:
+    """Facts about a materialised workspace that hosts and graders may need."""
+
+    bin_dir: Path | None = None
+
+
+class CompiledFixture(Protocol):
+    capabilities: frozenset[str]
+
+    def identity(self) -> JsonValue:
+        """The fixture's digest input: everything that determines the workspace's content."""
+
+    def materialise(self, workspace: Path) -> MaterialisedFixture:
+        """Populate an empty, private, canonical workspace directory."""
+
+
+class FixtureProvider(Plugin, Protocol):
+    def accepts(self, declaration: Mapping[str, JsonValue]) -> bool:
+        """Whether this provider owns the declaration's shape."""
+
+    def compile(self, declaration: Mapping[str, JsonValue]) -> CompiledFixture:
+        """Validate the declaration at load time (``ConfigurationError``)."""
+
+
+@frozen
+class SandboxPolicy:
+    """What a sandboxed command may touch."""
+
+    workspace: Path
+    protected_roots: tuple[Path, ...] = ()
+    read_only_roots: tuple[Path, ...] = ()
+    network: str = "none"
+    home: Path | None = None
+    tmpdir: Path | None = None
+
+
+@frozen
+class SandboxProbe:
+    available: bool
+    detail: str
+    version: str | None = None
+
+
+class Sandbox(Plugin, Protocol):
+    def probe(self) -> SandboxProbe:
+        """Whether the backend really works on this machine, checked by running it."""
+
+    def wrap(self, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+        """Return an argv that runs ``argv`` under ``policy``."""
+
+
+class VerdictPolicy(Plugin, Protocol):
+    def verdict(
+        self, execution: Execution, grading: Grading, outcomes: Sequence[CheckOutcome]
+    ) -> Verdict:
+        """Reduce a trial's states and check outcomes to its task verdict."""
+
+
+class Reporter(Plugin, Protocol):
+    format: str
+    """Short name used on the command line (``markdown``, ``json``)."""
+
+    def render(self, report: Mapping[str, JsonValue]) -> str:
+        """Render a ``sevro.report.v1`` document."""

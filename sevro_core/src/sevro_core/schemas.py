@@ -1,0 +1,127 @@
+"""Published JSON Schemas (Draft 2020-12): loading, caching and pointer-precise diagnostics.
+
+Schemas ship inside the package (``sevro_core/schemas``) and are linked from `docs/schemas/`.
+Validators are compiled once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sevro_core.errors import InvocationError, join_pointer
+from sevro_core.jsonio import JsonValue
+
+
+def schema_text(name: str, package: str = "sevro_core") -> str:
+    return resources.files(package).joinpath("schemas", f"{name}.schema.json").read_text("utf-8")
+
+
+@functools.cache
+def load_schema(name: str, package: str = "sevro_core") -> Mapping[str, Any]:
+    loaded: Mapping[str, Any] = json.loads(schema_text(name, package))
+    return loaded
+
+
+@functools.cache
+def _package_registry(package: str) -> Any:
+    """All schemas a package publishes, so ``urn:sevro:schema:*`` references resolve offline."""
+    from referencing import Registry, Resource
+
+    folder = resources.files(package).joinpath("schemas")
+    entries = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".schema.json"):
+            contents = json.loads(entry.read_text("utf-8"))
+            entries.append((contents["$id"], Resource.from_contents(contents)))
+    return Registry().with_resources(entries)
+
+
+@functools.cache
+def validator(name: str, package: str = "sevro_core") -> Any:
+    return compile_schema(load_schema(name, package), _package_registry(package))
+
+
+def compile_schema(schema: Mapping[str, Any], registry: Any = None) -> Any:
+    """A Draft 2020-12 validator; no format assertions and no retrieval of remote ``$ref``s."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
+
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, registry=registry if registry is not None else Registry())
+
+
+def describe_first_error(errors: Iterable[Any], base: str = "") -> tuple[str, str] | None:
+    """Pick the most relevant schema error and return ``(pointer, message)``.
+
+    Unknown keys point at the key itself, so a typo is reported where it is.
+    """
+    from jsonschema.exceptions import best_match
+
+    error = best_match(errors)
+    if error is None:
+        return None
+    pointer = join_pointer(base, *error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in known)
+        if extra:
+            return join_pointer(pointer, extra[0]), f"unknown key {extra[0]!r}"
+    return pointer, _message(error)
+
+
+def _message(error: Any) -> str:
+    kind = error.validator
+    if kind == "required":
+        return str(error.message).replace(" is a required property", " is required")
+    if kind == "pattern" and isinstance(error.instance, str):
+        return f"{_short(error.instance)} does not match {error.validator_value}"
+    if kind == "maxLength":
+        return f"longer than {error.validator_value} characters"
+    if kind == "type":
+        return f"must be of type {error.validator_value}, not {_json_type(error.instance)}"
+    return str(error.message) if len(str(error.message)) < 300 else f"fails '{kind}'"
+
+
+def _short(value: str) -> str:
+    return repr(value if len(value) <= 60 else value[:57] + "...")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def validate_input(
+    name: str, instance: JsonValue, *, source: str | Path, base: str = "", package: str = "sevro_core"
+) -> None:
+    """Validate user input; raise an exit-64 error naming the file and pointer."""
+    found = describe_first_error(validator(name, package).iter_errors(instance), base)
+    if found is not None:
+        pointer, message = found
+        raise InvocationError(message, source=source, pointer=pointer)
+
+
+class EvidenceSchemaError(RuntimeError):
+    """sevro produced a document its own schema refuses: an internal error (exit 70)."""
+
+
+def validate_output(name: str, instance: JsonValue) -> None:
+    """Validate a document sevro is about to write."""
+    found = describe_first_error(validator(name).iter_errors(instance))
+    if found is not None:
+        pointer, message = found
+        raise EvidenceSchemaError(f"{name} document invalid at '{pointer}': {message}")

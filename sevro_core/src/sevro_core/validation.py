@@ -1,0 +1,16 @@
+"""``sevro validate``: the load-time checks of ``sevro run`` without choosing a host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sevro_core.models import Case
+from sevro_core.planning import compile_checks, compile_fixture
+from sevro_core.plugins import Registry
+
+
+def validate_cases(cases: Sequence[Case], registry: Registry) -> None:
+    """Compile every fixture and check configuration; raise the first problem (exit 64)."""
+    for case in cases:
+        compile_fixture(case, registry)
+        compile_checks(case, registry)

@@ -1,0 +1,138 @@
+"""Trial workspaces: creation (private, canonical), confined file access, and safe removal.
+
+Agents may leave symlinks pointing anywhere and directories without permissions. Nothing here
+follows a symlink out of the tree, and removal repairs owner permissions without following links.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+WORKSPACE_PREFIX = "sevro-case-"
+PRIVATE_PREFIX = "sevro-private-"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class WorkspaceEscapeError(OSError):
+    """A path inside the workspace resolves through a symlink or outside the tree."""
+
+
+def create_workspace(root: Path | None = None, prefix: str = WORKSPACE_PREFIX) -> Path:
+    """Make a fresh 0700 directory and return its canonical path."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root)).resolve(strict=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
+    """Open the directory holding ``parts[-1]`` by walking dir fds without following symlinks."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            if create:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise WorkspaceEscapeError(exc.errno, f"{part!r} is not a plain directory") from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_confined(root: Path, relative: str, data: bytes) -> None:
+    """Create or replace ``root/relative`` (0600) without following any symlink."""
+    parts = relative.split("/")
+    parent = _open_parent(root, parts, create=True)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(parts[-1], flags, 0o600, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise WorkspaceEscapeError(exc.errno, f"{relative!r} is a symlink") from None
+            raise
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    finally:
+        os.close(parent)
+
+
+def read_confined(root: Path, relative: str, limit: int) -> tuple[bytes, int]:
+    """Read at most ``limit`` bytes of a regular file; return the bytes and the file's size."""
+    parts = relative.split("/")
+    parent = _open_parent(root, parts, create=False)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise WorkspaceEscapeError(exc.errno, f"{relative!r} is a symlink") from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, f"{relative!r} is not a regular file")
+            chunks: list[bytes] = []
+            remaining = limit
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            return b"".join(chunks), info.st_size
+        finally:
+            os.close(fd)
+    finally:
+        os.close(parent)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete ``path`` recursively, repairing owner permissions, never following symlinks."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(path)
+        return
+    parent_fd = os.open(path.parent, _DIR_FLAGS)
+    try:
+        _remove_entry(parent_fd, path.name)
+    finally:
+        os.close(parent_fd)
+
+
+def _remove_entry(parent_fd: int, name: str) -> None:
+    info = os.lstat(name, dir_fd=parent_fd)
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(name, dir_fd=parent_fd)
+        return
+    if info.st_mode & 0o700 != 0o700:
+        # lstat said directory (not a link); every process of the trial is dead by now.
+        os.chmod(name, stat.S_IMODE(info.st_mode) | 0o700, dir_fd=parent_fd)
+    fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    try:
+        for entry in os.listdir(fd):
+            _remove_entry(fd, entry)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent_fd)

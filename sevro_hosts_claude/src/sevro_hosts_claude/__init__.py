@@ -1,0 +1,1 @@
+"""Arrives with its own issue; registers nothing yet."""
