@@ -114,34 +114,51 @@ def _positive_int(value: int, flag: str, maximum: int) -> int:
 
 @app.command()
 def run(
-    cases: Annotated[list[Path], typer.Argument(
-        help="Case files (one case or an array) or directories of *.json case files.",
-        show_default=False)],
-    host: Annotated[str, typer.Option(help="Host id or short name (scripted, codex, claude).")
-                    ] = "scripted",
-    host_config: Annotated[Path | None, typer.Option(
-        "--host-config", help="Host configuration JSON file (the scripted host's script).")
+    cases: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Case files (one case or an array) or directories of *.json case files.",
+            show_default=False,
+        ),
+    ],
+    host: Annotated[
+        str, typer.Option(help="Host id or short name (scripted, codex, claude).")
+    ] = "scripted",
+    host_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--host-config", help="Host configuration JSON file (the scripted host's script)."
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model the host should use.")] = None,
-    effort: Annotated[str | None, typer.Option(help="Reasoning effort the host should use.")
-                      ] = None,
+    effort: Annotated[
+        str | None, typer.Option(help="Reasoning effort the host should use.")
+    ] = None,
     trials: Annotated[int, typer.Option(help="Trials per case.")] = 1,
-    threshold: Annotated[float, typer.Option(
-        help="Share of trials that must pass for a case to pass, in (0, 1].")] = 1.0,
+    threshold: Annotated[
+        float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
+    ] = 1.0,
     jobs: Annotated[int, typer.Option(help="Trials run in parallel.")] = DEFAULT_JOBS,
-    dry: Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")
-                   ] = False,
+    dry: Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")] = False,
     condition: Annotated[str, typer.Option(help="passive or enforced.")] = "passive",
-    results_root: Annotated[Path, typer.Option("--results-root", help="Where runs are kept.")
-                            ] = Path("sevro-results"),
-    project_root: Annotated[Path | None, typer.Option(
-        "--project-root", help="Project whose revision enters the identity (default: cwd).")
+    results_root: Annotated[
+        Path, typer.Option("--results-root", help="Where runs are kept.")
+    ] = Path("sevro-results"),
+    project_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--project-root", help="Project whose revision enters the identity (default: cwd)."
+        ),
     ] = None,
-    workspace_root: Annotated[Path | None, typer.Option(
-        "--workspace-root", help="Where trial workspaces are made (default: system temp).")
+    workspace_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace-root", help="Where trial workspaces are made (default: system temp)."
+        ),
     ] = None,
-    verdict_policy: Annotated[str, typer.Option("--verdict-policy", help="Task-verdict policy.")
-                              ] = "sevro.verdict.default",
+    verdict_policy: Annotated[
+        str, typer.Option("--verdict-policy", help="Task-verdict policy.")
+    ] = "sevro.verdict.default",
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -153,10 +170,19 @@ def run(
     try:
         _setup_logging(log_format, verbose)
         settings = _run_settings(
-            host=host, host_config=host_config, model=model, effort=effort, trials=trials,
-            threshold=threshold, jobs=jobs, dry=dry, condition=condition,
-            results_root=results_root, project_root=project_root,
-            workspace_root=workspace_root, verdict_policy=verdict_policy,
+            host=host,
+            host_config=host_config,
+            model=model,
+            effort=effort,
+            trials=trials,
+            threshold=threshold,
+            jobs=jobs,
+            dry=dry,
+            condition=condition,
+            results_root=results_root,
+            project_root=project_root,
+            workspace_root=workspace_root,
+            verdict_policy=verdict_policy,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -174,10 +200,22 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def _run_settings(*, host: str, host_config: Path | None, model: str | None,
-                  effort: str | None, trials: int, threshold: float, jobs: int, dry: bool,
-                  condition: str, results_root: Path, project_root: Path | None,
-                  workspace_root: Path | None, verdict_policy: str) -> Any:
+def _run_settings(
+    *,
+    host: str,
+    host_config: Path | None,
+    model: str | None,
+    effort: str | None,
+    trials: int,
+    threshold: float,
+    jobs: int,
+    dry: bool,
+    condition: str,
+    results_root: Path,
+    project_root: Path | None,
+    workspace_root: Path | None,
+    verdict_policy: str,
+) -> Any:
     import math
 
     from sevro_core.errors import InvocationError
@@ -206,11 +244,20 @@ def _run_settings(*, host: str, host_config: Path | None, model: str | None,
     if results.exists() and not results.is_dir():
         raise InvocationError("--results-root exists and is not a directory", source=results_root)
     return RunSettings(
-        trials=trials, threshold=float(threshold), jobs=jobs, dry=dry, condition=condition,
-        results_root=results, project_root=project,
-        host=host, host_options=HostOptions(config=config,
-                                            config_source=str(host_config) if host_config
-                                            else None, model=model, effort=effort),
+        trials=trials,
+        threshold=float(threshold),
+        jobs=jobs,
+        dry=dry,
+        condition=condition,
+        results_root=results,
+        project_root=project,
+        host=host,
+        host_options=HostOptions(
+            config=config,
+            config_source=str(host_config) if host_config else None,
+            model=model,
+            effort=effort,
+        ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
     )
@@ -234,8 +281,9 @@ def _execute(plan: Any, *, as_json: bool) -> Any:
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Case files or directories.",
-                                                show_default=False)],
+    files: Annotated[
+        list[Path], typer.Argument(help="Case files or directories.", show_default=False)
+    ],
     plugin: PluginOpt = None,
 ) -> None:
     """Check case files (schema, fixtures, grader configuration) without running anything."""
@@ -274,8 +322,10 @@ def plugins(
     if as_json:
         import json
 
-        document = {"format": "sevro.plugins.v1",
-                    "plugins": [p.to_json() for p in registry.plugins]}
+        document = {
+            "format": "sevro.plugins.v1",
+            "plugins": [p.to_json() for p in registry.plugins],
+        }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         sys.stdout.write(render_plugins(registry.plugins))
@@ -283,11 +333,17 @@ def plugins(
 
 @app.command()
 def report(
-    inputs: Annotated[list[Path], typer.Argument(
-        help="Result files (from `run --json`) or run directories.", show_default=False)],
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Result files (from `run --json`) or run directories.", show_default=False
+        ),
+    ],
     as_json: JsonOpt = False,
-    report_format: Annotated[str | None, typer.Option(
-        "--format", help="Reporter format (markdown, json, or a plugin's).")] = None,
+    report_format: Annotated[
+        str | None,
+        typer.Option("--format", help="Reporter format (markdown, json, or a plugin's)."),
+    ] = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document."""

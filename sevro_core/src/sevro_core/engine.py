@@ -52,7 +52,7 @@ from sevro_core.states import (
 )
 from sevro_core.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 
-WORKSPACE_TOKEN = "{{sevro.workspace}}"
+WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
 
 
@@ -74,8 +74,9 @@ class TrialRecord:
             "execution": self.states.execution.value,
             "grading": self.states.grading.value,
             "task": self.states.verdict.value,
-            "checks": [{"id": c.id, "grader": c.grader, "status": c.status.value}
-                       for c in self.checks],
+            "checks": [
+                {"id": c.id, "grader": c.grader, "status": c.status.value} for c in self.checks
+            ],
             "artifactPath": str(self.path) if self.path is not None else None,
         }
 
@@ -83,9 +84,11 @@ class TrialRecord:
 def not_admitted(case_id: str, trial: int, *, cancelled: bool) -> TrialRecord:
     execution = Execution.CANCELLED if cancelled else Execution.NOT_RUN
     return TrialRecord(
-        case_id=case_id, trial=trial,
+        case_id=case_id,
+        trial=trial,
         states=TrialStates(execution, Grading.NOT_REQUESTED, Verdict.NOT_ASSESSED),
-        checks=(), path=None,
+        checks=(),
+        path=None,
         error_code="sevro.run.cancelled" if cancelled else "sevro.run.not-admitted",
     )
 
@@ -102,8 +105,9 @@ def render_prompt(template: str, workspace: Path) -> str:
     return template.replace(WORKSPACE_TOKEN, str(workspace))
 
 
-def execute_trial(plan: RunPlan, planned: PlannedCase, trial: int, cancel: CancelToken,
-                  store: EvidenceStore) -> TrialRecord:
+def execute_trial(
+    plan: RunPlan, planned: PlannedCase, trial: int, cancel: CancelToken, store: EvidenceStore
+) -> TrialRecord:
     """Run one trial end to end and persist its evidence."""
     case = planned.case
     started_at = _now()
@@ -115,54 +119,94 @@ def execute_trial(plan: RunPlan, planned: PlannedCase, trial: int, cancel: Cance
     except OSError as exc:
         remove_tree(workspace)
         remove_tree(private)
-        raise PersistenceError(f"fixture for case {case.id} could not be materialised: {exc}"
-                               ) from exc
+        raise PersistenceError(
+            f"fixture for case {case.id} could not be materialised: {exc}"
+        ) from exc
     t_fixture = time.monotonic()
     if plan.settings.dry:
         host_result = None
         execution, error = Execution.NOT_RUN, None
     else:
-        prompts = tuple(render_prompt(p, workspace) for p in
-                        (case.prompt, case.follow_up_prompt) if p is not None)
-        request = HostRequest(case_id=case.id, trial=trial, prompts=prompts,
-                              workspace=workspace, condition=plan.settings.condition,
-                              cancel=cancel, private_root=private)
+        prompts = tuple(
+            render_prompt(p, workspace)
+            for p in (case.prompt, case.follow_up_prompt)
+            if p is not None
+        )
+        request = HostRequest(
+            case_id=case.id,
+            trial=trial,
+            prompts=prompts,
+            workspace=workspace,
+            condition=plan.settings.condition,
+            cancel=cancel,
+            private_root=private,
+        )
         host_result, execution, error = _run_host(plan, request)
     t_host = time.monotonic()
     observations = _observations(host_result)
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
     if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(planned, trial, host_result, observations, workspace,
-                                        cancel)
+        outcomes, grader_error = _grade(
+            planned, trial, host_result, observations, workspace, cancel
+        )
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
     required = _required_evidence(planned, observations, host_result)
     grading = trial_grading(
-        execution, grader_error=grader_error is not None, declared_checks=len(planned.checks),
+        execution,
+        grader_error=grader_error is not None,
+        declared_checks=len(planned.checks),
         outcomes=[o.status for o in outcomes],
         required_evidence_missing=any(r["status"] != "complete" for r in required),
     )
     verdict = plan.verdict_policy.verdict(execution, grading, outcomes)
-    if verdict is Verdict.PASSED and (execution is not Execution.COMPLETED
-                                      or grading is not Grading.COMPLETED):
+    if verdict is Verdict.PASSED and (
+        execution is not Execution.COMPLETED or grading is not Grading.COMPLETED
+    ):
         verdict = Verdict.NOT_ASSESSED  # no policy may pass what was not fully graded
     states = TrialStates(execution, grading, verdict)
     error_code = error[0] if error else ("sevro.grader.error" if grader_error else None)
     try:
-        evidence = _evidence(plan, planned, trial, store, host_result, observations, outcomes,
-                             grader_error, required, states, error,
-                             durations={"fixtureMs": _ms(t0, t_fixture),
-                                        "candidateMs": None if plan.settings.dry
-                                        else _ms(t_fixture, t_host),
-                                        "gradingMs": _ms(t_host, t_grade)},
-                             started_at=started_at, workspace=workspace, t0=t0)
+        evidence = _evidence(
+            plan,
+            planned,
+            trial,
+            store,
+            host_result,
+            observations,
+            outcomes,
+            grader_error,
+            required,
+            states,
+            error,
+            durations={
+                "fixtureMs": _ms(t0, t_fixture),
+                "candidateMs": None if plan.settings.dry else _ms(t_fixture, t_host),
+                "gradingMs": _ms(t_host, t_grade),
+            },
+            started_at=started_at,
+            workspace=workspace,
+            t0=t0,
+        )
         path = store.case_dir(case.id) / f"trial-{trial}.json"
-        record = TrialRecord(case_id=case.id, trial=trial, states=states,
-                             checks=tuple(outcomes), path=path, error_code=error_code)
-        document = {"format": TRIAL_FORMAT, "runId": store.run_id, "caseId": case.id,
-                    "trial": trial, "result": record.summary(), "evidence": evidence}
+        record = TrialRecord(
+            case_id=case.id,
+            trial=trial,
+            states=states,
+            checks=tuple(outcomes),
+            path=path,
+            error_code=error_code,
+        )
+        document = {
+            "format": TRIAL_FORMAT,
+            "runId": store.run_id,
+            "caseId": case.id,
+            "trial": trial,
+            "result": record.summary(),
+            "evidence": evidence,
+        }
         store.write_trial(document)
     except OSError as exc:
         remove_tree(private)
@@ -171,17 +215,28 @@ def execute_trial(plan: RunPlan, planned: PlannedCase, trial: int, cancel: Cance
         ) from exc
     remove_tree(workspace)
     remove_tree(private)
-    return TrialRecord(case_id=case.id, trial=trial, states=states, checks=tuple(outcomes),
-                       path=path, error_code=error_code, document=document)
+    return TrialRecord(
+        case_id=case.id,
+        trial=trial,
+        states=states,
+        checks=tuple(outcomes),
+        path=path,
+        error_code=error_code,
+        document=document,
+    )
 
 
-def _run_host(plan: RunPlan, request: HostRequest
-              ) -> tuple[HostResult | None, Execution, tuple[str, str] | None]:
+def _run_host(
+    plan: RunPlan, request: HostRequest
+) -> tuple[HostResult | None, Execution, tuple[str, str] | None]:
     try:
         result = plan.host.run(request)
     except Exception as exc:  # a host bug is an execution failure, never a pass
-        return None, Execution.FAILED, ("sevro.host.failed",
-                                        f"host raised {type(exc).__name__}: {exc}")
+        return (
+            None,
+            Execution.FAILED,
+            ("sevro.host.failed", f"host raised {type(exc).__name__}: {exc}"),
+        )
     if result.cancelled or (request.cancel.cancelled and not result.complete):
         return result, Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     if result.execution_failed:
@@ -193,9 +248,9 @@ def _run_host(plan: RunPlan, request: HostRequest
 
 
 def _bounds_problem(result: HostResult) -> str | None:
-    if result.final_message is not None:
-        if len(result.final_message.encode("utf-8", "surrogatepass")) > MAX_FINAL_MESSAGE_BYTES:
-            return f"final message is larger than {MAX_FINAL_MESSAGE_BYTES} bytes"
+    final = result.final_message
+    if final is not None and len(final.encode("utf-8", "surrogatepass")) > MAX_FINAL_MESSAGE_BYTES:
+        return f"final message is larger than {MAX_FINAL_MESSAGE_BYTES} bytes"
     if len(result.observations) > MAX_OBSERVATIONS:
         return f"more than {MAX_OBSERVATIONS} observations"
     seen: set[str] = set()
@@ -225,12 +280,15 @@ def _bounds_problem(result: HostResult) -> str | None:
 
 def _final_observation(result: HostResult | None) -> Observation:
     if result is None or result.final_message is None:
-        return Observation(FINAL_MESSAGE_OBSERVATION, "sevro.engine", Completeness.UNAVAILABLE,
-                           {})
+        return Observation(FINAL_MESSAGE_OBSERVATION, "sevro.engine", Completeness.UNAVAILABLE, {})
     data = result.final_message.encode("utf-8", "surrogatepass")
     completeness = Completeness.COMPLETE if result.complete else Completeness.PARTIAL
-    return Observation(FINAL_MESSAGE_OBSERVATION, "sevro.engine", completeness,
-                       {"sha256": hashlib.sha256(data).hexdigest(), "byteLength": len(data)})
+    return Observation(
+        FINAL_MESSAGE_OBSERVATION,
+        "sevro.engine",
+        completeness,
+        {"sha256": hashlib.sha256(data).hexdigest(), "byteLength": len(data)},
+    )
 
 
 def _observations(result: HostResult | None) -> dict[str, Observation]:
@@ -240,15 +298,22 @@ def _observations(result: HostResult | None) -> dict[str, Observation]:
     return out
 
 
-def _grade(planned: PlannedCase, trial: int, result: HostResult | None,
-           observations: Mapping[str, Observation], workspace: Path, cancel: CancelToken,
-           ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
+def _grade(
+    planned: PlannedCase,
+    trial: int,
+    result: HostResult | None,
+    observations: Mapping[str, Observation],
+    workspace: Path,
+    cancel: CancelToken,
+) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     final = observations[FINAL_MESSAGE_OBSERVATION]
     view = TrialView(
-        case_id=planned.case.id, trial=trial,
+        case_id=planned.case.id,
+        trial=trial,
         final_message=result.final_message if result is not None else None,
         final_message_complete=final.completeness is Completeness.COMPLETE,
-        observations=observations, workspace=workspace,
+        observations=observations,
+        workspace=workspace,
     )
     by_id: dict[str, CheckOutcome] = {}
     error: dict[str, str] | None = None
@@ -267,15 +332,19 @@ def _grade(planned: PlannedCase, trial: int, result: HostResult | None,
             continue
         message = message[:MAX_DIAGNOSTIC_CHARS]
         error = error or {"checkId": declaration.id, "message": message}
-        by_id[declaration.id] = CheckOutcome(declaration.id, declaration.grader,
-                                             CheckStatus.UNAVAILABLE,
-                                             detail=f"grader error: {message}")
+        by_id[declaration.id] = CheckOutcome(
+            declaration.id,
+            declaration.grader,
+            CheckStatus.UNAVAILABLE,
+            detail=f"grader error: {message}",
+        )
     ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
     return ordered, error
 
 
-def _required_evidence(planned: PlannedCase, observations: Mapping[str, Observation],
-                       result: HostResult | None) -> list[dict[str, str]]:
+def _required_evidence(
+    planned: PlannedCase, observations: Mapping[str, Observation], result: HostResult | None
+) -> list[dict[str, str]]:
     artifacts = {a.id for a in result.artifacts} if result is not None else set()
     out = []
     for evidence_id in planned.case.required_evidence:
@@ -287,19 +356,34 @@ def _required_evidence(planned: PlannedCase, observations: Mapping[str, Observat
     return out
 
 
-def _evidence(plan: RunPlan, planned: PlannedCase, trial: int, store: EvidenceStore,
-              result: HostResult | None, observations: Mapping[str, Observation],
-              outcomes: Sequence[CheckOutcome], grader_error: Mapping[str, str] | None,
-              required: list[dict[str, str]], states: TrialStates,
-              error: tuple[str, str] | None, *, durations: dict[str, Any], started_at: str,
-              workspace: Path, t0: float) -> dict[str, Any]:
+def _evidence(
+    plan: RunPlan,
+    planned: PlannedCase,
+    trial: int,
+    store: EvidenceStore,
+    result: HostResult | None,
+    observations: Mapping[str, Observation],
+    outcomes: Sequence[CheckOutcome],
+    grader_error: Mapping[str, str] | None,
+    required: list[dict[str, str]],
+    states: TrialStates,
+    error: tuple[str, str] | None,
+    *,
+    durations: dict[str, Any],
+    started_at: str,
+    workspace: Path,
+    t0: float,
+) -> dict[str, Any]:
     case_id = planned.case.id
     raw = None
     artifact_refs = []
     if result is not None:
         if result.final_message is not None:
-            raw = store.write_blob(case_id, f"trial-{trial}-raw.txt",
-                                   result.final_message.encode("utf-8", "surrogatepass"))
+            raw = store.write_blob(
+                case_id,
+                f"trial-{trial}-raw.txt",
+                result.final_message.encode("utf-8", "surrogatepass"),
+            )
         for artifact in result.artifacts:
             ref = store.write_blob(case_id, f"trial-{trial}-{artifact.id}.bin", artifact.content)
             artifact_refs.append({"id": artifact.id, **ref})
@@ -312,14 +396,19 @@ def _evidence(plan: RunPlan, planned: PlannedCase, trial: int, store: EvidenceSt
         "caseId": case_id,
         "trial": trial,
         "executionMode": "dry" if plan.settings.dry else "executed",
-        "condition": {"requested": plan.settings.condition,
-                      "actual": "unknown" if result is None else plan.settings.condition},
+        "condition": {
+            "requested": plan.settings.condition,
+            "actual": "unknown" if result is None else plan.settings.condition,
+        },
         "execution": execution,
-        "grading": {"status": states.grading.value, "error": dict(grader_error)
-                    if grader_error else None},
-        "task": {"verdict": states.verdict.value,
-                 "policy": {"id": plan.verdict_policy.id,
-                            "version": str(plan.verdict_policy.version)}},
+        "grading": {
+            "status": states.grading.value,
+            "error": dict(grader_error) if grader_error else None,
+        },
+        "task": {
+            "verdict": states.verdict.value,
+            "policy": {"id": plan.verdict_policy.id, "version": str(plan.verdict_policy.version)},
+        },
         "observationCompleteness": final.completeness.value,
         "observations": [o.to_json() for o in observations.values()],
         "checks": [o.to_json() for o in outcomes],

@@ -22,7 +22,9 @@ class InvocationError(SevroError):
     code = "sevro.invocation.invalid"
     exit_code = 64
 
-    def __init__(self, message: str, *, source: str | Path | None = None, pointer: str | None = None):
+    def __init__(
+        self, message: str, *, source: str | Path | None = None, pointer: str | None = None
+    ):
         self.message = message
         self.source = str(source) if source is not None else None
         self.pointer = pointer

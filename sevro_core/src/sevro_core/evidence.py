@@ -56,8 +56,11 @@ class EvidenceStore:
         """Store raw bytes and return their reference ``{path, sha256, byteLength}``."""
         path = self.case_dir(case_id) / name
         write_private_atomic(path, data)
-        return {"path": self.relative(path), "sha256": hashlib.sha256(data).hexdigest(),
-                "byteLength": len(data)}
+        return {
+            "path": self.relative(path),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "byteLength": len(data),
+        }
 
     def write_trial(self, document: Mapping[str, Any]) -> Path:
         validate_output("trial-evidence.v1", document)

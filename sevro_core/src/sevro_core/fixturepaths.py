@@ -16,8 +16,9 @@ def check_relative_path(path: str, pointer: str) -> tuple[str, ...]:
     if not path:
         raise ConfigurationError("path is empty", pointer)
     if len(path) > MAX_FIXTURE_PATH_LENGTH:
-        raise ConfigurationError(f"path is longer than {MAX_FIXTURE_PATH_LENGTH} characters",
-                                 pointer)
+        raise ConfigurationError(
+            f"path is longer than {MAX_FIXTURE_PATH_LENGTH} characters", pointer
+        )
     for char, name in (("\0", "NUL"), ("\\", "a backslash"), (":", "a colon")):
         if char in path:
             raise ConfigurationError(f"path {path!r} contains {name}", pointer)
@@ -26,9 +27,7 @@ def check_relative_path(path: str, pointer: str) -> tuple[str, ...]:
     parts = tuple(path.split("/"))
     for part in parts:
         if part in ("", ".", ".."):
-            raise ConfigurationError(
-                f"path {path!r} has an empty, '.' or '..' part", pointer
-            )
+            raise ConfigurationError(f"path {path!r} has an empty, '.' or '..' part", pointer)
     if len(parts) > MAX_FIXTURE_PATH_DEPTH:
         raise ConfigurationError(f"path is deeper than {MAX_FIXTURE_PATH_DEPTH} levels", pointer)
     return parts

@@ -72,8 +72,9 @@ def _valid_text(text: str) -> bool:
 def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
     """Parse strict UTF-8 JSON bytes or raise :class:`InvocationError` with a pointer."""
     if data.startswith(b"\xef\xbb\xbf"):
-        raise InvocationError("a byte-order mark is not allowed; save the file as plain UTF-8",
-                              source=source)
+        raise InvocationError(
+            "a byte-order mark is not allowed; save the file as plain UTF-8", source=source
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -87,7 +88,9 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
     except ValueError as exc:
         raise InvocationError(f"invalid JSON: {exc}", source=source) from None
     except RecursionError:
-        raise InvocationError(f"nesting deeper than {MAX_JSON_DEPTH} levels", source=source) from None
+        raise InvocationError(
+            f"nesting deeper than {MAX_JSON_DEPTH} levels", source=source
+        ) from None
     for pointer, problem in _walk(value, "", 0):
         raise InvocationError(problem, source=source, pointer=pointer)
     return value

@@ -136,7 +136,11 @@ class CheckOutcome:
     evidence_refs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, JsonValue]:
-        out: dict[str, JsonValue] = {"id": self.id, "grader": self.grader, "status": self.status.value}
+        out: dict[str, JsonValue] = {
+            "id": self.id,
+            "grader": self.grader,
+            "status": self.status.value,
+        }
         if self.detail is not None:
             out["detail"] = self.detail
         out["evidenceRefs"] = list(self.evidence_refs)

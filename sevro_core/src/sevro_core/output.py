@@ -27,8 +27,12 @@ class TrialProgress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
             self._progress = Progress(
-                "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
             )
             self._progress.start()
             self._task = self._progress.add_task("trials", total=self.total)
@@ -36,23 +40,28 @@ class TrialProgress:
 
     def advance(self, record: Any) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=1,
-                                  description=f"{record.case_id} #{record.trial}")
+            self._progress.update(
+                self._task, advance=1, description=f"{record.case_id} #{record.trial}"
+            )
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._progress is not None:
             self._progress.stop()
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain, aligned text table (readable in logs, pipes and terminals alike)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in rows]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -60,12 +69,22 @@ def render_summary(result: dict[str, Any]) -> str:
     rows = []
     for case in result["cases"]:
         rate = "unknown" if case["passRate"] is None else f"{case['passRate'] * 100:.0f}%"
-        rows.append([case["caseId"], str(case["trialCount"]),
-                     f"{case['passedTrials']}/{case['trialCount']}", rate, case["execution"],
-                     case["grading"], case["task"]])
+        rows.append(
+            [
+                case["caseId"],
+                str(case["trialCount"]),
+                f"{case['passedTrials']}/{case['trialCount']}",
+                rate,
+                case["execution"],
+                case["grading"],
+                case["task"],
+            ]
+        )
     out = table(["case", "trials", "passed", "rate", "execution", "grading", "task"], rows)
-    out += (f"\nexecution={result['execution']['status']} grading={result['grading']['status']} "
-            f"task={result['task']['verdict']}\n")
+    out += (
+        f"\nexecution={result['execution']['status']} grading={result['grading']['status']} "
+        f"task={result['task']['verdict']}\n"
+    )
     if result["task"]["verdict"] == "not_assessed" and result["exitCode"] == 0:
         out += "note: nothing was assessed (dry run or no checks); exit 0 is not a pass\n"
     out += f"evidence={result['evidencePath']}\n"

@@ -104,7 +104,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
-    host_plugin: Host = registry.get("host", resolve_host_id(registry, settings.host))
+    host_plugin: Host = registry.all("host")[resolve_host_id(registry, settings.host)]
     config_source = settings.host_options.config_source or "--host-config"
     try:
         host = host_plugin.configure(settings.host_options)
@@ -121,9 +121,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             f"{', '.join(registry.ids('verdict-policy'))}"
         )
     planned = tuple(_plan_case(case, registry, host, config_source) for case in cases)
-    graders = {
-        (c.grader.id, str(c.grader.version)) for p in planned for c in p.checks
-    }
+    graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
     graders_active = tuple(
         {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
         for gid, version in sorted(graders)
@@ -135,8 +133,10 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         project_digest=project["digest"],
         configuration_digest=configuration["digest"],
         cases=planned,
-        evaluator={"verdictPolicy": {"id": policy.id, "version": str(policy.version)},
-                   "extension": None},
+        evaluator={
+            "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
+            "extension": None,
+        },
         graders_active=graders_active,
         route=host.route,
         condition=settings.condition,
@@ -144,9 +144,16 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         threshold=settings.threshold,
     )
     return RunPlan(
-        settings=settings, cases=planned, host_plugin=host_plugin, host=host,
-        verdict_policy=policy, registry=registry, identity=identity,
-        configuration=configuration, runner=runner, project=project,
+        settings=settings,
+        cases=planned,
+        host_plugin=host_plugin,
+        host=host,
+        verdict_policy=policy,
+        registry=registry,
+        identity=identity,
+        configuration=configuration,
+        runner=runner,
+        project=project,
         graders_active=graders_active,
     )
 
@@ -164,15 +171,15 @@ def _refusal(case: Case, message: str, *parts: str | int) -> InvocationError:
 
 def compile_fixture(case: Case, registry: Registry) -> tuple[str, CompiledFixture]:
     """Find the provider that owns the case's fixture shape and validate it."""
-    provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)),
-                    None)
+    provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
     if provider is None:
         raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
     try:
         return provider.id, provider.compile(case.fixture)
     except ConfigurationError as exc:
-        raise InvocationError(exc.message, source=case.source,
-                              pointer=case.pointer + "/fixture" + exc.pointer) from None
+        raise InvocationError(
+            exc.message, source=case.source, pointer=case.pointer + "/fixture" + exc.pointer
+        ) from None
 
 
 def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
@@ -181,40 +188,59 @@ def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
     for index, declaration in enumerate(case.checks):
         grader: Grader | None = registry.get("grader", declaration.grader)
         if grader is None:
-            raise _refusal(case, f"unknown grader {declaration.grader!r}; installed graders: "
-                           f"{', '.join(registry.ids('grader')) or 'none'}", "checks", index,
-                           "grader")
+            raise _refusal(
+                case,
+                f"unknown grader {declaration.grader!r}; installed graders: "
+                f"{', '.join(registry.ids('grader')) or 'none'}",
+                "checks",
+                index,
+                "grader",
+            )
         try:
             compiled = grader.compile(declaration.configuration)
         except ConfigurationError as exc:
             raise InvocationError(
-                exc.message, source=case.source,
+                exc.message,
+                source=case.source,
                 pointer=join_pointer(case.pointer, "checks", index, "configuration") + exc.pointer,
             ) from None
         checks.append(PlannedCheck(declaration, grader, compiled))
     return checks
 
 
-def _plan_case(case: Case, registry: Registry, host: ConfiguredHost, config_source: str
-               ) -> PlannedCase:
+def _plan_case(
+    case: Case, registry: Registry, host: ConfiguredHost, config_source: str
+) -> PlannedCase:
     provider_id, fixture = compile_fixture(case, registry)
     checks = compile_checks(case, registry)
     provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities
     if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:
-        raise _refusal(case, f"host {host.route.host} cannot continue a session, so it cannot "
-                       "run a followUpPrompt", "followUpPrompt")
+        raise _refusal(
+            case,
+            f"host {host.route.host} cannot continue a session, so it cannot run a followUpPrompt",
+            "followUpPrompt",
+        )
     for index, check in enumerate(checks):
         missing = sorted(set(check.grader.requires) - provided)
         if missing:
-            raise _refusal(case, f"grader {check.grader.id} needs {', '.join(missing)}, which "
-                           f"neither host {host.route.host} nor this fixture provides",
-                           "checks", index, "grader")
+            raise _refusal(
+                case,
+                f"grader {check.grader.id} needs {', '.join(missing)}, which "
+                f"neither host {host.route.host} nor this fixture provides",
+                "checks",
+                index,
+                "grader",
+            )
         provided |= set(getattr(check.grader, "provides", ()))
     for index, evidence_id in enumerate(case.required_evidence):
         if evidence_id not in provided:
-            raise _refusal(case, f"required evidence {evidence_id!r} is produced by neither "
-                           f"host {host.route.host}, this fixture, nor any declared check",
-                           "requiredEvidence", index)
+            raise _refusal(
+                case,
+                f"required evidence {evidence_id!r} is produced by neither "
+                f"host {host.route.host}, this fixture, nor any declared check",
+                "requiredEvidence",
+                index,
+            )
     try:
         host.check_case(case)
     except ConfigurationError as exc:
@@ -226,16 +252,22 @@ def _plan_case(case: Case, registry: Registry, host: ConfiguredHost, config_sour
         "requiredEvidence": hash_json(list(case.required_evidence)),
     }
     digests["identity"] = hash_json(dict(digests))
-    return PlannedCase(case=case, fixture_provider=provider_id, fixture=fixture,
-                       checks=tuple(checks), digests=digests)
+    return PlannedCase(
+        case=case,
+        fixture_provider=provider_id,
+        fixture=fixture,
+        checks=tuple(checks),
+        digests=digests,
+    )
 
 
 def _check_json(check: CheckDeclaration) -> dict[str, JsonValue]:
     return {"id": check.id, "grader": check.grader, "configuration": dict(check.configuration)}
 
 
-def _configuration(settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy
-                   ) -> dict[str, Any]:
+def _configuration(
+    settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy
+) -> dict[str, Any]:
     redacted = {
         "condition": settings.condition,
         "executionMode": "dry" if settings.dry else "executed",
@@ -257,8 +289,12 @@ def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, An
         module = registry.manager.get_plugin(info.name)
         if module is not None and hasattr(module, "__name__"):
             modules.append(module)
-    runner = {"source": "package", "packageName": "sevro-core", "version": __version__,
-              "buildDigest": runner_build_digest(modules)}
+    runner = {
+        "source": "package",
+        "packageName": "sevro-core",
+        "version": __version__,
+        "buildDigest": runner_build_digest(modules),
+    }
     project = project_provenance(settings.project_root, [settings.results_root])
     return runner, project
 

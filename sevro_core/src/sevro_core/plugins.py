@@ -261,9 +261,7 @@ def register_commands(registry: Registry, app: Any) -> None:
     for impl in reversed(registry.manager.hook.sevro_register_commands.get_hookimpls()):
         before = len(app.registered_commands)
         impl.function(app=app)
-        added = [
-            c.name or c.callback.__name__ for c in app.registered_commands[before:]
-        ]
+        added = [c.name or c.callback.__name__ for c in app.registered_commands[before:]]
         for info in registry.plugins:
             if info.name == impl.plugin_name:
                 info.commands.extend(a.replace("_", "-") for a in added)

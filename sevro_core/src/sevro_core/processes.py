@@ -6,15 +6,16 @@ is killed after the main process exits too, so nothing it left in the background
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
 import subprocess
 import threading
 import time
-from typing import IO
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from attrs import frozen
 
@@ -35,19 +36,15 @@ class ProcessOutcome:
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def terminate_group(process: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
     """SIGTERM the group, then SIGKILL it after ``grace`` seconds."""
     kill_group(process.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
     kill_group(process.pid, signal.SIGKILL)
     process.wait()
 

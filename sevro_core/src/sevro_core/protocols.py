@@ -24,10 +24,14 @@ ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
 class Plugin(Protocol):
     """What every registered object declares."""
 
-    id: str
-    version: str
-    capabilities: frozenset[str]
-    requires: frozenset[str]
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+    @property
+    def requires(self) -> frozenset[str]: ...
 
 
 @frozen
@@ -43,8 +47,10 @@ class HostOptions:
 class ConfiguredHost(Protocol):
     """A host bound to its configuration for one run."""
 
-    route: Route
-    capabilities: frozenset[str]
+    @property
+    def route(self) -> Route: ...
+    @property
+    def capabilities(self) -> frozenset[str]: ...
 
     def redacted_configuration(self) -> JsonValue:
         """Configuration that enters identity and evidence; secrets only as presence markers."""
@@ -67,8 +73,9 @@ class CompiledCheck(Protocol):
 
 
 class Grader(Plugin, Protocol):
-    stage: int
-    """Grading order: lower stages run first (output 10, shell 20, git 30, semantic 40)."""
+    @property
+    def stage(self) -> int:
+        """Grading order: lower stages run first (output 10, shell 20, git 30, semantic 40)."""
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> CompiledCheck:
         """Validate a check's configuration before any trial (``ConfigurationError``)."""
@@ -82,7 +89,8 @@ class MaterialisedFixture:
 
 
 class CompiledFixture(Protocol):
-    capabilities: frozenset[str]
+    @property
+    def capabilities(self) -> frozenset[str]: ...
 
     def identity(self) -> JsonValue:
         """The fixture's digest input: everything that determines the workspace's content."""
@@ -134,8 +142,9 @@ class VerdictPolicy(Plugin, Protocol):
 
 
 class Reporter(Plugin, Protocol):
-    format: str
-    """Short name used on the command line (``markdown``, ``json``)."""
+    @property
+    def format(self) -> str:
+        """Short name used on the command line (``markdown``, ``json``)."""
 
     def render(self, report: Mapping[str, JsonValue]) -> str:
         """Render a ``sevro.report.v1`` document."""

@@ -17,8 +17,12 @@ from sevro_core.limits import MIB
 MAX_BUILD_FILES = 4096
 MAX_PROJECT_FILES = 4096
 MAX_PROJECT_BYTES = 64 * MIB
-_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C",
-            "GIT_OPTIONAL_LOCKS": "0"}
+_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "LC_ALL": "C",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
 
 
 def _package_root(module: ModuleType) -> Path | None:
@@ -38,8 +42,12 @@ def _tree_digest(root: Path) -> list[dict[str, str]]:
             continue
         if path.is_symlink() or not path.is_file():
             continue
-        files.append({"path": f"{root.name}/{path.relative_to(root).as_posix()}",
-                      "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+        files.append(
+            {
+                "path": f"{root.name}/{path.relative_to(root).as_posix()}",
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            }
+        )
         if len(files) > MAX_BUILD_FILES:
             raise InvocationError(f"runner package {root} holds more than {MAX_BUILD_FILES} files")
     return files
@@ -54,8 +62,11 @@ def runner_build_digest(modules: Iterable[ModuleType]) -> str:
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, env={**os.environ, **_GIT_ENV},
-        check=False, timeout=60,
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        env={**os.environ, **_GIT_ENV},
+        check=False,
+        timeout=60,
     )
 
 
@@ -72,10 +83,15 @@ def project_provenance(root: Path, excluded: Iterable[Path]) -> dict[str, object
         head = _git(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
         revision = head.stdout.decode().strip() if head.returncode == 0 else None
         dirty = _dirty_patch_digest(root, excluded_rel, has_head=revision is not None)
-        digest = hash_json({"format": "sevro.project.v1", "revision": revision,
-                            "dirtyPatchDigest": dirty})
-        return {"root": root.as_uri(), "revision": revision, "dirtyPatchDigest": dirty,
-                "digest": digest}
+        digest = hash_json(
+            {"format": "sevro.project.v1", "revision": revision, "dirtyPatchDigest": dirty}
+        )
+        return {
+            "root": root.as_uri(),
+            "revision": revision,
+            "dirtyPatchDigest": dirty,
+            "digest": digest,
+        }
     files = _project_files(root, excluded_rel)
     digest = hash_json({"format": "sevro.project.v1", "files": files})
     return {"root": root.as_uri(), "revision": None, "dirtyPatchDigest": None, "digest": digest}
@@ -94,7 +110,9 @@ def _dirty_patch_digest(root: Path, excluded: list[str], *, has_head: bool) -> s
         if path.is_symlink():
             untracked.append({"path": name, "symlink": os.readlink(path)})
         elif path.is_file():
-            untracked.append({"path": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+            untracked.append(
+                {"path": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            )
     if not tracked and not untracked:
         return None
     return hash_json({"trackedPatch": hashlib.sha256(tracked).hexdigest(), "untracked": untracked})
@@ -106,7 +124,8 @@ def _project_files(root: Path, excluded: list[str]) -> list[dict[str, object]]:
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         dirnames[:] = sorted(
-            d for d in dirnames
+            d
+            for d in dirnames
             if d != ".git" and (f"{rel_dir}/{d}" if rel_dir != "." else d) not in excluded
         )
         for name in sorted(filenames):
@@ -117,8 +136,13 @@ def _project_files(root: Path, excluded: list[str]) -> list[dict[str, object]]:
                 continue
             data = path.read_bytes()
             total += len(data)
-            files.append({"path": rel, "sha256": hashlib.sha256(data).hexdigest(),
-                          "executable": os.access(path, os.X_OK)})
+            files.append(
+                {
+                    "path": rel,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "executable": os.access(path, os.X_OK),
+                }
+            )
             if len(files) > MAX_PROJECT_FILES or total > MAX_PROJECT_BYTES:
                 raise InvocationError(
                     f"project root {root} is not a Git repository and holds more than "

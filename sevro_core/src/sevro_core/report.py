@@ -48,32 +48,34 @@ def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | No
     assert isinstance(document, dict)
     if document["evidencePath"] is None:
         if document["cases"] or document["exitCode"] == 0:
-            raise InvocationError("a result without evidencePath must be a pre-run failure",
-                                  source=target)
+            raise InvocationError(
+                "a result without evidencePath must be a pre-run failure", source=target
+            )
         return document, None, None
     run_json = Path(document["evidencePath"])
     if not run_json.is_absolute():
-        raise InvocationError("evidencePath must be absolute", source=target,
-                              pointer="/evidencePath")
+        raise InvocationError(
+            "evidencePath must be absolute", source=target, pointer="/evidencePath"
+        )
     run = _load_run(run_json)
     if run["runId"] != document["runId"]:
-        raise InvocationError(f"runId differs from the evidence at {run_json}", source=target,
-                              pointer="/runId")
+        raise InvocationError(
+            f"runId differs from the evidence at {run_json}", source=target, pointer="/runId"
+        )
     if canonical_json(run["result"]) != canonical_json(document):
-        raise InvocationError(f"result differs from the one retained in {run_json}",
-                              source=target)
+        raise InvocationError(f"result differs from the one retained in {run_json}", source=target)
     return document, run, run_json.resolve().parent
 
 
 def _verify_blob(run_dir: Path, ref: Mapping[str, Any], limit: int, source: Path) -> None:
     path = (run_dir / ref["path"]).resolve()
     if run_dir not in path.parents:
-        raise InvocationError(f"evidence path {ref['path']!r} leaves the run directory",
-                              source=source)
+        raise InvocationError(
+            f"evidence path {ref['path']!r} leaves the run directory", source=source
+        )
     data = read_bounded(path, limit, what="retained evidence")
     if hashlib.sha256(data).hexdigest() != ref["sha256"] or len(data) != ref["byteLength"]:
-        raise InvocationError("retained evidence does not match its recorded digest",
-                              source=path)
+        raise InvocationError("retained evidence does not match its recorded digest", source=path)
 
 
 def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
@@ -83,15 +85,20 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
             continue
         path = (run_dir / ref["path"]).resolve()
         if run_dir not in path.parents:
-            raise InvocationError(f"trial path {ref['path']!r} leaves the run directory",
-                                  source=run_dir / "run.json")
+            raise InvocationError(
+                f"trial path {ref['path']!r} leaves the run directory", source=run_dir / "run.json"
+            )
         document = read_json_file(path, MAX_RESULT_FILE_BYTES, what="trial evidence")
         validate_input("trial-evidence.v1", document, source=path)
         assert isinstance(document, dict)
         if (document["runId"], document["caseId"], document["trial"]) != (
-                run["runId"], ref["caseId"], ref["trial"]):
-            raise InvocationError("trial evidence belongs to another run, case or trial",
-                                  source=path)
+            run["runId"],
+            ref["caseId"],
+            ref["trial"],
+        ):
+            raise InvocationError(
+                "trial evidence belongs to another run, case or trial", source=path
+            )
         evidence = document["evidence"]
         if evidence["rawResult"] is not None:
             _verify_blob(run_dir, evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES, path)
@@ -107,15 +114,25 @@ def _sum_known(values: Sequence[float | int | None]) -> float | int | None:
     return sum(v for v in values if v is not None)
 
 
-def _row(source: Path, result: Mapping[str, Any], run: Mapping[str, Any],
-         trials: Mapping[tuple[str, int], Mapping[str, Any]], case: Mapping[str, Any]
-         ) -> dict[str, Any]:
-    evidences = [trials[(case["caseId"], t["trial"])]["evidence"] for t in case["trials"]
-                 if (case["caseId"], t["trial"]) in trials]
+def _row(
+    source: Path,
+    result: Mapping[str, Any],
+    run: Mapping[str, Any],
+    trials: Mapping[tuple[str, int], Mapping[str, Any]],
+    case: Mapping[str, Any],
+) -> dict[str, Any]:
+    evidences = [
+        trials[(case["caseId"], t["trial"])]["evidence"]
+        for t in case["trials"]
+        if (case["caseId"], t["trial"]) in trials
+    ]
     complete = len(evidences) == len(case["trials"])
     assessed = complete and all(
-        t["execution"] == "completed" and t["grading"] == "completed"
-        and t["task"] != "not_assessed" for t in case["trials"])
+        t["execution"] == "completed"
+        and t["grading"] == "completed"
+        and t["task"] != "not_assessed"
+        for t in case["trials"]
+    )
     usages = [e["usage"] for e in evidences]
     usage_known = complete and bool(usages) and all(u["complete"] for u in usages)
 
@@ -136,7 +153,8 @@ def _row(source: Path, result: Mapping[str, Any], run: Mapping[str, Any],
         "passedTrials": case["passedTrials"],
         "taskPassRate": case["passedTrials"] / case["trialCount"] if assessed else None,
         "candidateDurationMs": _sum_known([e["durations"]["candidateMs"] for e in evidences])
-        if complete else None,
+        if complete
+        else None,
         "inputTokens": usage_sum("inputTokens"),
         "outputTokens": usage_sum("outputTokens"),
         "costUsd": usage_sum("costUsd"),
@@ -145,7 +163,8 @@ def _row(source: Path, result: Mapping[str, Any], run: Mapping[str, Any],
         "requestedCondition": run["condition"]["requested"],
         "actualCondition": run["condition"]["actual"],
         "candidateRoute": {k: candidate[k] for k in ("host", "model", "effort")}
-        if candidate else None,
+        if candidate
+        else None,
         "routes": list(run["routes"]),
         "trialFiles": [t["artifactPath"] for t in case["trials"] if t["artifactPath"]],
     }
@@ -162,12 +181,17 @@ def build_report(inputs: Sequence[Path]) -> dict[str, Any]:
     rows = []
     for path in resolved:
         result, run, run_dir = _input(path)
-        input_rows.append({
-            "source": str(path), "runId": result["runId"],
-            "execution": result["execution"]["status"], "grading": result["grading"]["status"],
-            "task": result["task"]["verdict"], "exitCode": result["exitCode"],
-            "caseCount": len(result["cases"]),
-        })
+        input_rows.append(
+            {
+                "source": str(path),
+                "runId": result["runId"],
+                "execution": result["execution"]["status"],
+                "grading": result["grading"]["status"],
+                "task": result["task"]["verdict"],
+                "exitCode": result["exitCode"],
+                "caseCount": len(result["cases"]),
+            }
+        )
         if run is None or run_dir is None:
             continue
         trials = _trials(run, run_dir)
@@ -177,9 +201,12 @@ def build_report(inputs: Sequence[Path]) -> dict[str, Any]:
         "format": REPORT_FORMAT,
         "inputs": input_rows,
         "rows": rows,
-        "summary": {"cases": len(rows), "passed": verdicts.count("passed"),
-                    "failed": verdicts.count("failed"),
-                    "notAssessed": verdicts.count("not_assessed")},
+        "summary": {
+            "cases": len(rows),
+            "passed": verdicts.count("passed"),
+            "failed": verdicts.count("failed"),
+            "notAssessed": verdicts.count("not_assessed"),
+        },
     }
     from sevro_core.schemas import validate_output
 

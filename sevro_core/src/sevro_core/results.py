@@ -58,15 +58,17 @@ def cli_result(
     signal_exit: ExitCode | None = None,
     diagnostic: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    cases = [case_summary(cid, [r for r in records if r.case_id == cid], threshold)
-             for cid in case_ids]
+    cases = [
+        case_summary(cid, [r for r in records if r.case_id == cid], threshold) for cid in case_ids
+    ]
     execution = aggregate_execution(Execution(c["execution"]) for c in cases)
     grading = aggregate_grading(Grading(c["grading"]) for c in cases)
     verdict = run_verdict([Verdict(c["task"]) for c in cases])
     code = exit_code_for(execution, grading, verdict, dry=dry, signal_exit=signal_exit)
     execution_part: dict[str, Any] = {"status": execution.value}
-    failed_code = _first_code(records, lambda r: r.states.execution is execution
-                              and execution is not Execution.COMPLETED)
+    failed_code = _first_code(
+        records, lambda r: r.states.execution is execution and execution is not Execution.COMPLETED
+    )
     if failed_code:
         execution_part["errorCode"] = failed_code
     grading_part: dict[str, Any] = {"status": grading.value}
@@ -85,8 +87,10 @@ def cli_result(
         "cases": cases,
     }
     if diagnostic is not None:
-        document["diagnostic"] = {"code": diagnostic["code"],
-                                  "message": diagnostic["message"][:MAX_DIAGNOSTIC_CHARS]}
+        document["diagnostic"] = {
+            "code": diagnostic["code"],
+            "message": diagnostic["message"][:MAX_DIAGNOSTIC_CHARS],
+        }
     return document
 
 

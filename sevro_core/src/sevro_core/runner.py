@@ -78,25 +78,44 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def execute(plan: RunPlan, on_trial: Callable[[TrialRecord], None] = lambda _: None,
-            cancel: CancelToken | None = None) -> RunOutcome:
+def execute(
+    plan: RunPlan,
+    on_trial: Callable[[TrialRecord], None] = lambda _: None,
+    cancel: CancelToken | None = None,
+) -> RunOutcome:
     """Run a planned evaluation and write its evidence."""
     cancel = cancel or CancelToken()
     run_id = str(uuid.uuid4())
     settings = plan.settings
     started_at = _now()
     store = EvidenceStore(settings.results_root, run_id)
-    info = RunInfo(run_id=run_id, evaluation_digest=plan.identity["digest"],
-                   run_dir=store.run_dir, case_ids=tuple(p.case.id for p in plan.cases),
-                   trials=settings.trials, dry=settings.dry)
-    log.info("run started", run_id=run_id, evaluation=plan.identity["digest"][:12],
-             cases=len(plan.cases), trials=settings.trials, jobs=settings.jobs)
+    info = RunInfo(
+        run_id=run_id,
+        evaluation_digest=plan.identity["digest"],
+        run_dir=store.run_dir,
+        case_ids=tuple(p.case.id for p in plan.cases),
+        trials=settings.trials,
+        dry=settings.dry,
+    )
+    log.info(
+        "run started",
+        run_id=run_id,
+        evaluation=plan.identity["digest"][:12],
+        cases=len(plan.cases),
+        trials=settings.trials,
+        jobs=settings.jobs,
+    )
     _hook(plan.registry, "sevro_run_started", run=info)
 
     def finished(record: TrialRecord) -> None:
-        log.debug("trial finished", case=record.case_id, trial=record.trial,
-                  execution=record.states.execution.value, grading=record.states.grading.value,
-                  task=record.states.verdict.value)
+        log.debug(
+            "trial finished",
+            case=record.case_id,
+            trial=record.trial,
+            execution=record.states.execution.value,
+            grading=record.states.grading.value,
+            task=record.states.verdict.value,
+        )
         if record.document is not None:
             _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
         on_trial(record)
@@ -114,22 +133,34 @@ def execute(plan: RunPlan, on_trial: Callable[[TrialRecord], None] = lambda _: N
         status = "interrupted"
         diagnostic = {"code": "sevro.run.cancelled", "message": f"interrupted by {cancel.reason}"}
     run_path = store.run_dir / "run.json"
-    result = cli_result(run_id=run_id, case_ids=info.case_ids, records=records,
-                        threshold=settings.threshold, dry=settings.dry, evidence_path=run_path,
-                        signal_exit=signal_exit, diagnostic=diagnostic)
+    result = cli_result(
+        run_id=run_id,
+        case_ids=info.case_ids,
+        records=records,
+        threshold=settings.threshold,
+        dry=settings.dry,
+        evidence_path=run_path,
+        signal_exit=signal_exit,
+        diagnostic=diagnostic,
+    )
     document = run_document(plan, store, status, started_at, result, records)
     try:
         store.write_run(document)
     except OSError as exc:
-        raise PersistenceError(f"run evidence could not be written to {run_path}: {exc}"
-                               ) from exc
+        raise PersistenceError(f"run evidence could not be written to {run_path}: {exc}") from exc
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
     return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
 
 
-def run_document(plan: RunPlan, store: EvidenceStore, status: str, started_at: str,
-                 result: dict[str, Any], records: Sequence[TrialRecord]) -> dict[str, Any]:
+def run_document(
+    plan: RunPlan,
+    store: EvidenceStore,
+    status: str,
+    started_at: str,
+    result: dict[str, Any],
+    records: Sequence[TrialRecord],
+) -> dict[str, Any]:
     settings = plan.settings
     return {
         "format": RUN_FORMAT,
@@ -142,21 +173,38 @@ def run_document(plan: RunPlan, store: EvidenceStore, status: str, started_at: s
         "runner": dict(plan.runner),
         "project": {k: v for k, v in plan.project.items() if k != "digest"},
         "extension": None,
-        "condition": {"requested": settings.condition,
-                      "actual": settings.condition if not settings.dry else "unknown",
-                      "requestedInstrumentation": [], "appliedInstrumentation": []},
+        "condition": {
+            "requested": settings.condition,
+            "actual": settings.condition if not settings.dry else "unknown",
+            "requestedInstrumentation": [],
+            "appliedInstrumentation": [],
+        },
         "graders": {"active": [dict(g) for g in plan.graders_active], "replacedDefaults": []},
-        "verdictPolicy": {"id": plan.verdict_policy.id,
-                          "version": str(plan.verdict_policy.version)},
+        "verdictPolicy": {
+            "id": plan.verdict_policy.id,
+            "version": str(plan.verdict_policy.version),
+        },
         "routes": [plan.route.to_json()],
-        "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version}
-                    for p in plan.registry.plugins],
-        "cases": [{"caseId": p.case.id, "source": p.case.source + (
-                       f"#{p.case.pointer}" if p.case.pointer else ""),
-                   "fixtureProvider": p.fixture_provider, "digests": dict(p.digests)}
-                  for p in plan.cases],
-        "trials": [{"caseId": r.case_id, "trial": r.trial,
-                    "path": store.relative(r.path) if r.path is not None else None}
-                   for r in records],
+        "plugins": [
+            {"name": p.name, "distribution": p.distribution, "version": p.version}
+            for p in plan.registry.plugins
+        ],
+        "cases": [
+            {
+                "caseId": p.case.id,
+                "source": p.case.source + (f"#{p.case.pointer}" if p.case.pointer else ""),
+                "fixtureProvider": p.fixture_provider,
+                "digests": dict(p.digests),
+            }
+            for p in plan.cases
+        ],
+        "trials": [
+            {
+                "caseId": r.case_id,
+                "trial": r.trial,
+                "path": store.relative(r.path) if r.path is not None else None,
+            }
+            for r in records
+        ],
         "result": result,
     }

@@ -50,8 +50,9 @@ def run_trials(
             admitting = admitting and not cancel.cancelled
             while admitting and queue and len(pending) < workers:
                 item = queue.pop()
-                pending[pool.submit(execute_trial, plan, item.planned, item.trial, cancel,
-                                    store)] = item
+                pending[
+                    pool.submit(execute_trial, plan, item.planned, item.trial, cancel, store)
+                ] = item
             if not pending:
                 break
             done, _ = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

@@ -106,7 +106,12 @@ def _json_type(value: Any) -> str:
 
 
 def validate_input(
-    name: str, instance: JsonValue, *, source: str | Path, base: str = "", package: str = "sevro_core"
+    name: str,
+    instance: JsonValue,
+    *,
+    source: str | Path,
+    base: str = "",
+    package: str = "sevro_core",
 ) -> None:
     """Validate user input; raise an exit-64 error naming the file and pointer."""
     found = describe_first_error(validator(name, package).iter_errors(instance), base)

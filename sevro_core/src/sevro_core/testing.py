@@ -58,14 +58,23 @@ class SevroProject:
 
     def case(self, relative: str = "case.json", **fields: Any) -> Path:
         """Write a case file; unspecified fields get a minimal valid default."""
-        case = {"id": "example", "prompt": "Return ready.", "fixture": {"files": {}},
-                "checks": [], "requiredEvidence": []}
+        case = {
+            "id": "example",
+            "prompt": "Return ready.",
+            "fixture": {"files": {}},
+            "checks": [],
+            "requiredEvidence": [],
+        }
         case.update(fields)
         return self.write_json(relative, case)
 
-    def script(self, relative: str = "host.json", *, default: Sequence[Sequence[Mapping[str, Any]]]
-               | None = None, cases: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]]
-               | None = None) -> Path:
+    def script(
+        self,
+        relative: str = "host.json",
+        *,
+        default: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+        cases: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]] | None = None,
+    ) -> Path:
         """Write a scripted-host configuration: turns of steps, per case or as a default."""
         config: dict[str, Any] = {"format": "sevro.scripted-host.v1"}
         if default is not None:
@@ -74,13 +83,22 @@ class SevroProject:
             config["cases"] = {k: {"turns": [list(t) for t in v]} for k, v in cases.items()}
         return self.write_json(relative, config)
 
-    def sevro(self, *args: str | Path, env: Mapping[str, str] | None = None,
-              timeout: float = 120, cwd: Path | None = None) -> CliResult:
+    def sevro(
+        self,
+        *args: str | Path,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120,
+        cwd: Path | None = None,
+    ) -> CliResult:
         """Run the real CLI (``python -m sevro_core``) in a subprocess."""
         completed = subprocess.run(
             [sys.executable, "-m", "sevro_core", *map(str, args)],
-            cwd=cwd or self.root, capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, **(env or {})}, check=False,
+            cwd=cwd or self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+            check=False,
         )
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
 

@@ -6,6 +6,7 @@ follows a symlink out of the tree, and removal repairs owner permissions without
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -35,15 +36,15 @@ def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
     try:
         for part in parts[:-1]:
             if create:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o700, dir_fd=fd)
-                except FileExistsError:
-                    pass
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise WorkspaceEscapeError(exc.errno, f"{part!r} is not a plain directory") from None
+                    raise WorkspaceEscapeError(
+                        exc.errno, f"{part!r} is not a plain directory"
+                    ) from None
                 raise
             os.close(fd)
             fd = child
@@ -68,7 +69,7 @@ def write_confined(root: Path, relative: str, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
     finally:

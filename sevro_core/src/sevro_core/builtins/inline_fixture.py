@@ -9,10 +9,10 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
+from sevro_core.fixturepaths import check_collisions, check_relative_path
 from sevro_core.hookspecs import hookimpl
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import MAX_FIXTURE_BYTES
-from sevro_core.fixturepaths import check_collisions, check_relative_path
 from sevro_core.protocols import FixtureProvider, MaterialisedFixture
 from sevro_core.schemas import describe_first_error, validator
 
@@ -42,7 +42,7 @@ class InlineFixture:
             try:
                 data = memoryview(content.encode("utf-8"))
                 while data:
-                    data = data[os.write(fd, data):]
+                    data = data[os.write(fd, data) :]
             finally:
                 os.close(fd)
         return MaterialisedFixture()

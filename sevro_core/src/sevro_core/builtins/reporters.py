@@ -43,32 +43,78 @@ class MarkdownReporter:
     def render(self, report: Mapping[str, Any]) -> str:
         summary = report["summary"]
         lines = [
-            "# sevro report", "",
+            "# sevro report",
+            "",
             "Pass rates describe these trials of these cases on these routes; unknown values "
-            "were not measured and are not zero.", "",
+            "were not measured and are not zero.",
+            "",
             f"{summary['cases']} case(s): {summary['passed']} passed, {summary['failed']} failed, "
-            f"{summary['notAssessed']} not assessed.", "",
-            "## Input runs", "",
+            f"{summary['notAssessed']} not assessed.",
+            "",
+            "## Input runs",
+            "",
         ]
-        lines += _table(["input", "run", "execution", "grading", "task", "exit", "cases"], [
-            [i["source"], i["runId"], i["execution"], i["grading"], i["task"], i["exitCode"],
-             i["caseCount"]] for i in report["inputs"]])
+        lines += _table(
+            ["input", "run", "execution", "grading", "task", "exit", "cases"],
+            [
+                [
+                    i["source"],
+                    i["runId"],
+                    i["execution"],
+                    i["grading"],
+                    i["task"],
+                    i["exitCode"],
+                    i["caseCount"],
+                ]
+                for i in report["inputs"]
+            ],
+        )
         lines += ["", "## Case outcomes", ""]
         lines += _table(
-            ["case", "trials", "pass rate", "execution", "grading", "task", "seconds",
-             "input tokens", "output tokens", "cost", "condition", "route"],
-            [[r["caseId"], r["trialCount"], _rate(r["taskPassRate"]), r["execution"],
-              r["grading"], r["task"], _seconds(r["candidateDurationMs"]), r["inputTokens"],
-              r["outputTokens"], _cost(r["costUsd"]),
-              f"{r['requestedCondition']} / {r['actualCondition']}",
-              _route(r["candidateRoute"])] for r in report["rows"]])
+            [
+                "case",
+                "trials",
+                "pass rate",
+                "execution",
+                "grading",
+                "task",
+                "seconds",
+                "input tokens",
+                "output tokens",
+                "cost",
+                "condition",
+                "route",
+            ],
+            [
+                [
+                    r["caseId"],
+                    r["trialCount"],
+                    _rate(r["taskPassRate"]),
+                    r["execution"],
+                    r["grading"],
+                    r["task"],
+                    _seconds(r["candidateDurationMs"]),
+                    r["inputTokens"],
+                    r["outputTokens"],
+                    _cost(r["costUsd"]),
+                    f"{r['requestedCondition']} / {r['actualCondition']}",
+                    _route(r["candidateRoute"]),
+                ]
+                for r in report["rows"]
+            ],
+        )
         lines += ["", "## Retained evidence", ""]
-        lines += _table(["case", "run", "evaluation", "evidence"], [
-            [r["caseId"], r["runId"], r["evaluationDigest"][:16], r["evidencePath"]]
-            for r in report["rows"]])
+        lines += _table(
+            ["case", "run", "evaluation", "evidence"],
+            [
+                [r["caseId"], r["runId"], r["evaluationDigest"][:16], r["evidencePath"]]
+                for r in report["rows"]
+            ],
+        )
         lines += ["", "## Routes", ""]
-        routes = sorted({(r["caseId"], rt["role"], _route(rt)) for r in report["rows"]
-                         for rt in r["routes"]})
+        routes = sorted(
+            {(r["caseId"], rt["role"], _route(rt)) for r in report["rows"] for rt in r["routes"]}
+        )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         return "\n".join(lines) + "\n"
 

@@ -8,7 +8,6 @@ model or credential. Usage is reported as unknown.
 from __future__ import annotations
 
 import hashlib
-
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,6 +40,9 @@ HOST_ID = "sevro.host.scripted"
 COMMANDS_OBSERVATION = "sevro.commands"
 FILE_READS_OBSERVATION = "sevro.file-reads"
 
+PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
+TRIAL_TOKEN = "{{sevro.trial}}"  # noqa: S105 - a template token, not a secret
+
 Step = Mapping[str, Any]
 
 
@@ -57,8 +59,9 @@ class _TurnFailed(Exception):
 class ScriptedHost:
     id = HOST_ID
     version = "1.0.0"
-    capabilities = frozenset({"sevro.host.continuation", COMMANDS_OBSERVATION,
-                              FILE_READS_OBSERVATION})
+    capabilities = frozenset(
+        {"sevro.host.continuation", COMMANDS_OBSERVATION, FILE_READS_OBSERVATION}
+    )
     requires: frozenset[str] = frozenset()
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
@@ -94,8 +97,9 @@ def _compile_script(script: Mapping[str, Any], pointer: str) -> _Script:
         for s, step in enumerate(turn):
             ((action, body),) = step.items()
             if action in ("write", "read"):
-                check_relative_path(body["path"], join_pointer(pointer, "turns", t, s, action,
-                                                               "path"))
+                check_relative_path(
+                    body["path"], join_pointer(pointer, "turns", t, s, action, "path")
+                )
         turns.append(tuple(turn))
     return _Script(turns=tuple(turns), pointer=pointer)
 
@@ -147,6 +151,11 @@ class ConfiguredScriptedHost:
         return state.result(final, turns=len(request.prompts))
 
 
+def render_reply(text: str, *, prompt: str, trial: int) -> str:
+    """Replies may echo the rendered prompt and the trial number, so scripts can vary by trial."""
+    return text.replace(PROMPT_TOKEN, prompt).replace(TRIAL_TOKEN, str(trial))
+
+
 class _TrialState:
     def __init__(self, request: HostRequest) -> None:
         self.request = request
@@ -158,7 +167,9 @@ class _TrialState:
         ((action, body),) = step.items()
         self.ordinal += 1
         if action == "reply":
-            return str(body["text"])
+            return render_reply(
+                body["text"], prompt=self.request.prompts[turn - 1], trial=self.request.trial
+            )
         if action == "fail":
             raise _TurnFailed(f"scripted failure: {body['message']}")
         if action == "sleep":
@@ -185,8 +196,9 @@ class _TrialState:
         except OSError as exc:
             entry.update(complete=False, error=(exc.strerror or "unreadable").lower())
         else:
-            entry.update(complete=len(data) == size, byteLength=size,
-                         sha256=hashlib.sha256(data).hexdigest())
+            entry.update(
+                complete=len(data) == size, byteLength=size, sha256=hashlib.sha256(data).hexdigest()
+            )
         self.reads.append(entry)
 
     def _run(self, turn: int, body: Mapping[str, Any]) -> None:
@@ -198,8 +210,13 @@ class _TrialState:
         path = DEFAULT_PATH
         if request.fixture_bin_dir is not None:
             path = f"{request.fixture_bin_dir}:{path}"
-        env = {"PATH": path, "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8",
-               **request.environment}
+        env = {
+            "PATH": path,
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            **request.environment,
+        }
         outcome = run_bounded(
             ["/bin/sh", "-c", body["command"]],
             cwd=request.workspace,
@@ -208,27 +225,31 @@ class _TrialState:
             cancel=request.cancel,
             output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
         )
-        self.commands.append({
-            "turn": turn,
-            "ordinal": self.ordinal,
-            "command": body["command"],
-            "exitCode": outcome.exit_code,
-            "timedOut": outcome.timed_out,
-            "outputSha256": hashlib.sha256(outcome.output).hexdigest(),
-            "outputByteLength": len(outcome.output),
-            "outputTruncated": outcome.truncated,
-            "durationMs": round(outcome.duration_ms, 3),
-        })
+        self.commands.append(
+            {
+                "turn": turn,
+                "ordinal": self.ordinal,
+                "command": body["command"],
+                "exitCode": outcome.exit_code,
+                "timedOut": outcome.timed_out,
+                "outputSha256": hashlib.sha256(outcome.output).hexdigest(),
+                "outputByteLength": len(outcome.output),
+                "outputTruncated": outcome.truncated,
+                "durationMs": round(outcome.duration_ms, 3),
+            }
+        )
 
     def result(
         self, final: str | None, *, turns: int, error: str | None = None, cancelled: bool = False
     ) -> HostResult:
         complete = error is None and not cancelled and final is not None
         observations = (
-            Observation(COMMANDS_OBSERVATION, HOST_ID, Completeness.COMPLETE,
-                        {"commands": self.commands}),
-            Observation(FILE_READS_OBSERVATION, HOST_ID, Completeness.COMPLETE,
-                        {"reads": self.reads}),
+            Observation(
+                COMMANDS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"commands": self.commands}
+            ),
+            Observation(
+                FILE_READS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"reads": self.reads}
+            ),
         )
         return HostResult(
             final_message=final,
@@ -248,5 +269,3 @@ _HOST: Host = ScriptedHost()
 @hookimpl
 def sevro_register_hosts(register: Callable[[Host], None]) -> None:
     register(_HOST)
-
-

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from sevro_core.errors import InvocationError
+from sevro_core.jsonio import parse_json_text, read_json_file, write_json_atomic
+
+
+def parse(text: str | bytes) -> object:
+    data = text.encode() if isinstance(text, str) else text
+    return parse_json_text(data, source="f.json")
+
+
+def test_parses_plain_json() -> None:
+    assert parse('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer", "fragment"),
+    [
+        ('{"a": 1, "a": 2}', "/a", "duplicate key 'a'"),
+        ('{"x": {"b": [{"k": 1, "k": 1}]}}', "/x/b/0/k", "duplicate key 'k'"),
+        ('{"a/b": {"c~d": 1, "c~d": 2}}', "/a~1b/c~0d", "duplicate key"),
+        ('{"s": "\\ud800"}', "/s", "lone surrogate"),
+    ],
+)
+def test_refusals_name_the_pointer(text: str, pointer: str, fragment: str) -> None:
+    with pytest.raises(InvocationError) as info:
+        parse(text)
+    assert info.value.pointer == pointer
+    assert fragment in info.value.message
+    assert info.value.one_line().startswith(f"f.json#{pointer}: ")
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b'{"a": NaN}', "non-finite"),
+        (b'{"a": Infinity}', "non-finite"),
+        (b"\xef\xbb\xbf{}", "byte-order mark"),
+        (b'{"a": "\xff"}', "not valid UTF-8 at byte 7"),
+        (b'{"a": 1', "line 1 column 8"),
+        (b"[" * 70 + b"]" * 70, "nesting deeper than 64"),
+        (b"[" * 5000 + b"]" * 5000, "nesting deeper than 64"),
+    ],
+)
+def test_invalid_documents(data: bytes, fragment: str) -> None:
+    with pytest.raises(InvocationError) as info:
+        parse(data)
+    assert fragment in info.value.message
+    assert "\n" not in info.value.one_line()
+
+
+def test_size_bound_is_checked_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text('"' + "x" * 100 + '"')
+    with pytest.raises(InvocationError, match="larger than 50 bytes"):
+        read_json_file(path, 50)
+    assert read_json_file(path, 102) == "x" * 100
+
+
+def test_symlinked_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "t.json"
+    target.write_text("{}")
+    link = tmp_path / "l.json"
+    link.symlink_to(target)
+    with pytest.raises(InvocationError, match="cannot open"):
+        read_json_file(link, 100)
+
+
+def test_directory_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(InvocationError, match="not a regular file"):
+        read_json_file(tmp_path, 100)
+    with pytest.raises(InvocationError, match="does not exist"):
+        read_json_file(tmp_path / "nope.json", 100)
+
+
+def test_atomic_write_is_private_and_leaves_no_temp(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    write_json_atomic(path, {"b": 1, "a": "é"})
+    write_json_atomic(path, {"b": 2})
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert path.read_text() == '{\n  "b": 2\n}\n'
+    assert os.listdir(tmp_path) == ["out.json"]

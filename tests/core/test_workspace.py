@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sevro_core.workspace import (
+    WorkspaceEscapeError,
+    create_workspace,
+    read_confined,
+    remove_tree,
+    write_confined,
+)
+
+
+def test_remove_tree_repairs_permissions_and_never_follows_links(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    ws = create_workspace(tmp_path)
+    locked = ws / "locked" / "inner"
+    locked.mkdir(parents=True)
+    (locked / "f").write_text("x")
+    os.chmod(locked, 0)
+    os.chmod(ws / "locked", 0o500)
+    (ws / "link-dir").symlink_to(outside)
+    (ws / "link-file").symlink_to(outside / "keep.txt")
+    remove_tree(ws)
+    assert not ws.exists()
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+def test_write_confined_refuses_symlinks(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = create_workspace(tmp_path)
+    (ws / "escape").symlink_to(outside)
+    (ws / "file-link").symlink_to(outside / "target")
+    with pytest.raises(WorkspaceEscapeError):
+        write_confined(ws, "escape/x.txt", b"no")
+    with pytest.raises(WorkspaceEscapeError):
+        write_confined(ws, "file-link", b"no")
+    assert list(outside.iterdir()) == []
+    write_confined(ws, "new/dir/file.txt", b"yes")
+    assert (ws / "new/dir/file.txt").read_bytes() == b"yes"
+
+
+def test_read_confined_bounds_and_refuses_links(tmp_path: Path) -> None:
+    ws = create_workspace(tmp_path)
+    (ws / "big").write_bytes(b"x" * 100)
+    data, size = read_confined(ws, "big", 10)
+    assert (data, size) == (b"x" * 10, 100)
+    secret = tmp_path / "secret"
+    secret.write_text("s")
+    (ws / "s").symlink_to(secret)
+    with pytest.raises(WorkspaceEscapeError):
+        read_confined(ws, "s", 10)
+    with pytest.raises(FileNotFoundError):
+        read_confined(ws, "missing", 10)

@@ -1,0 +1,44 @@
+"""Assertions shared by the end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from sevro_core.schemas import validator
+
+
+def regex_check(check_id: str, pattern: str, **extra: Any) -> dict[str, Any]:
+    return {"id": check_id, "grader": "sevro.regex", "configuration": {"pattern": pattern, **extra}}
+
+
+def load(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def assert_valid_evidence(result: dict[str, Any]) -> dict[str, Any]:
+    """Every retained file validates, is private, and the embedded result equals stdout's."""
+    assert not list(validator("cli-result.v1").iter_errors(result))
+    run_json = Path(result["evidencePath"])
+    run = load(run_json)
+    assert not list(validator("run-evidence.v1").iter_errors(run))
+    assert run["result"] == result
+    run_dir = run_json.parent
+    for path in [run_dir, *run_dir.rglob("*")]:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+    for ref in run["trials"]:
+        if ref["path"] is None:
+            continue
+        trial = load(run_dir / ref["path"])
+        assert not list(validator("trial-evidence.v1").iter_errors(trial))
+        assert not Path(trial["evidence"]["workspace"]).exists(), "workspace was not removed"
+    return run
+
+
+def trial_evidence(result: dict[str, Any], case: int = 0, trial: int = 0) -> dict[str, Any]:
+    path = result["cases"][case]["trials"][trial]["artifactPath"]
+    return load(path)["evidence"]

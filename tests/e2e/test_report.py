@@ -1,0 +1,89 @@
+"""`sevro report` verifies retained evidence and renders Markdown or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sevro_core.schemas import validator
+from sevro_core.testing import SevroProject
+from tests.e2e.helpers import regex_check
+
+
+def make_run(project: SevroProject, text: str = "ok", trials: str = "2") -> dict[str, object]:
+    case = project.case(checks=[regex_check("r", "^ok$")])
+    host = project.script(default=[[{"reply": {"text": text}}]])
+    done = project.run(case, "--host-config", host, "--trials", trials)
+    return done.json()  # type: ignore[no-any-return]
+
+
+def test_json_report_from_result_file_and_run_dir(sevro_project: SevroProject) -> None:
+    passed = make_run(sevro_project)
+    failed = make_run(sevro_project, text="no", trials="1")
+    result_file = sevro_project.write_json("result.json", passed)
+    run_dir = Path(str(failed["evidencePath"])).parent
+    done = sevro_project.sevro("report", result_file, run_dir, "--json")
+    assert done.exit_code == 0, done.stderr
+    report = done.json()
+    assert not list(validator("report.v1").iter_errors(report))
+    assert report["summary"] == {"cases": 2, "passed": 1, "failed": 1, "notAssessed": 0}
+    first, second = report["rows"]
+    assert first["taskPassRate"] == 1.0 and first["trialCount"] == 2
+    assert first["inputTokens"] is None and first["costUsd"] is None
+    assert first["candidateDurationMs"] is not None
+    assert first["candidateRoute"] == {
+        "host": "sevro.host.scripted",
+        "model": "scripted",
+        "effort": "none",
+    }
+    assert second["task"] == "failed" and second["taskPassRate"] == 0.0
+
+
+def test_markdown_report(sevro_project: SevroProject) -> None:
+    result = make_run(sevro_project)
+    done = sevro_project.sevro("report", Path(str(result["evidencePath"])).parent)
+    assert done.exit_code == 0
+    text = done.stdout
+    assert text.startswith("# sevro report\n")
+    for section in ("## Input runs", "## Case outcomes", "## Retained evidence", "## Routes"):
+        assert section in text
+    assert "| example | 2 | 100.0% | completed | completed | passed |" in text
+    assert "| unknown | unknown | unknown |" in text
+    assert "sevro.host.scripted/scripted@none" in text
+
+
+def test_tampered_evidence_is_refused(sevro_project: SevroProject) -> None:
+    result = make_run(sevro_project)
+    run_dir = Path(str(result["evidencePath"])).parent
+    raw = next(run_dir.rglob("trial-1-raw.txt"))
+    raw.write_text("forged")
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert f"{raw}: retained evidence does not match its recorded digest" in done.stderr
+
+
+def test_result_that_differs_from_its_evidence_is_refused(sevro_project: SevroProject) -> None:
+    result = make_run(sevro_project)
+    forged = json.loads(json.dumps(result))
+    forged["cases"][0]["passedTrials"] = 1
+    path = sevro_project.write_json("forged.json", forged)
+    done = sevro_project.sevro("report", path)
+    assert done.exit_code == 64 and "differs from the one retained" in done.stderr
+
+
+def test_pre_run_failure_result_is_reported_without_rows(sevro_project: SevroProject) -> None:
+    refused = sevro_project.run(sevro_project.case(prompt=" "))
+    path = sevro_project.write_json("refused.json", refused.json())
+    done = sevro_project.sevro("report", path, "--json")
+    assert done.exit_code == 0
+    assert done.json()["rows"] == [] and done.json()["inputs"][0]["exitCode"] == 64
+
+
+def test_bad_inputs(sevro_project: SevroProject) -> None:
+    done = sevro_project.sevro("report", sevro_project.root / "nothing.json")
+    assert done.exit_code == 64 and "does not exist" in done.stderr
+    junk = sevro_project.write_json("junk.json", {"format": "x"})
+    done = sevro_project.sevro("report", junk)
+    assert done.exit_code == 64 and "junk.json#" in done.stderr
+    done = sevro_project.sevro("report", junk, "--format", "html")
+    assert done.exit_code == 64 and "no reporter for format 'html'" in done.stderr
