@@ -209,7 +209,7 @@ def test_validate_command(sevro_project: SevroProject) -> None:
     good = sevro_project.case(checks=[regex_check("r", "x")])
     done = sevro_project.sevro("validate", good)
     assert done.exit_code == 0 and done.stdout.strip() == "1 case(s) valid"
-    bad = sevro_project.case("bad.json", checks=[regex_check("r", "(")])
+    bad = sevro_project.case("bad.json", id="bad", checks=[regex_check("r", "(")])
     done = sevro_project.sevro("validate", good, bad)
     assert done.exit_code == 64
     assert done.stderr.startswith(f"sevro: error: {bad}#/checks/0/configuration/pattern")

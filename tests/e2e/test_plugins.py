@@ -100,7 +100,7 @@ def test_local_plugin_file_adds_a_grader_and_a_command(sevro_project: SevroProje
     listed = sevro_project.sevro("plugins", "--json", "--plugin", plugin).json()["plugins"]
     mine = next(p for p in listed if p["source"] == "file")
     assert mine["commands"] == ["acme-hello"]
-    hello = sevro_project.sevro("acme-hello", "--plugin", plugin)
+    hello = sevro_project.sevro("--plugin", plugin, "acme-hello")
     assert hello.exit_code == 0 and hello.stdout == "hello from acme\n"
 
 

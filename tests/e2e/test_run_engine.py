@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 from sevro_core.testing import SevroProject
@@ -98,7 +99,8 @@ def test_commands_run_in_the_workspace_with_a_private_home(sevro_project: SevroP
             [
                 {
                     "run": {
-                        "command": 'cat in.txt > out.txt; case "$HOME" in */sevro-private-*) ;; *) exit 9;; esac'
+                        "command": "cat in.txt > out.txt; "
+                        'case "$HOME" in */sevro-private-*) ;; *) exit 9;; esac'
                     }
                 },
                 {"run": {"command": "exit 7"}},
@@ -155,3 +157,66 @@ def test_prompt_only_case_warns_that_exit_0_is_not_a_pass(sevro_project: SevroPr
     )
     assert done.exit_code == 0
     assert "nothing was assessed" in done.stdout
+
+
+def test_json_logs_go_to_stderr(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    done = sevro_project.run(case, "--host-config", host, "--log-format", "json", "-vv")
+    assert done.exit_code == 0
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    names = [e["event"] for e in events]
+    assert "run started" in names and "trial finished" in names and "run finished" in names
+    assert all(e["level"] in ("debug", "info") for e in events)
+    assert done.json()["exitCode"] == 0  # stdout stays one document
+    quiet = sevro_project.run(case, "--host-config", host)
+    assert quiet.stderr == ""
+
+
+def test_progress_bar_on_a_terminal(sevro_project: SevroProject) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"sleep": {"ms": 150}}, {"reply": {"text": "ok"}}]])
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host-config",
+            str(host),
+            "--trials",
+            "4",
+            "--jobs",
+            "1",
+            "--results-root",
+            str(sevro_project.results),
+        ],
+        cwd=sevro_project.root,
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+    )
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    stdout = process.communicate(timeout=60)[0]
+    os.close(controller)
+    assert process.returncode == 0
+    assert b"trials" in seen or b"example #" in seen, seen[:500]
+    assert b"4/4" in seen or b"3/4" in seen
+    assert stdout.decode().splitlines()[0].startswith("case")

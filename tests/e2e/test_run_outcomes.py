@@ -192,8 +192,9 @@ def test_persistence_failure_exits_70_and_keeps_the_workspace(sevro_project: Sev
         check=False,
     )
     assert done.returncode == 70, done.stderr
-    assert "fixture retained at" in done.stderr
-    workspace = Path(done.stderr.split("fixture retained at ")[1].split()[0])
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("sevro: error: trial persistence failed (File too large); ")
+    workspace = Path(line.split("fixture retained at ")[1])
     assert (workspace / "kept.txt").read_text() == "evidence"
     document = json.loads(done.stdout)
     assert (

@@ -54,6 +54,14 @@ VerboseOpt = Annotated[int, typer.Option("-v", "--verbose", count=True, help="Mo
 JsonOpt = Annotated[bool, typer.Option("--json", help="Write exactly one JSON document to stdout.")]
 
 
+@app.callback()
+def _global_options(plugin: PluginOpt = None) -> None:
+    """Evaluate agent skills by running real agent CLIs on fresh fixtures, with evidence.
+
+    `--plugin FILE.py` before the command also loads plugins that add commands.
+    """
+
+
 def _plugin_files_from_argv() -> list[Path]:
     argv = sys.argv[1:]
     files = []
@@ -187,7 +195,7 @@ def run(
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
 
-        registry = load_plugins(plugin or [])
+        registry = load_plugins(_plugin_files_from_argv())
         plan = prepare(cases, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
@@ -294,7 +302,7 @@ def validate(
         from sevro_core.plugins import load_plugins
         from sevro_core.validation import validate_cases
 
-        registry = load_plugins(plugin or [])
+        registry = load_plugins(_plugin_files_from_argv())
         cases = load_cases(files)
         validate_cases(cases, registry)
     except InvocationError as exc:
@@ -313,7 +321,7 @@ def plugins(
     try:
         from sevro_core.plugins import load_plugins, register_commands
 
-        registry = load_plugins(plugin or [])
+        registry = load_plugins(_plugin_files_from_argv())
         register_commands(registry, typer.Typer(add_completion=False))
     except InvocationError as exc:
         _fail(exc, as_json=False)
@@ -353,7 +361,7 @@ def report(
         from sevro_core.plugins import load_plugins
         from sevro_core.report import build_report, reporter_for
 
-        registry = load_plugins(plugin or [])
+        registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
         document = build_report(inputs)
     except InvocationError as exc:
@@ -363,7 +371,7 @@ def report(
 
 def main() -> None:
     """Console entry point: turns usage errors into one-line exit-64 diagnostics."""
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+    from click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
     os.environ.setdefault("_TYPER_STANDARD_TRACEBACK", "1")
     as_json = "--json" in sys.argv[1:]
@@ -382,6 +390,9 @@ def main() -> None:
         from sevro_core.errors import InvocationError
 
         _main_fail(InvocationError(exc.format_message()), as_json)
+    except KeyboardInterrupt:
+        sys.stderr.write("sevro: interrupted before any trial started\n")
+        sys.exit(130)
     except typer.Abort:
         sys.stderr.write("sevro: aborted\n")
         sys.exit(130)

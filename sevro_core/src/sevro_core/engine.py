@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.canonical import canonical_json
-from sevro_core.errors import GradingError, PersistenceError
+from sevro_core.errors import GradingError, PersistenceError, SevroError
 from sevro_core.evidence import TRIAL_FORMAT, EvidenceStore
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
@@ -119,9 +119,7 @@ def execute_trial(
     except OSError as exc:
         remove_tree(workspace)
         remove_tree(private)
-        raise PersistenceError(
-            f"fixture for case {case.id} could not be materialised: {exc}"
-        ) from exc
+        raise SevroError(f"fixture for case {case.id} could not be materialised: {exc}") from exc
     t_fixture = time.monotonic()
     if plan.settings.dry:
         host_result = None
@@ -208,10 +206,11 @@ def execute_trial(
             "evidence": evidence,
         }
         store.write_trial(document)
-    except OSError as exc:
+    except Exception as exc:
         remove_tree(private)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise PersistenceError(
-            f"trial persistence failed ({exc.strerror or exc}); fixture retained at {workspace}"
+            f"trial persistence failed ({reason}); fixture retained at {workspace}"
         ) from exc
     remove_tree(workspace)
     remove_tree(private)

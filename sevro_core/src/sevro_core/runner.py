@@ -126,7 +126,7 @@ def execute(
         try:
             records = run_trials(plan, store, cancel, finished)
         except PersistenceError as exc:
-            log.error("run failed", run_id=run_id, error=str(exc))
+            log.info("run failed", run_id=run_id, error=str(exc))
             raise
     signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
     if signal_exit is not None:

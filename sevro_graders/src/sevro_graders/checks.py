@@ -1,0 +1,48 @@
+"""What every output grader shares: its plugin facts and the final-message grading rule.
+
+An output check only ever looks at the final message. A missing or incomplete message makes it
+``unavailable`` (it never passes); otherwise the check's assertion decides ``passed`` or
+``failed``, and a failure carries a short detail naming what did not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sevro_core.models import FINAL_MESSAGE_OBSERVATION, CheckOutcome, TrialView
+from sevro_core.states import CheckStatus
+
+EVIDENCE_REFS = (FINAL_MESSAGE_OBSERVATION,)
+MESSAGE_MISSING = "final message unavailable"
+MESSAGE_INCOMPLETE = "final message incomplete"
+
+Assertion = Callable[[str], str | None]
+"""Assess a complete final message: ``None`` when it holds, else the failure detail."""
+
+
+class FinalMessageGrader:
+    """Plugin facts common to the four output graders (stage 10: graded first)."""
+
+    id: str
+    version = "1.0.0"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset({FINAL_MESSAGE_OBSERVATION})
+    stage = 10
+
+
+def grade_final_message(
+    check_id: str, grader: str, view: TrialView, assertion: Assertion
+) -> CheckOutcome:
+    """Apply ``assertion`` to the trial's final message, or report it unavailable."""
+    detail: str | None
+    if view.final_message is None:
+        status, detail = CheckStatus.UNAVAILABLE, MESSAGE_MISSING
+    elif not view.final_message_complete:
+        status, detail = CheckStatus.UNAVAILABLE, MESSAGE_INCOMPLETE
+    else:
+        failure = assertion(view.final_message)
+        status = CheckStatus.PASSED if failure is None else CheckStatus.FAILED
+        detail = failure
+    return CheckOutcome(
+        id=check_id, grader=grader, status=status, detail=detail, evidence_refs=EVIDENCE_REFS
+    )

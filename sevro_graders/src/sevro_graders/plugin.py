@@ -1,0 +1,20 @@
+"""Registers the output graders with sevro (entry point ``output_graders`` in group ``sevro``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sevro_core.hookspecs import hookimpl
+from sevro_core.protocols import Grader
+from sevro_graders.json_grader import JsonGrader
+from sevro_graders.output_grader import OutputGrader
+from sevro_graders.regex_grader import RegexGrader
+from sevro_graders.schema_grader import SchemaGrader
+
+
+@hookimpl
+def sevro_register_graders(register: Callable[[Grader], None]) -> None:
+    register(RegexGrader())
+    register(JsonGrader())
+    register(SchemaGrader())
+    register(OutputGrader())

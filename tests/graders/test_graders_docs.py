@@ -1,0 +1,56 @@
+"""docs/graders.md stays true: its examples compile, and it names every key, grader and bound."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.schemas import describe_first_error, validator
+from sevro_graders import jsondoc, jsregex, plugin
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
+JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def graders() -> dict[str, Any]:
+    found: list[Any] = []
+    plugin.sevro_register_graders(found.append)
+    return {grader.id: grader for grader in found}
+
+
+def example_cases() -> list[dict[str, Any]]:
+    blocks = [json.loads(body) for body in JSON_BLOCK.findall(DOC.read_text("utf-8"))]
+    return [block for block in blocks if isinstance(block, dict) and "checks" in block]
+
+
+def test_there_is_an_example_for_every_grader() -> None:
+    used = {check["grader"] for case in example_cases() for check in case["checks"]}
+    assert used == set(graders())
+
+
+@pytest.mark.parametrize("case", example_cases(), ids=lambda case: case["id"])
+def test_examples_are_valid_cases_whose_checks_compile(case: dict[str, Any]) -> None:
+    assert describe_first_error(validator("case.v1").iter_errors(case)) is None
+    available = graders()
+    for check in case["checks"]:
+        available[check["grader"]].compile(check["configuration"])
+
+
+@pytest.mark.parametrize("name", ["regex", "json", "schema", "output"])
+def test_every_configuration_key_is_documented(name: str) -> None:
+    text = DOC.read_text("utf-8")
+    schema_file = resources.files("sevro_graders").joinpath("schemas", f"{name}.v1.schema.json")
+    for key in json.loads(schema_file.read_text("utf-8"))["properties"]:
+        assert f"| `{key}` |" in text, key
+
+
+def test_bounds_are_documented_with_their_values() -> None:
+    text = " ".join(DOC.read_text("utf-8").split())
+    assert f"longer than {jsregex.MAX_PATTERN_LENGTH} characters (`MAX_PATTERN_LENGTH`)" in text
+    assert f"deeper than {jsregex.MAX_GROUP_DEPTH} levels (`MAX_GROUP_DEPTH`)" in text
+    assert f"deeper than {jsondoc.MAX_DOCUMENT_DEPTH} levels (`MAX_DOCUMENT_DEPTH`)" in text

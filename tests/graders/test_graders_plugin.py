@@ -1,0 +1,66 @@
+"""The plugin: four output graders, registered through the ``sevro`` entry point."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata, resources
+from typing import Any
+
+import pluggy
+import pytest
+from jsonschema import Draft202012Validator
+
+from sevro_core import hookspecs
+from sevro_core.protocols import ID_PATTERN, Grader, Plugin
+from sevro_graders import plugin
+
+EXPECTED = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
+SCHEMAS = ["regex", "json", "schema", "output"]
+
+
+def registered() -> list[Grader]:
+    found: list[Grader] = []
+    plugin.sevro_register_graders(found.append)
+    return found
+
+
+def test_registers_the_four_output_graders() -> None:
+    graders = registered()
+    assert [g.id for g in graders] == EXPECTED
+    for grader in graders:
+        assert isinstance(grader, Plugin)
+        assert grader.version == "1.0.0"
+        assert grader.capabilities == frozenset()
+        assert grader.requires == frozenset({"sevro.observation.final-message"})
+        assert grader.stage == 10
+        assert callable(grader.compile)
+
+
+def test_ids_are_namespaced() -> None:
+    import re
+
+    assert all(re.match(ID_PATTERN, grader_id) for grader_id in EXPECTED)
+
+
+def test_hook_runs_through_pluggy() -> None:
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    manager.register(plugin, name="sevro-graders:output_graders")
+    found: list[Any] = []
+    manager.hook.sevro_register_graders(register=found.append)
+    assert [g.id for g in found] == EXPECTED
+
+
+def test_entry_point_is_declared() -> None:
+    points = metadata.entry_points(group="sevro", name="output_graders")
+    assert [p.value for p in points] == ["sevro_graders.plugin"]
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_configuration_schemas_ship_in_the_package(name: str) -> None:
+    text = resources.files("sevro_graders").joinpath("schemas", f"{name}.v1.schema.json")
+    schema = json.loads(text.read_text("utf-8"))
+    Draft202012Validator.check_schema(schema)
+    assert schema["$id"] == f"urn:sevro:schema:{name}.v1"
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert all("description" in prop for prop in schema["properties"].values())
