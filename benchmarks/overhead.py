@@ -117,6 +117,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--check", action="store_true", help="exit 1 when over budget")
     args = parser.parse_args()
+    from sevro_core.logs import configure
+
+    configure()  # warnings only, as the CLI does by default
     sevro = str(Path(sys.executable).parent / "sevro")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -43,15 +43,19 @@ def _package_registry(package: str) -> Any:
 
 @functools.cache
 def validator(name: str, package: str = "sevro_core") -> Any:
-    return compile_schema(load_schema(name, package), _package_registry(package))
+    # Packaged schemas are checked against the metaschema by the test suite, not at start-up.
+    return compile_schema(load_schema(name, package), _package_registry(package), trusted=True)
 
 
-def compile_schema(schema: Mapping[str, Any], registry: Any = None) -> Any:
+def compile_schema(
+    schema: Mapping[str, Any], registry: Any = None, *, trusted: bool = False
+) -> Any:
     """A Draft 2020-12 validator; no format assertions and no retrieval of remote ``$ref``s."""
     from jsonschema import Draft202012Validator
     from referencing import Registry
 
-    Draft202012Validator.check_schema(schema)
+    if not trusted:
+        Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, registry=registry if registry is not None else Registry())
 
 
