@@ -243,3 +243,14 @@ def test_identity_is_stable_and_tracks_its_dimensions(sevro_project: SevroProjec
     assert jobs["dimensions"]["configurationDigest"] != first["dimensions"]["configurationDigest"]
     model = identity("--model", "other")
     assert model["dimensions"]["routeDigest"] != first["dimensions"]["routeDigest"]
+
+
+def test_trial_files_carry_the_evaluation_identity(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(checks=[regex_check("r", "x")])
+    done = sevro_project.run(
+        case, "--host-config", sevro_project.script(default=[[{"reply": {"text": "x"}}]])
+    )
+    run = load(done.json()["evidencePath"])
+    evidence = trial_evidence(done.json())
+    assert evidence["evaluationDigest"] == run["evaluationIdentity"]["digest"]
+    assert evidence["caseDigest"] == run["cases"][0]["digests"]["identity"]

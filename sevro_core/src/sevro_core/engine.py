@@ -394,6 +394,8 @@ def _evidence(
     return {
         "caseId": case_id,
         "trial": trial,
+        "evaluationDigest": plan.identity["digest"],
+        "caseDigest": planned.digests["identity"],
         "executionMode": "dry" if plan.settings.dry else "executed",
         "condition": {
             "requested": plan.settings.condition,
