@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.canonical import canonical_json
 from sevro_core.errors import GradingError, PersistenceError, SevroError
@@ -214,15 +214,7 @@ def execute_trial(
         ) from exc
     remove_tree(workspace)
     remove_tree(private)
-    return TrialRecord(
-        case_id=case.id,
-        trial=trial,
-        states=states,
-        checks=tuple(outcomes),
-        path=path,
-        error_code=error_code,
-        document=document,
-    )
+    return evolve(record, document=document)
 
 
 def _run_host(

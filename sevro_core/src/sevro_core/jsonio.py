@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from sevro_core.errors import InvocationError, join_pointer
+from sevro_core.fileio import read_at_most, write_all
 from sevro_core.limits import MAX_JSON_DEPTH
 
 JsonValue = Any
@@ -106,21 +108,11 @@ def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
         raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
     try:
         info = os.fstat(fd)
-        import stat
-
         if not stat.S_ISREG(info.st_mode):
             raise InvocationError(f"{what} is not a regular file", source=path)
         if info.st_size > limit:
             raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
-        chunks = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(fd, limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
@@ -147,10 +139,7 @@ def write_private_atomic(path: Path, data: bytes, *, durable: bool = True) -> No
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        write_all(fd, data)
         if durable:
             os.fsync(fd)
     except BaseException:

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from sevro_core.fileio import read_at_most, write_all
+
 WORKSPACE_PREFIX = "sevro-case-"
 PRIVATE_PREFIX = "sevro-private-"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -67,9 +69,7 @@ def write_confined(root: Path, relative: str, data: bytes) -> None:
                 raise WorkspaceEscapeError(exc.errno, f"{relative!r} is a symlink") from None
             raise
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
     finally:
@@ -91,15 +91,7 @@ def read_confined(root: Path, relative: str, limit: int) -> tuple[bytes, int]:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, f"{relative!r} is not a regular file")
-            chunks: list[bytes] = []
-            remaining = limit
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks), info.st_size
+            return read_at_most(fd, limit), info.st_size
         finally:
             os.close(fd)
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
+from sevro_core.fileio import write_all
 from sevro_core.fixturepaths import check_collisions, check_relative_path
 from sevro_core.hookspecs import hookimpl
 from sevro_core.jsonio import JsonValue
@@ -40,9 +41,7 @@ class InlineFixture:
                     made.add(key)
             fd = os.open(current / parts[-1], _FILE_FLAGS, 0o600)
             try:
-                data = memoryview(content.encode("utf-8"))
-                while data:
-                    data = data[os.write(fd, data) :]
+                write_all(fd, content.encode("utf-8"))
             finally:
                 os.close(fd)
         return MaterialisedFixture()
