@@ -165,11 +165,12 @@ def test_persistence_failure_exits_70_and_keeps_the_workspace(sevro_project: Sev
     case = sevro_project.case(
         fixture={"files": {"kept.txt": "evidence"}}, checks=[regex_check("r", "x")]
     )
-    host = sevro_project.script(default=[[{"reply": {"text": "x"}}]])
+    # The final message (400 kB) is more than any file may hold; the run state's are far smaller.
+    host = sevro_project.script(default=[[{"reply": {"text": "x" * 400_000}}]])
 
     def small_files() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2500, 2500))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
 
     done = subprocess.run(
         [

@@ -167,6 +167,17 @@ def run(
     verdict_policy: Annotated[
         str, typer.Option("--verdict-policy", help="Task-verdict policy.")
     ] = "sevro.verdict.default",
+    run_state_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-state-root",
+            help="Where ownership and checkpoints live (default: <results-root>/.sevro-state).",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the latest interrupted run of this evaluation."),
+    ] = False,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -191,6 +202,7 @@ def run(
             project_root=project_root,
             workspace_root=workspace_root,
             verdict_policy=verdict_policy,
+            run_state_root=run_state_root,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -200,7 +212,7 @@ def run(
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
     try:
-        outcome = _execute(plan, as_json=as_json)
+        outcome = _execute(plan, as_json=as_json, resume=resume)
     except SevroError as exc:
         _fail(exc, as_json=as_json)
     except Exception as exc:
@@ -223,6 +235,7 @@ def _run_settings(
     project_root: Path | None,
     workspace_root: Path | None,
     verdict_policy: str,
+    run_state_root: Path | None,
 ) -> Any:
     import math
 
@@ -268,10 +281,11 @@ def _run_settings(
         ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
     )
 
 
-def _execute(plan: Any, *, as_json: bool) -> Any:
+def _execute(plan: Any, *, as_json: bool, resume: bool) -> Any:
     import json
 
     from sevro_core.output import TrialProgress, render_summary
@@ -279,7 +293,7 @@ def _execute(plan: Any, *, as_json: bool) -> Any:
 
     total = len(plan.cases) * plan.settings.trials
     with TrialProgress(total, enabled=not as_json and sys.stderr.isatty()) as progress:
-        outcome = execute(plan, on_trial=progress.advance)
+        outcome = execute(plan, on_trial=progress.advance, resume=resume)
     if as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:
@@ -337,6 +351,36 @@ def plugins(
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         sys.stdout.write(render_plugins(registry.plugins))
+
+
+@app.command()
+def runs(
+    results_root: Annotated[
+        Path, typer.Option("--results-root", help="Results root whose runs to list.")
+    ] = Path("sevro-results"),
+    run_state_root: Annotated[
+        Path | None,
+        typer.Option("--run-state-root", help="Default: <results-root>/.sevro-state."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs: id, evaluation, status, trials done / total, verdict; interrupted ones resume."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.runlist import list_runs
+
+        listed = list_runs(results_root.expanduser().resolve(), run_state_root)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({"format": "sevro.runs.v1", "runs": listed}, indent=2) + "\n")
+    else:
+        from sevro_core.runlist import render_runs
+
+        sys.stdout.write(render_runs(listed))
 
 
 @app.command()

@@ -67,6 +67,42 @@ class TrialRecord:
     path: Path | None
     error_code: str | None = None
     document: Mapping[str, Any] | None = None
+    attempt: int = 1
+    sha256: str | None = None
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], path: Path, sha256: str) -> TrialRecord:
+        """Rebuild the record of a trial persisted by an earlier attempt."""
+        evidence = document["evidence"]
+        error_code = evidence["execution"].get("errorCode")
+        if error_code is None and evidence["grading"]["error"] is not None:
+            error_code = "sevro.grader.error"
+        checks = tuple(
+            CheckOutcome(
+                c["id"],
+                c["grader"],
+                CheckStatus(c["status"]),
+                c.get("detail"),
+                tuple(c["evidenceRefs"]),
+            )
+            for c in evidence["checks"]
+        )
+        states = TrialStates(
+            Execution(evidence["execution"]["status"]),
+            Grading(evidence["grading"]["status"]),
+            Verdict(evidence["task"]["verdict"]),
+        )
+        return cls(
+            case_id=document["caseId"],
+            trial=document["trial"],
+            states=states,
+            checks=checks,
+            path=path,
+            error_code=error_code,
+            document=document,
+            attempt=evidence["attempt"],
+            sha256=sha256,
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -196,6 +232,7 @@ def execute_trial(
             checks=tuple(outcomes),
             path=path,
             error_code=error_code,
+            attempt=store.attempt,
         )
         document = {
             "format": TRIAL_FORMAT,
@@ -205,7 +242,7 @@ def execute_trial(
             "result": record.summary(),
             "evidence": evidence,
         }
-        store.write_trial(document)
+        _, digest = store.write_trial(document)
     except Exception as exc:
         remove_tree(private)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -214,7 +251,7 @@ def execute_trial(
         ) from exc
     remove_tree(workspace)
     remove_tree(private)
-    return evolve(record, document=document)
+    return evolve(record, document=document, sha256=digest)
 
 
 def _run_host(
@@ -386,6 +423,7 @@ def _evidence(
     return {
         "caseId": case_id,
         "trial": trial,
+        "attempt": store.attempt,
         "evaluationDigest": plan.identity["digest"],
         "caseDigest": planned.digests["identity"],
         "executionMode": "dry" if plan.settings.dry else "executed",

@@ -34,12 +34,18 @@ def ensure_private_dir(path: Path) -> Path:
 class EvidenceStore:
     """Writes one run's files. Every write is temp-file-plus-rename with mode 0600."""
 
-    def __init__(self, results_root: Path, run_id: str) -> None:
+    def __init__(
+        self, results_root: Path, run_id: str, *, attempt: int = 1, reopen: bool = False
+    ) -> None:
         self.results_root = ensure_private_dir(results_root)
         self.run_dir = self.results_root / run_id
-        os.mkdir(self.run_dir, 0o700)
-        os.mkdir(self.run_dir / "cases", 0o700)
+        if not reopen:
+            os.mkdir(self.run_dir, 0o700)
+            os.mkdir(self.run_dir / "cases", 0o700)
+        elif not (self.run_dir / "cases").is_dir() or self.run_dir.is_symlink():
+            raise FileNotFoundError(f"run directory {self.run_dir} is missing; cannot resume it")
         self.run_id = run_id
+        self.attempt = attempt
         self._case_dirs: dict[str, Path] = {}
 
     def case_dir(self, case_id: str) -> Path:
@@ -62,11 +68,31 @@ class EvidenceStore:
             "byteLength": len(data),
         }
 
-    def write_trial(self, document: Mapping[str, Any]) -> Path:
+    def write_trial(self, document: Mapping[str, Any]) -> tuple[Path, str]:
+        """Validate and write a trial document; return its path and sha256."""
         validate_output("trial-evidence.v1", document)
         path = self.case_dir(document["caseId"]) / f"trial-{document['trial']}.json"
-        write_private_atomic(path, dumps_pretty(document).encode("utf-8"))
-        return path
+        data = dumps_pretty(document).encode("utf-8")
+        write_private_atomic(path, data)
+        return path, hashlib.sha256(data).hexdigest()
+
+    def supersede(self, case_id: str, trial: int) -> None:
+        """Move an earlier attempt's files of a trial aside before the trial runs again."""
+        case_dir = self.run_dir / "cases" / case_id
+        if not case_dir.is_dir():
+            return
+        names = [
+            p
+            for p in case_dir.iterdir()
+            if p.name == f"trial-{trial}.json" or p.name.startswith(f"trial-{trial}-")
+        ]
+        if not names:
+            return
+        target = case_dir / "superseded" / f"before-attempt-{self.attempt}"
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (case_dir / "superseded").chmod(0o700)
+        for path in names:
+            os.replace(path, target / path.name)
 
     def write_run(self, document: Mapping[str, Any]) -> Path:
         validate_output("run-evidence.v1", document)

@@ -50,6 +50,7 @@ class RunSettings:
     host_options: HostOptions
     verdict_policy: str = "sevro.verdict.default"
     workspace_root: Path | None = None
+    run_state_root: Path | None = None
 
 
 @frozen

@@ -1,6 +1,8 @@
 """``sevro run`` from validated settings to a written ``run.json``.
 
-Everything that can be refused is refused before the results directory is touched.
+Everything that can be refused is refused before the results directory is touched. The run
+state (``--run-state-root``, default ``<results-root>/.sevro-state``) records who owns each
+evaluation and every persisted trial, so a crashed run can be resumed.
 """
 
 from __future__ import annotations
@@ -8,7 +10,6 @@ from __future__ import annotations
 import datetime
 import signal
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,18 +20,21 @@ import structlog
 from attrs import frozen
 
 from sevro_core.engine import TrialRecord
-from sevro_core.errors import PersistenceError
-from sevro_core.evidence import RUN_FORMAT, EvidenceStore
+from sevro_core.errors import InvocationError, PersistenceError
+from sevro_core.evidence import RUN_FORMAT, EvidenceStore, ensure_private_dir
 from sevro_core.loading import load_cases
 from sevro_core.models import CancelToken
 from sevro_core.planning import RunPlan, RunSettings, plan_run
 from sevro_core.plugins import Registry
 from sevro_core.results import cli_result
+from sevro_core.resume import recover
 from sevro_core.runinfo import RunInfo
+from sevro_core.runstate import RunState, TrialCheckpoint
 from sevro_core.scheduler import run_trials
 from sevro_core.states import ExitCode
 
 log = structlog.get_logger("sevro.run")
+DEFAULT_STATE_DIR = ".sevro-state"
 _SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
 
 
@@ -82,72 +86,129 @@ def execute(
     plan: RunPlan,
     on_trial: Callable[[TrialRecord], None] = lambda _: None,
     cancel: CancelToken | None = None,
+    *,
+    resume: bool = False,
 ) -> RunOutcome:
-    """Run a planned evaluation and write its evidence."""
+    """Claim the evaluation, run (or resume) it, and write its evidence."""
     cancel = cancel or CancelToken()
-    run_id = str(uuid.uuid4())
+    settings = plan.settings
+    try:
+        ensure_private_dir(settings.results_root)
+    except OSError as exc:
+        raise InvocationError(
+            f"cannot use as results root: {exc}", source=settings.results_root
+        ) from None
+    state = RunState(settings.run_state_root or settings.results_root / DEFAULT_STATE_DIR)
+    try:
+        return _execute_claimed(plan, state, on_trial, cancel, resume=resume)
+    finally:
+        state.close()
+
+
+def _execute_claimed(
+    plan: RunPlan,
+    state: RunState,
+    on_trial: Callable[[TrialRecord], None],
+    cancel: CancelToken,
+    *,
+    resume: bool,
+) -> RunOutcome:
     settings = plan.settings
     started_at = _now()
-    store = EvidenceStore(settings.results_root, run_id)
-    info = RunInfo(
-        run_id=run_id,
-        evaluation_digest=plan.identity["digest"],
-        run_dir=store.run_dir,
-        case_ids=tuple(p.case.id for p in plan.cases),
-        trials=settings.trials,
-        dry=settings.dry,
-    )
-    log.info(
-        "run started",
-        run_id=run_id,
-        evaluation=plan.identity["digest"][:12],
-        cases=len(plan.cases),
-        trials=settings.trials,
-        jobs=settings.jobs,
-    )
-    _hook(plan.registry, "sevro_run_started", run=info)
-
-    def finished(record: TrialRecord) -> None:
-        log.debug(
-            "trial finished",
-            case=record.case_id,
-            trial=record.trial,
-            execution=record.states.execution.value,
-            grading=record.states.grading.value,
-            task=record.states.verdict.value,
-        )
-        if record.document is not None:
-            _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
-        on_trial(record)
-
-    diagnostic = None
-    status = "completed"
     with _signals(cancel):
+        claim = state.claim(
+            plan.identity["digest"],
+            results_root=settings.results_root,
+            trials_total=len(plan.cases) * settings.trials,
+            resume=resume,
+        )
+        run_id = claim.run_id
         try:
-            records = run_trials(plan, store, cancel, finished)
-        except PersistenceError as exc:
-            log.info("run failed", run_id=run_id, error=str(exc))
+            store = EvidenceStore(
+                settings.results_root, run_id, attempt=claim.attempt, reopen=claim.resumed
+            )
+            reused = recover(plan, store, state) if claim.resumed else {}
+        except Exception:
+            state.finish(run_id, "failed")
             raise
-    signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
-    if signal_exit is not None:
-        status = "interrupted"
-        diagnostic = {"code": "sevro.run.cancelled", "message": f"interrupted by {cancel.reason}"}
-    run_path = store.run_dir / "run.json"
-    result = cli_result(
-        run_id=run_id,
-        case_ids=info.case_ids,
-        records=records,
-        threshold=settings.threshold,
-        dry=settings.dry,
-        evidence_path=run_path,
-        signal_exit=signal_exit,
-        diagnostic=diagnostic,
-    )
-    document = run_document(plan, store, status, started_at, result, records)
-    try:
-        store.write_run(document)
-    except OSError as exc:
-        raise PersistenceError(f"run evidence could not be written to {run_path}: {exc}") from exc
+        info = RunInfo(
+            run_id=run_id,
+            evaluation_digest=plan.identity["digest"],
+            run_dir=store.run_dir,
+            case_ids=tuple(p.case.id for p in plan.cases),
+            trials=settings.trials,
+            dry=settings.dry,
+        )
+        log.info(
+            "run started",
+            run_id=run_id,
+            attempt=claim.attempt,
+            evaluation=plan.identity["digest"][:12],
+            cases=len(plan.cases),
+            trials=settings.trials,
+            jobs=settings.jobs,
+        )
+        _hook(plan.registry, "sevro_run_started", run=info)
+
+        def finished(record: TrialRecord) -> None:
+            if record.path is not None and record.sha256 is not None:
+                state.checkpoint(
+                    run_id,
+                    TrialCheckpoint(
+                        record.case_id,
+                        record.trial,
+                        record.attempt,
+                        store.relative(record.path),
+                        record.sha256,
+                    ),
+                )
+            log.debug(
+                "trial finished",
+                case=record.case_id,
+                trial=record.trial,
+                execution=record.states.execution.value,
+                grading=record.states.grading.value,
+                task=record.states.verdict.value,
+            )
+            if record.document is not None:
+                _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
+            on_trial(record)
+
+        try:
+            records = run_trials(plan, store, cancel, finished, reused=reused)
+        except BaseException as exc:
+            log.info("run failed", run_id=run_id, error=str(exc))
+            state.finish(run_id, "failed")
+            raise
+        signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
+        status = "interrupted" if signal_exit is not None else "completed"
+        diagnostic = None
+        if signal_exit is not None:
+            diagnostic = {
+                "code": "sevro.run.cancelled",
+                "message": f"interrupted by {cancel.reason}",
+            }
+        run_path = store.run_dir / "run.json"
+        result = cli_result(
+            run_id=run_id,
+            case_ids=info.case_ids,
+            records=records,
+            threshold=settings.threshold,
+            dry=settings.dry,
+            evidence_path=run_path,
+            signal_exit=signal_exit,
+            diagnostic=diagnostic,
+        )
+        state.finish(run_id, status)
+        document = run_document(
+            plan, store, status, started_at, result, records, state.attempts(run_id)
+        )
+        try:
+            store.write_run(document)
+        except OSError as exc:
+            raise PersistenceError(
+                f"run evidence could not be written to {run_path}: {exc}"
+            ) from exc
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
     return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
@@ -160,6 +221,7 @@ def run_document(
     started_at: str,
     result: dict[str, Any],
     records: Sequence[TrialRecord],
+    attempts: Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     settings = plan.settings
     return {
@@ -198,10 +260,12 @@ def run_document(
             }
             for p in plan.cases
         ],
+        "attempts": [dict(a) for a in attempts],
         "trials": [
             {
                 "caseId": r.case_id,
                 "trial": r.trial,
+                "attempt": r.attempt if r.path is not None else None,
                 "path": store.relative(r.path) if r.path is not None else None,
             }
             for r in records

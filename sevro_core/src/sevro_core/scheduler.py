@@ -7,7 +7,7 @@ already running drain and keep their evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from attrs import frozen
@@ -34,17 +34,19 @@ def run_trials(
     store: EvidenceStore,
     cancel: CancelToken,
     on_finished: Callable[[TrialRecord], None] = lambda _: None,
+    reused: Mapping[tuple[str, int], TrialRecord] | None = None,
 ) -> list[TrialRecord]:
-    """Run every trial of every case; return records in (case, trial) order."""
+    """Run every trial not in ``reused``; return all records in (case, trial) order."""
     items: Sequence[WorkItem] = [
         WorkItem(p, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)
     ]
-    records: dict[tuple[str, int], TrialRecord] = {}
-    workers = max(1, min(plan.settings.jobs, len(items)))
-    admitting = True
+    records: dict[tuple[str, int], TrialRecord] = dict(reused or {})
+    to_run = [i for i in items if (i.planned.case.id, i.trial) not in records]
+    workers = max(1, min(plan.settings.jobs, len(to_run)))
+    admitting = not any(_stops_admission(r) for r in records.values())
     failure: BaseException | None = None
     pending: dict[Future[TrialRecord], WorkItem] = {}
-    queue = list(reversed(items))
+    queue = list(reversed(to_run))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sevro-trial") as pool:
         while True:
             admitting = admitting and not cancel.cancelled

@@ -1,0 +1,266 @@
+"""Run state: ownership claims and trial checkpoints in an embedded SQLite database.
+
+One live owner per evaluation identity. A claim is one short ``BEGIN IMMEDIATE`` transaction,
+so two runners can never both own an evaluation. Owners that are verifiably dead are marked
+``interrupted`` (their files stay); owners that cannot be verified block the claim.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from attrs import frozen
+
+from sevro_core.errors import InvocationError, SevroError
+from sevro_core.ownership import Liveness, Owner, current_owner, liveness
+
+DATABASE_NAME = "sevro-state.sqlite"
+BUSY_TIMEOUT_MS = 5000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    evaluation_digest TEXT NOT NULL,
+    results_root TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'completed', 'interrupted', 'failed')),
+    attempt INTEGER NOT NULL,
+    trials_total INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_host TEXT NOT NULL,
+    owner_start TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_evaluation ON runs (evaluation_digest, status);
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    attempt INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_host TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    PRIMARY KEY (run_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS trials (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    case_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, case_id, trial)
+);
+"""
+
+
+class RunStateError(SevroError):
+    """The run-state database failed (disk full, corrupt file): an internal error, exit 70."""
+
+    code = "sevro.run-state.failed"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+@frozen
+class Claim:
+    run_id: str
+    attempt: int
+    resumed: bool
+    owner: Owner
+
+
+@frozen
+class TrialCheckpoint:
+    case_id: str
+    trial: int
+    attempt: int
+    path: str
+    sha256: str
+
+
+@frozen
+class RunRow:
+    run_id: str
+    evaluation_digest: str
+    results_root: str
+    status: str
+    attempt: int
+    trials_total: int
+    trials_done: int
+    owner_pid: int
+    owner_host: str
+    started_at: str
+    updated_at: str
+
+
+class RunState:
+    """The run-state database under ``--run-state-root``; used from one thread."""
+
+    def __init__(self, root: Path) -> None:
+        from sevro_core.evidence import ensure_private_dir
+
+        try:
+            self.root = ensure_private_dir(root)
+        except OSError as exc:
+            raise InvocationError(f"cannot use as run-state root: {exc}", source=root) from None
+        try:
+            self.path = self.root / DATABASE_NAME
+            self._db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+            self.path.chmod(0o600)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise RunStateError(f"cannot open the run state in {root}: {exc}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def claim(
+        self, evaluation_digest: str, *, results_root: Path, trials_total: int, resume: bool
+    ) -> Claim:
+        """Own the evaluation, resuming its latest interrupted run when asked."""
+        owner = current_owner()
+        now = _now()
+        with self._transaction() as db:
+            active = db.execute(
+                "SELECT run_id, owner_pid, owner_host, owner_start, started_at FROM runs "
+                "WHERE evaluation_digest = ? AND status = 'active'",
+                (evaluation_digest,),
+            ).fetchall()
+            for run_id, pid, host, start, started in active:
+                state = liveness(Owner(pid, host, start))
+                if state is Liveness.ALIVE:
+                    raise InvocationError(
+                        f"an equivalent sevro run is active: run {run_id}, pid {pid} on {host} "
+                        f"since {started}; wait for it or stop it"
+                    )
+                if state is Liveness.UNKNOWN:
+                    raise InvocationError(
+                        f"an equivalent sevro run {run_id} is owned by pid {pid} on host {host}, "
+                        "which cannot be verified from here; run it there or use another "
+                        "--run-state-root"
+                    )
+                self._end(db, run_id, "interrupted", now)
+            previous = None
+            if resume:
+                previous = db.execute(
+                    "SELECT run_id, attempt FROM runs WHERE evaluation_digest = ? AND "
+                    "status IN ('interrupted', 'failed') AND results_root = ? "
+                    "ORDER BY updated_at DESC LIMIT 1",
+                    (evaluation_digest, str(results_root)),
+                ).fetchone()
+            if previous is not None:
+                run_id, attempt = previous[0], previous[1] + 1
+                db.execute(
+                    "UPDATE runs SET status = 'active', attempt = ?, owner_pid = ?, "
+                    "owner_host = ?, owner_start = ?, updated_at = ? WHERE run_id = ?",
+                    (attempt, owner.pid, owner.host, owner.start, now, run_id),
+                )
+            else:
+                run_id, attempt = str(uuid.uuid4()), 1
+                db.execute(
+                    "INSERT INTO runs VALUES (?, ?, ?, 'active', 1, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        evaluation_digest,
+                        str(results_root),
+                        trials_total,
+                        owner.pid,
+                        owner.host,
+                        owner.start,
+                        now,
+                        now,
+                    ),
+                )
+            db.execute(
+                "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, NULL, 'active')",
+                (run_id, attempt, owner.pid, owner.host, now),
+            )
+        return Claim(run_id=run_id, attempt=attempt, resumed=previous is not None, owner=owner)
+
+    @staticmethod
+    def _end(db: sqlite3.Connection, run_id: str, status: str, now: str) -> None:
+        db.execute(
+            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, now, run_id)
+        )
+        db.execute(
+            "UPDATE attempts SET status = ?, finished_at = ? WHERE run_id = ? AND "
+            "finished_at IS NULL",
+            (status, now, run_id),
+        )
+
+    def checkpoint(self, run_id: str, item: TrialCheckpoint) -> None:
+        """Record a persisted trial; replaces what an earlier attempt recorded for it."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO trials VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, item.case_id, item.trial, item.attempt, item.path, item.sha256, _now()),
+            )
+            db.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (_now(), run_id))
+
+    def finish(self, run_id: str, status: str) -> None:
+        with self._transaction() as db:
+            self._end(db, run_id, status, _now())
+
+    def checkpoints(self, run_id: str) -> list[TrialCheckpoint]:
+        rows = self._db.execute(
+            "SELECT case_id, trial, attempt, path, sha256 FROM trials WHERE run_id = ? "
+            "ORDER BY case_id, trial",
+            (run_id,),
+        ).fetchall()
+        return [TrialCheckpoint(*row) for row in rows]
+
+    def attempts(self, run_id: str) -> list[dict[str, object]]:
+        rows = self._db.execute(
+            "SELECT attempt, owner_pid, owner_host, started_at, finished_at, status "
+            "FROM attempts WHERE run_id = ? ORDER BY attempt",
+            (run_id,),
+        ).fetchall()
+        return [
+            {
+                "attempt": a,
+                "owner": {"pid": pid, "host": host},
+                "startedAt": started,
+                "finishedAt": finished,
+                "status": status,
+            }
+            for a, pid, host, started, finished, status in rows
+        ]
+
+    def owner_start(self, run_id: str) -> str:
+        row = self._db.execute(
+            "SELECT owner_start FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return str(row[0]) if row else ""
+
+    def runs(self) -> list[RunRow]:
+        """Every run, newest first, with its number of recorded trials."""
+        rows = self._db.execute(
+            "SELECT r.run_id, r.evaluation_digest, r.results_root, r.status, r.attempt, "
+            "r.trials_total, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.run_id), "
+            "r.owner_pid, r.owner_host, r.started_at, r.updated_at FROM runs r "
+            "ORDER BY r.started_at DESC",
+        ).fetchall()
+        return [RunRow(*row) for row in rows]
