@@ -17,10 +17,10 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import InvocationError, SevroError
+from sevro_core.limits import RUN_STATE_BUSY_TIMEOUT_MS
 from sevro_core.ownership import Liveness, Owner, current_owner, liveness
 
 DATABASE_NAME = "sevro-state.sqlite"
-BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -115,10 +115,10 @@ class RunState:
         try:
             self.path = self.root / DATABASE_NAME
             self._db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                self.path, timeout=RUN_STATE_BUSY_TIMEOUT_MS / 1000, isolation_level=None
             )
             self.path.chmod(0o600)
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute(f"PRAGMA busy_timeout = {RUN_STATE_BUSY_TIMEOUT_MS}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:

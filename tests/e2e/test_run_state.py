@@ -1,0 +1,430 @@
+"""Run ownership, crash recovery and resume, through the real CLI (issue: run state)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from tests.e2e.helpers import assert_valid_evidence, load, regex_check
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def processes_matching(marker: str) -> list[int]:
+    out = subprocess.run(
+        ["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=False
+    ).stdout
+    return [
+        int(line.split()[0]) for line in out.splitlines() if marker in line and "ps -eo" not in line
+    ]
+
+
+def kill_matching(marker: str) -> None:
+    for pid in processes_matching(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class Scenario:
+    """A case whose N-th trial (in admission order, --jobs 1) blocks until killed."""
+
+    def __init__(self, project: SevroProject, block_at: int, trials: int = 4) -> None:
+        self.project = project
+        self.trials = trials
+        self.counter = project.root / "counter"
+        self.blocked = project.root / "blocked"
+        self.marker = f"sleep 6{block_at}{os.getpid() % 1000}"
+        self.workspaces = project.root / "workspaces"
+        self.workspaces.mkdir(exist_ok=True)
+        # The project's files enter the identity; keep the scenario's moving parts outside it.
+        self.project_root = project.root / "stable-project"
+        self.project_root.mkdir(exist_ok=True)
+        self.case = project.case(checks=[regex_check("r", "^ok$")])
+        command = (
+            f"c=$(cat {self.counter} 2>/dev/null || echo 0); c=$((c+1)); "
+            f"echo $c > {self.counter}; "
+            f"if [ $c -eq {block_at} ]; then touch {self.blocked}; {self.marker}; fi"
+        )
+        self.host = project.script(
+            default=[[{"run": {"command": command}}, {"reply": {"text": "ok"}}]]
+        )
+
+    def argv(self, *extra: str) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(self.case),
+            "--host-config",
+            str(self.host),
+            "--trials",
+            str(self.trials),
+            "--jobs",
+            "1",
+            "--json",
+            "--results-root",
+            str(self.project.results),
+            "--workspace-root",
+            str(self.workspaces),
+            "--project-root",
+            str(self.project_root),
+            *extra,
+        ]
+
+    def start(self) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            self.argv(),
+            cwd=self.project.root,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        wait_for(self.blocked.exists)
+        return process
+
+    def kill_runner(self, process: subprocess.Popen[str]) -> None:
+        process.kill()  # SIGKILL: no handler runs, nothing is cleaned up
+        process.wait(timeout=30)
+        kill_matching(self.marker)  # the orphaned host command (no sandbox to reap it yet)
+
+    def run(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*extra),
+            cwd=self.project.root,
+            text=True,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+
+
+def runs(project: SevroProject) -> list[dict[str, object]]:
+    done = project.sevro("runs", "--json", "--results-root", project.results)
+    assert done.exit_code == 0, done.stderr
+    return done.json()["runs"]  # type: ignore[no-any-return]
+
+
+def test_an_equivalent_live_run_is_refused(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=1, trials=2)
+    first = scenario.start()
+    try:
+        second = scenario.run()
+        assert second.returncode == 64, second.stderr
+        (line,) = second.stderr.splitlines()
+        assert "an equivalent sevro run is active: run " in line
+        assert f"pid {first.pid} on " in line
+        assert json.loads(second.stdout)["exitCode"] == 64
+        other = scenario.run("--threshold", "0.5")  # another evaluation is not blocked
+        assert other.returncode in (0, 1), other.stderr
+        assert [r["status"] for r in runs(sevro_project)].count("active") == 1
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 130
+
+
+def test_kill_9_then_resume_reuses_finished_trials(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=3)
+    killed = scenario.start()
+    scenario.kill_runner(killed)
+    (row,) = runs(sevro_project)
+    assert (row["status"], row["trialsDone"], row["trialsTotal"], row["resumable"]) == (
+        "interrupted",
+        2,
+        4,
+        True,
+    )
+    run_id = row["runId"]
+    done = scenario.run("--resume")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["runId"] == run_id
+    assert [t["task"] for t in result["cases"][0]["trials"]] == ["passed"] * 4
+    run = assert_valid_evidence(result)
+    assert [(t["trial"], t["attempt"]) for t in run["trials"]] == [(1, 1), (2, 1), (3, 2), (4, 2)]
+    assert [(a["attempt"], a["status"]) for a in run["attempts"]] == [
+        (1, "interrupted"),
+        (2, "completed"),
+    ]
+    assert scenario.counter.read_text().strip() == "5", "only trials 3 and 4 ran again"
+    (row,) = runs(sevro_project)
+    assert (row["status"], row["attempts"], row["trialsDone"], row["verdict"]) == (
+        "completed",
+        2,
+        4,
+        "passed",
+    )
+    for path in (Path(t["artifactPath"]) for t in result["cases"][0]["trials"]):
+        assert load(path)["evidence"]["attempt"] in (1, 2)
+
+
+def test_without_resume_a_fresh_attempt_keeps_the_old_one(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=2)
+    scenario.kill_runner(scenario.start())
+    old_files = sorted(p.name for p in sevro_project.results.rglob("trial-*.json"))
+    assert old_files == ["trial-1.json"]
+    done = scenario.run()
+    assert done.returncode == 0, done.stderr
+    listed = runs(sevro_project)
+    assert sorted(r["status"] for r in listed) == ["completed", "interrupted"]
+    fresh = next(r for r in listed if r["status"] == "completed")
+    assert fresh["runId"] == json.loads(done.stdout)["runId"] and fresh["trialsDone"] == 4
+    old = next(r for r in listed if r["status"] == "interrupted")
+    assert (Path(str(old["runDir"])) / "cases" / "example" / "trial-1.json").is_file()
+
+
+def test_a_corrupted_trial_file_is_rerun_never_trusted(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    (row,) = runs(sevro_project)
+    case_dir = Path(str(row["runDir"])) / "cases" / "example"
+    original = (case_dir / "trial-1.json").read_text()
+    (case_dir / "trial-1.json").write_text(original[: len(original) // 2])  # half-written
+    (case_dir / "trial-2-raw.txt").write_text("forged")  # a referenced blob changed
+    done = scenario.run("--resume")
+    assert done.returncode == 0, done.stderr
+    run = assert_valid_evidence(json.loads(done.stdout))
+    assert [t["attempt"] for t in run["trials"]] == [2, 2, 2, 2]
+    kept = case_dir / "superseded" / "before-attempt-2"
+    assert (kept / "trial-1.json").read_text() == original[: len(original) // 2]
+    assert (kept / "trial-2-raw.txt").read_text() == "forged"
+
+
+def test_resume_with_nothing_to_resume_starts_afresh(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    first = sevro_project.run(case, "--host-config", host, "--resume")
+    second = sevro_project.run(case, "--host-config", host, "--resume")
+    assert first.exit_code == second.exit_code == 0
+    assert first.json()["runId"] != second.json()["runId"], "a completed run is not resumed"
+
+
+def test_persistence_failure_then_resume(sevro_project: SevroProject) -> None:
+    import resource
+
+    case = sevro_project.case(checks=[regex_check("r", "^x+$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "x" * 400_000}}]])
+    argv = [
+        sys.executable,
+        "-m",
+        "sevro_core",
+        "run",
+        str(case),
+        "--host-config",
+        str(host),
+        "--json",
+        "--results-root",
+        str(sevro_project.results),
+    ]
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    failed = subprocess.run(
+        argv,
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=small_files,
+        timeout=60,
+        check=False,
+    )
+    assert failed.returncode == 70
+    retained = Path(failed.stderr.strip().split("fixture retained at ")[1])
+    assert retained.is_dir()
+    (row,) = runs(sevro_project)
+    assert (row["status"], row["resumable"]) == ("failed", True)
+    resumed = subprocess.run(
+        [*argv, "--resume"],
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["runId"] == row["runId"]
+    import shutil
+
+    shutil.rmtree(retained)
+
+
+def test_a_host_that_ignores_sigterm_is_killed(sevro_project: SevroProject) -> None:
+    started = sevro_project.root / "started"
+    marker = f"sleep 7{os.getpid() % 1000}"
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(
+        default=[
+            [
+                {"run": {"command": f"trap '' TERM; touch {started}; {marker}; {marker}"}},
+                {"reply": {"text": "ok"}},
+            ]
+        ]
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host-config",
+            str(host),
+            "--json",
+            "--results-root",
+            str(sevro_project.results),
+        ],
+        cwd=sevro_project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(started.exists)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert json.loads(stdout)["cases"][0]["trials"][0]["execution"] == "cancelled"
+    assert processes_matching(marker) == []
+
+
+PLUGIN = """
+import time
+from pathlib import Path
+from sevro_core.hookspecs import hookimpl
+from sevro_core.models import CheckOutcome
+from sevro_core.states import CheckStatus
+
+MARKER = Path({marker!r})
+
+
+class Slow:
+    def grade(self, check_id, view):
+        MARKER.touch()
+        time.sleep(1.0)
+        return CheckOutcome(check_id, "acme.slow", CheckStatus.PASSED)
+
+
+class SlowGrader:
+    id = "acme.slow"
+    version = "1"
+    stage = 10
+    capabilities = frozenset()
+    requires = frozenset()
+
+    def compile(self, configuration):
+        return Slow()
+
+
+@hookimpl
+def sevro_register_graders(register):
+    register(SlowGrader())
+
+
+@hookimpl
+def sevro_run_started(run):
+    if {at_start!r}:
+        MARKER.touch()
+        time.sleep(1.0)
+"""
+
+
+@pytest.mark.parametrize("point", ["before-admission", "during-grading", "while-persisting"])
+def test_sigint_at_several_points_loses_nothing(sevro_project: SevroProject, point: str) -> None:
+    marker = sevro_project.root / "marker"
+    plugin = sevro_project.root / "slow.py"
+    plugin.write_text(PLUGIN.format(marker=str(marker), at_start=point == "before-admission"))
+    checks = [regex_check("r", "ok")]
+    if point == "during-grading":
+        checks = [{"id": "slow", "grader": "acme.slow", "configuration": {}}, *checks]
+    case = sevro_project.case(checks=checks)
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    trials = "40" if point == "while-persisting" else "3"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host-config",
+            str(host),
+            "--plugin",
+            str(plugin),
+            "--trials",
+            trials,
+            "--jobs",
+            "2",
+            "--json",
+            "--results-root",
+            str(sevro_project.results),
+        ],
+        cwd=sevro_project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if point == "while-persisting":
+        wait_for(lambda: any(sevro_project.results.glob("*/cases/example/trial-*.json")))
+    else:
+        wait_for(marker.exists)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    result = json.loads(stdout)
+    assert process.returncode == 130 or (point == "while-persisting" and process.returncode == 0), (
+        stderr
+    )
+    run = assert_valid_evidence(result)
+    trials_seen = result["cases"][0]["trials"]
+    persisted = [t for t in trials_seen if t["artifactPath"]]
+    assert len(persisted) == len(list(sevro_project.results.glob("*/cases/example/trial-*.json")))
+    for trial in persisted:
+        assert Path(trial["artifactPath"]).is_file()
+    (row,) = runs(sevro_project)
+    assert row["trialsDone"] == len(persisted)
+    if point == "before-admission":
+        assert persisted == [] and run["status"] == "interrupted"
+        assert {t["execution"] for t in trials_seen} == {"cancelled"}
+    if point == "during-grading":
+        first = load(persisted[0]["artifactPath"])["evidence"]
+        assert first["execution"]["status"] == "cancelled"
+        assert [c["id"] for c in first["checks"]] == ["slow"]
+
+
+def test_runs_table(sevro_project: SevroProject) -> None:
+    empty = sevro_project.sevro("runs", "--results-root", sevro_project.results)
+    assert empty.exit_code == 0 and empty.stdout == "no runs\n"
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    run_id = sevro_project.run(case, "--host-config", host, "--trials", "2").json()["runId"]
+    table = sevro_project.sevro("runs", "--results-root", sevro_project.results)
+    header, _, row = table.stdout.splitlines()
+    assert header.split() == [
+        "run",
+        "evaluation",
+        "status",
+        "attempts",
+        "trials",
+        "verdict",
+        "resumable",
+        "started",
+    ]
+    assert row.split()[:7] == [run_id, row.split()[1], "completed", "1", "2/2", "passed", "no"]
