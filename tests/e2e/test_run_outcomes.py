@@ -255,3 +255,34 @@ def test_trial_files_carry_the_evaluation_identity(sevro_project: SevroProject) 
     evidence = trial_evidence(done.json())
     assert evidence["evaluationDigest"] == run["evaluationIdentity"]["digest"]
     assert evidence["caseDigest"] == run["cases"][0]["digests"]["identity"]
+
+
+def test_a_broken_verdict_policy_is_a_grading_error(sevro_project: SevroProject) -> None:
+    plugin = sevro_project.root / "policy.py"
+    plugin.write_text(
+        "from sevro_core.hookspecs import hookimpl\n"
+        "class Broken:\n"
+        "    id = 'acme.verdict.broken'\n    version = '1'\n"
+        "    capabilities = frozenset()\n    requires = frozenset()\n"
+        "    def verdict(self, execution, grading, outcomes):\n"
+        "        raise ValueError('no opinion')\n"
+        "@hookimpl\n"
+        "def sevro_register_verdict_policies(register):\n    register(Broken())\n"
+    )
+    case = sevro_project.case(checks=[regex_check("r", "x")])
+    done = sevro_project.run(
+        case,
+        "--plugin",
+        plugin,
+        "--verdict-policy",
+        "acme.verdict.broken",
+        "--host-config",
+        sevro_project.script(default=[[{"reply": {"text": "x"}}]]),
+    )
+    assert done.exit_code == 3, done.stderr
+    evidence = trial_evidence(done.json())
+    assert evidence["grading"]["error"]["message"].startswith(
+        "verdict policy acme.verdict.broken failed: ValueError: no opinion"
+    )
+    assert evidence["task"]["verdict"] == "not_assessed"
+    assert_valid_evidence(done.json())

@@ -195,7 +195,15 @@ def execute_trial(
         outcomes=[o.status for o in outcomes],
         required_evidence_missing=any(r["status"] != "complete" for r in required),
     )
-    verdict = plan.verdict_policy.verdict(execution, grading, outcomes)
+    try:
+        verdict = plan.verdict_policy.verdict(execution, grading, outcomes)
+    except Exception as exc:  # a policy bug leaves the trial unassessed, never passed
+        message = f"verdict policy {plan.verdict_policy.id} failed: {type(exc).__name__}: {exc}"
+        grader_error = {
+            "checkId": planned.case.checks[0].id if planned.case.checks else "-",
+            "message": message[:MAX_DIAGNOSTIC_CHARS],
+        }
+        grading, verdict = Grading.ERROR, Verdict.NOT_ASSESSED
     if verdict is Verdict.PASSED and (
         execution is not Execution.COMPLETED or grading is not Grading.COMPLETED
     ):
