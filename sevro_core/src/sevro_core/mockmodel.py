@@ -137,6 +137,8 @@ class OpenAIResponses:
                     }
                 )
             yield _sse({"type": "response.output_item.done", "output_index": index, "item": wire})
+        if reply.hang:
+            return  # the server keeps the connection open and silent
         if reply.error is not None:
             yield _sse(
                 {

@@ -95,7 +95,9 @@ def _no_constant(name: str) -> None:
 
 
 def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
+    """Codex reports all-zero usage when the model sent none; a real turn always has input
+    tokens, so zero input means unknown, never a measured zero."""
+    if not isinstance(raw, dict) or raw.get("input_tokens") == 0:
         return Usage()
     values: dict[str, int | None] = {}
     for wire, name in _USAGE_FIELDS.items():

@@ -509,21 +509,17 @@ def _call(turn: int, ordinal: int, kind: str, data: Mapping[str, Any]) -> dict[s
 
 
 def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:
-    """Sum per-turn usage; a field unknown in any turn (or a missing turn) stays unknown."""
+    """The thread's usage: Codex reports it cumulatively (a resumed turn includes the earlier
+    ones), so the last parsed turn holds the total. Incomplete unless every turn completed."""
     if not turns:
         return Usage()
-
-    def total(name: str) -> int | None:
-        values = [getattr(t.usage, name) for t in turns]
-        return None if any(v is None for v in values) else sum(values)
-
-    complete = all_turns and all(t.usage.complete for t in turns)
+    last = turns[-1].usage
     return Usage(
-        input_tokens=total("input_tokens"),
-        output_tokens=total("output_tokens"),
-        cached_input_tokens=total("cached_input_tokens"),
-        reasoning_tokens=total("reasoning_tokens"),
-        complete=complete,
+        input_tokens=last.input_tokens,
+        output_tokens=last.output_tokens,
+        cached_input_tokens=last.cached_input_tokens,
+        reasoning_tokens=last.reasoning_tokens,
+        complete=all_turns and last.complete,
     )
 
 
