@@ -184,9 +184,24 @@ def test_cancellation_kills_codex(
     case = sevro_project.case(checks=[READY])
     config = host_config(sevro_project, server)
     process = subprocess.Popen(
-        [sys.executable, "-m", "sevro_core", "run", str(case), "--host", "codex"]
-        + ["--host-config", str(config), "--codex-bin", codex, "--json"]
-        + ["--codex-api-key-env", API_KEY_ENV, "--results-root", str(sevro_project.results)],
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host",
+            "codex",
+            "--host-config",
+            str(config),
+            "--codex-bin",
+            codex,
+            "--json",
+            "--codex-api-key-env",
+            API_KEY_ENV,
+            "--results-root",
+            str(sevro_project.results),
+        ],
         cwd=sevro_project.root,
         env={**os.environ, API_KEY_ENV: API_KEY},
         stdout=subprocess.PIPE,
@@ -267,5 +282,7 @@ def test_protected_roots_and_credentials_stay_out(
 def _codex_processes(codex: str) -> list[str]:
     """Native Codex processes still running an `exec` turn (none may outlive a trial)."""
     time.sleep(0.3)
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False
+    ).stdout
     return [line for line in out.splitlines() if "/bin/codex exec --json" in line]
