@@ -463,6 +463,52 @@ def report(
     sys.stdout.write(chosen.render(document))
 
 
+@app.command()
+def doctor(
+    host: Annotated[str, typer.Option(help="Host id or short name to check (codex, ...).")],
+    codex_bin: Annotated[
+        Path | None, typer.Option("--codex-bin", help="Codex CLI binary (default: codex on PATH).")
+    ] = None,
+    codex_auth_file: Annotated[
+        Path | None, typer.Option("--codex-auth-file", help="Codex auth.json to check.")
+    ] = None,
+    codex_api_key_env: Annotated[
+        str | None, typer.Option("--codex-api-key-env", help="Variable holding an API key.")
+    ] = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """Check that a host can run here: binary, version, credentials, sandbox; one fix each."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.planning import resolve_host_id
+        from sevro_core.plugins import load_plugins
+
+        registry = load_plugins(_plugin_files_from_argv())
+        host_id = resolve_host_id(registry, host)
+        settings = _host_settings(
+            host,
+            {
+                "codex.bin": ("--codex-bin", codex_bin),
+                "codex.authFile": ("--codex-auth-file", codex_auth_file),
+                "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
+            },
+        )
+        check = getattr(registry.get("host", host_id), "doctor", None)
+        if check is None:
+            raise InvocationError(f"host {host_id} has no doctor checks")
+        results = check(settings)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    lines = [f"sevro doctor: {host_id}"]
+    for result in results:
+        lines.append(f"  {'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}")
+        if not result.ok and result.fix:
+            lines.append(f"       fix: {result.fix}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    raise typer.Exit(0 if all(r.ok for r in results) else 1)
+
+
 def main() -> None:
     """Console entry point: turns usage errors into one-line exit-64 diagnostics."""
     from click.exceptions import ClickException, NoArgsIsHelpError, UsageError

@@ -80,6 +80,12 @@ class CodexHost:
     )
     requires: frozenset[str] = frozenset()
 
+    def doctor(self, settings: Mapping[str, str]) -> list[Any]:
+        """Checks for `sevro doctor --host codex` (objects with name, ok, detail, fix)."""
+        from sevro_hosts_codex.doctor import diagnose
+
+        return list(diagnose(settings))
+
     def configure(self, options: HostOptions) -> ConfiguredHost:
         config = parse(options.config, options.settings)
         try:
