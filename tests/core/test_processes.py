@@ -82,3 +82,32 @@ def test_stdin_is_fed(tmp_path: Path) -> None:
         stdin=b"y" * 200_000,
     )
     assert outcome.output == b"y" * 200_000
+
+
+def test_stderr_kept_apart_and_bounded(tmp_path: Path) -> None:
+    outcome = run_bounded(
+        ["sh", "-c", "echo out; head -c 5000 /dev/zero >&2"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=10,
+        cancel=CancelToken(),
+        output_limit=100,
+        stderr_limit=10,
+    )
+    assert outcome.output == b"out\n" and outcome.stderr == b"\0" * 10
+    assert outcome.exit_code == 0 and not outcome.truncated
+
+
+def test_overflow_kills_the_group(tmp_path: Path) -> None:
+    started = time.monotonic()
+    outcome = run_bounded(
+        ["sh", "-c", "while :; do echo xxxxxxxxxxxxxxxx; done"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=30,
+        cancel=CancelToken(),
+        output_limit=1000,
+        kill_on_overflow=True,
+    )
+    assert outcome.overflowed and outcome.truncated and outcome.exit_code is None
+    assert len(outcome.output) == 1000 and time.monotonic() - started < 10

@@ -111,7 +111,8 @@ def test_bad_grader_configuration(sevro_project: SevroProject, host: Path) -> No
         (["--condition", "bold"], "--condition must be passive or enforced"),
         (
             ["--host", "nope"],
-            "--host 'nope' is not installed; available hosts: sevro.host.scripted",
+            "--host 'nope' is not installed; available hosts: "
+            "sevro.host.codex, sevro.host.scripted",
         ),
         (["--no-such-flag"], "No such option"),
         (["--verdict-policy", "acme.x"], "--verdict-policy 'acme.x' is not installed"),

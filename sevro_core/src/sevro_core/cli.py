@@ -142,6 +142,19 @@ def run(
     effort: Annotated[
         str | None, typer.Option(help="Reasoning effort the host should use.")
     ] = None,
+    codex_bin: Annotated[
+        Path | None, typer.Option("--codex-bin", help="Codex CLI binary (default: codex on PATH).")
+    ] = None,
+    codex_auth_file: Annotated[
+        Path | None,
+        typer.Option("--codex-auth-file", help="Codex auth.json copied into each trial's home."),
+    ] = None,
+    codex_api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--codex-api-key-env", help="Name of the environment variable holding an API key."
+        ),
+    ] = None,
     trials: Annotated[int, typer.Option(help="Trials per case.")] = 1,
     threshold: Annotated[
         float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
@@ -193,6 +206,14 @@ def run(
             host_config=host_config,
             model=model,
             effort=effort,
+            host_settings=_host_settings(
+                host,
+                {
+                    "codex.bin": ("--codex-bin", codex_bin),
+                    "codex.authFile": ("--codex-auth-file", codex_auth_file),
+                    "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
+                },
+            ),
             trials=trials,
             threshold=threshold,
             jobs=jobs,
@@ -220,12 +241,28 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
+def _host_settings(host: str, flags: dict[str, tuple[str, Path | str | None]]) -> dict[str, str]:
+    """Host-specific flags, keyed ``<host>.<setting>``; a flag for another host is an error."""
+    from sevro_core.errors import InvocationError
+
+    out: dict[str, str] = {}
+    for key, (flag, value) in flags.items():
+        if value is None:
+            continue
+        owner = key.split(".", 1)[0]
+        if host not in (owner, f"sevro.host.{owner}"):
+            raise InvocationError(f"{flag} needs --host {owner}")
+        out[key] = str(value.expanduser().resolve()) if isinstance(value, Path) else value
+    return out
+
+
 def _run_settings(
     *,
     host: str,
     host_config: Path | None,
     model: str | None,
     effort: str | None,
+    host_settings: dict[str, str],
     trials: int,
     threshold: float,
     jobs: int,
@@ -278,11 +315,24 @@ def _run_settings(
             config_source=str(host_config) if host_config else None,
             model=model,
             effort=effort,
+            settings=host_settings,
+            protected_roots=_protected_roots(project, results, run_state_root),
         ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
         run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
     )
+
+
+def _protected_roots(project: Path, results: Path, run_state_root: Path | None) -> tuple[Path, ...]:
+    """What an agent's commands must never see: the project, results, run state, real home."""
+    roots = [project, results]
+    if run_state_root is not None:
+        roots.append(run_state_root.expanduser().resolve())
+    home = os.environ.get("HOME")
+    if home and Path(home).is_absolute():
+        roots.append(Path(home).resolve())
+    return tuple(dict.fromkeys(roots))
 
 
 def _execute(plan: Any, *, as_json: bool, resume: bool) -> Any:
@@ -411,6 +461,52 @@ def report(
     except InvocationError as exc:
         _fail(exc, as_json=False)
     sys.stdout.write(chosen.render(document))
+
+
+@app.command()
+def doctor(
+    host: Annotated[str, typer.Option(help="Host id or short name to check (codex, ...).")],
+    codex_bin: Annotated[
+        Path | None, typer.Option("--codex-bin", help="Codex CLI binary (default: codex on PATH).")
+    ] = None,
+    codex_auth_file: Annotated[
+        Path | None, typer.Option("--codex-auth-file", help="Codex auth.json to check.")
+    ] = None,
+    codex_api_key_env: Annotated[
+        str | None, typer.Option("--codex-api-key-env", help="Variable holding an API key.")
+    ] = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """Check that a host can run here: binary, version, credentials, sandbox; one fix each."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.planning import resolve_host_id
+        from sevro_core.plugins import load_plugins
+
+        registry = load_plugins(_plugin_files_from_argv())
+        host_id = resolve_host_id(registry, host)
+        settings = _host_settings(
+            host,
+            {
+                "codex.bin": ("--codex-bin", codex_bin),
+                "codex.authFile": ("--codex-auth-file", codex_auth_file),
+                "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
+            },
+        )
+        check = getattr(registry.get("host", host_id), "doctor", None)
+        if check is None:
+            raise InvocationError(f"host {host_id} has no doctor checks")
+        results = check(settings)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    lines = [f"sevro doctor: {host_id}"]
+    for result in results:
+        lines.append(f"  {'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}")
+        if not result.ok and result.fix:
+            lines.append(f"       fix: {result.fix}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    raise typer.Exit(0 if all(r.ok for r in results) else 1)
 
 
 def main() -> None:

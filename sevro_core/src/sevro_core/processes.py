@@ -33,6 +33,9 @@ class ProcessOutcome:
     output: bytes
     truncated: bool
     duration_ms: float
+    stderr: bytes = b""
+    overflowed: bool = False
+    """The process was killed because its output passed ``output_limit`` (``kill_on_overflow``)."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -67,8 +70,15 @@ def run_bounded(
     cancel: CancelToken,
     output_limit: int,
     stdin: bytes | None = None,
+    stderr_limit: int | None = None,
+    kill_on_overflow: bool = False,
 ) -> ProcessOutcome:
-    """Run ``argv`` with stdout and stderr merged, keeping at most ``output_limit`` bytes."""
+    """Run ``argv`` keeping at most ``output_limit`` bytes of its output.
+
+    stdout and stderr are merged unless ``stderr_limit`` is given; then stderr is kept apart
+    (bounded by it), so a machine-readable stdout stays clean. ``kill_on_overflow`` kills the
+    group as soon as stdout passes its bound, for streams where a truncated prefix is worthless.
+    """
     started = time.monotonic()
     process = subprocess.Popen(
         list(argv),
@@ -76,21 +86,24 @@ def run_bounded(
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.STDOUT if stderr_limit is None else subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
     )
     assert process.stdout is not None
     if stdin is not None and process.stdin is not None:
         threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
-    chunks: list[bytes] = []
-    kept = total = 0
-    timed_out = cancelled = False
+    out = _Bounded(output_limit)
+    err = _Bounded(stderr_limit or 0)
+    streams = {process.stdout.fileno(): out}
+    if process.stderr is not None:
+        streams[process.stderr.fileno()] = err
+    timed_out = cancelled = overflowed = False
     deadline = started + timeout_s
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        open_stream = True
-        while open_stream:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        while streams and not overflowed:
             if cancel.cancelled:
                 cancelled = True
                 break
@@ -98,16 +111,18 @@ def run_bounded(
             if remaining <= 0:
                 timed_out = True
                 break
-            for _key, _ in selector.select(timeout=min(remaining, 0.1)):
-                chunk = os.read(process.stdout.fileno(), 65536)
+            for key, _ in selector.select(timeout=min(remaining, 0.1)):
+                fd = key.fd
+                chunk = os.read(fd, 65536)
                 if not chunk:
-                    open_stream = False
+                    selector.unregister(fd)
+                    del streams[fd]
+                    continue
+                streams[fd].add(chunk)
+                if kill_on_overflow and out.total > output_limit:
+                    overflowed = True
                     break
-                total += len(chunk)
-                if kept < output_limit:
-                    chunks.append(chunk[: output_limit - kept])
-                    kept += len(chunks[-1])
-    if timed_out or cancelled:
+    if timed_out or cancelled or overflowed:
         terminate_group(process)
     else:
         while process.poll() is None:
@@ -121,12 +136,34 @@ def run_bounded(
                 break
     kill_group(process.pid)  # whatever the command left running in its group dies with it
     process.stdout.close()
+    if process.stderr is not None:
+        process.stderr.close()
     code = process.wait()
     return ProcessOutcome(
-        exit_code=None if (timed_out or cancelled) else code,
+        exit_code=None if (timed_out or cancelled or overflowed) else code,
         timed_out=timed_out,
         cancelled=cancelled,
-        output=b"".join(chunks),
-        truncated=total > output_limit,
+        output=out.data(),
+        truncated=out.total > output_limit,
         duration_ms=(time.monotonic() - started) * 1000,
+        stderr=err.data(),
+        overflowed=overflowed,
     )
+
+
+class _Bounded:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self._chunks: list[bytes] = []
+
+    def add(self, chunk: bytes) -> None:
+        kept = min(self.total, self.limit)
+        if kept < self.limit:
+            self._chunks.append(chunk[: self.limit - kept])
+        self.total += len(chunk)
+
+    def data(self) -> bytes:
+        return b"".join(self._chunks)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.jsonio import JsonValue
 from sevro_core.models import Case, CheckOutcome, HostRequest, HostResult, Route, TrialView
@@ -42,6 +42,10 @@ class HostOptions:
     config_source: str | None = None
     model: str | None = None
     effort: str | None = None
+    settings: Mapping[str, str] = field(factory=dict)
+    """Host-specific flags by namespaced key (``codex.bin``); each host reads only its own."""
+    protected_roots: tuple[Path, ...] = ()
+    """Paths the agent's commands must neither read nor write (project, results, state, home)."""
 
 
 class ConfiguredHost(Protocol):

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,32 @@ def require_tool(name: str) -> str:
             pytest.fail(f"{message}; CI must install it (.ci/run)")
         pytest.skip(message)
     return found
+
+
+CODEX_BIN_ENV = "SEVRO_CODEX_BIN"
+CODEX_LOCAL_PREFIX = ".codex-cli"
+"""``npm install --prefix .codex-cli @openai/codex@<pin>`` in the repository, for local runs."""
+
+
+def require_codex() -> str:
+    """The Codex CLI for real-CLI tests: ``$SEVRO_CODEX_BIN``, else PATH, else a repo-local
+    npm prefix (``.codex-cli``) above the working directory; skip locally, fail in CI."""
+    configured = os.environ.get(CODEX_BIN_ENV)
+    if configured:
+        if not Path(configured).is_file():
+            pytest.fail(f"{CODEX_BIN_ENV}={configured} is not a file")
+        return configured
+    found = shutil.which("codex")
+    if found is not None:
+        return found
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        local = directory / CODEX_LOCAL_PREFIX / "node_modules" / ".bin" / "codex"
+        if local.is_file():
+            return str(local)
+    message = f"the Codex CLI is not installed (set {CODEX_BIN_ENV} or put codex on PATH)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI must install it (.ci/run)")
+    pytest.skip(message)
 
 
 @frozen
@@ -113,6 +139,23 @@ def sevro_project(tmp_path: Path) -> SevroProject:
     root = tmp_path / "project"
     root.mkdir()
     return SevroProject(root.resolve())
+
+
+@pytest.fixture
+def mock_model() -> Iterator[Callable[..., Any]]:
+    """Start ``MockModelServer(replies)`` servers for one test; all stop at teardown."""
+    from sevro_core.mockmodel import MockModelServer
+
+    servers: list[MockModelServer] = []
+
+    def start(replies: Sequence[Any], **kwargs: Any) -> MockModelServer:
+        server = MockModelServer(replies, **kwargs).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture

@@ -1,0 +1,313 @@
+"""A scripted mock model server for testing real agent CLIs offline.
+
+Tests point a real CLI at this server through the CLI's own custom-provider settings. The server
+replays a per-test script of model replies (messages, tool calls, mid-stream errors, hangs) in
+request order and records every request it receives, so a test can assert both what the agent did
+and what reached the model.
+
+The script is protocol-neutral; a ``ModelProtocol`` turns each ``Reply`` into the wire format of one
+API. The OpenAI Responses API (streaming SSE) is implemented here; another protocol (for example
+the Anthropic Messages API) is one more ``ModelProtocol`` class with its own path and renderer.
+"""
+
+from __future__ import annotations
+
+import http.server
+import itertools
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from attrs import field, frozen
+
+MAX_MOCK_REQUEST_BYTES = 64 * 1024 * 1024
+"""Requests larger than this are refused (a test server, but still bounded)."""
+
+
+@frozen
+class Message:
+    """An assistant text message."""
+
+    text: str
+
+
+@frozen
+class ToolCall:
+    """A function call the model asks the agent to make; ``arguments`` are JSON."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    call_id: str | None = None
+
+
+@frozen
+class Reasoning:
+    """A reasoning summary item."""
+
+    text: str
+
+
+Item = Message | ToolCall | Reasoning
+
+
+@frozen
+class Reply:
+    """One model response: ``items`` streamed in order, then a completion with ``usage``.
+
+    ``error`` streams a failure event after the items instead of completing; ``cut`` closes the
+    connection after the items with no completion; ``hang`` keeps the connection open and silent
+    until the server stops; ``status`` other than 200 answers with that HTTP error.
+    """
+
+    items: tuple[Item, ...] = ()
+    usage: Mapping[str, int] | None = field(
+        factory=lambda: {"input": 100, "cached": 20, "output": 10, "reasoning": 3}
+    )
+    error: str | None = None
+    cut: bool = False
+    hang: bool = False
+    status: int = 200
+
+
+def reply(*items: Item, **kwargs: Any) -> Reply:
+    return Reply(items=tuple(items), **kwargs)
+
+
+@frozen
+class RecordedRequest:
+    """One request the server received, byte for byte."""
+
+    protocol: str
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class ModelProtocol(Protocol):
+    """One model API: which requests it answers and how a ``Reply`` looks on its wire."""
+
+    name: str
+
+    def handles(self, method: str, path: str) -> bool: ...
+
+    def render(self, reply: Reply, request: RecordedRequest, serial: int) -> Iterator[bytes]:
+        """Yield the response body in chunks (each one is flushed)."""
+
+
+def _sse(event: Mapping[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+class OpenAIResponses:
+    """The OpenAI Responses API, streaming (``POST /v1/responses`` with ``stream: true``)."""
+
+    name = "openai-responses"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/responses", "/responses")
+
+    def handles(self, method: str, path: str) -> bool:
+        return method == "POST" and path.split("?", 1)[0] in self.paths
+
+    def render(self, reply: Reply, request: RecordedRequest, serial: int) -> Iterator[bytes]:
+        response_id = f"resp_mock_{serial}"
+        yield _sse(
+            {
+                "type": "response.created",
+                "response": {"id": response_id, "object": "response", "status": "in_progress"},
+            }
+        )
+        for index, item in enumerate(reply.items):
+            wire = self._item(item, serial, index)
+            added = {**wire, "status": "in_progress"}
+            if isinstance(item, Message):
+                added["content"] = []
+            yield _sse({"type": "response.output_item.added", "output_index": index, "item": added})
+            if isinstance(item, Message):
+                yield _sse(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": wire["id"],
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": item.text,
+                    }
+                )
+            yield _sse({"type": "response.output_item.done", "output_index": index, "item": wire})
+        if reply.hang:
+            return  # the server keeps the connection open and silent
+        if reply.error is not None:
+            yield _sse(
+                {
+                    "type": "response.failed",
+                    "response": {
+                        "id": response_id,
+                        "status": "failed",
+                        "error": {"code": "server_error", "message": reply.error},
+                    },
+                }
+            )
+            return
+        if reply.cut:
+            return
+        completed: dict[str, Any] = {"id": response_id, "object": "response", "status": "completed"}
+        if reply.usage is not None:
+            u = reply.usage
+            completed["usage"] = {
+                "input_tokens": u["input"],
+                "input_tokens_details": {"cached_tokens": u["cached"]},
+                "output_tokens": u["output"],
+                "output_tokens_details": {"reasoning_tokens": u["reasoning"]},
+                "total_tokens": u["input"] + u["output"],
+            }
+        yield _sse({"type": "response.completed", "response": completed})
+
+    @staticmethod
+    def _item(item: Item, serial: int, index: int) -> dict[str, Any]:
+        item_id = f"item_{serial}_{index}"
+        if isinstance(item, Message):
+            return {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": item.text, "annotations": []}],
+            }
+        if isinstance(item, ToolCall):
+            return {
+                "type": "function_call",
+                "id": item_id,
+                "call_id": item.call_id or f"call_{serial}_{index}",
+                "name": item.name,
+                "arguments": json.dumps(dict(item.arguments)),
+                "status": "completed",
+            }
+        return {
+            "type": "reasoning",
+            "id": item_id,
+            "summary": [{"type": "summary_text", "text": item.text}],
+        }
+
+
+class MockModelServer:
+    """A threaded HTTP server on 127.0.0.1 that replays ``replies`` and records requests.
+
+    Use as a context manager. A request after the script is exhausted, or one no protocol
+    handles, gets HTTP 500 and is recorded in ``unexpected``.
+    """
+
+    def __init__(
+        self, replies: Sequence[Reply], protocols: Sequence[ModelProtocol] = (OpenAIResponses(),)
+    ) -> None:
+        self._replies = list(replies)
+        self._protocols = tuple(protocols)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._serial = itertools.count(1)
+        self.requests: list[RecordedRequest] = []
+        self.unexpected: list[RecordedRequest] = []
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL (``.../v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def __enter__(self) -> MockModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _next(self, method: str, path: str) -> tuple[ModelProtocol | None, Reply | None, int]:
+        protocol = next((p for p in self._protocols if p.handles(method, path)), None)
+        with self._lock:
+            if protocol is None or not self._replies:
+                return protocol, None, 0
+            return protocol, self._replies.pop(0), next(self._serial)
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def _handle(self, method: str) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                if length > MAX_MOCK_REQUEST_BYTES:
+                    self.send_error(413)
+                    return
+                body = self.rfile.read(length) if length else b""
+                protocol, planned, serial = server._next(method, self.path)
+                recorded = RecordedRequest(
+                    protocol=protocol.name if protocol is not None else "unknown",
+                    method=method,
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
+                with server._lock:
+                    server.requests.append(recorded)
+                    if planned is None:
+                        server.unexpected.append(recorded)
+                if protocol is None or planned is None:
+                    self._plain(500, {"error": {"message": "mock model: no scripted reply"}})
+                    return
+                if planned.status != 200:
+                    self._plain(planned.status, {"error": {"message": "mock model: scripted"}})
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for chunk in protocol.render(planned, recorded, serial):
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                    if planned.hang:
+                        server._stop.wait()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _plain(self, status: int, document: Mapping[str, Any]) -> None:
+                data = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,239 @@
+"""The Codex host's settings and the per-trial ``config.toml`` it generates.
+
+Settings come from ``--host-config`` (a ``sevro.codex-host.v1`` document: model provider, turn
+timeout, prices) and the Codex flags. The generated configuration is the isolation: a permission
+profile that grants Codex's commands only common runtime paths, the Codex executable, the
+trial's private home and temp, and write access to the workspace; denies every protected root
+explicitly; and turns the network off. Commands get no inherited environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.errors import ConfigurationError
+from sevro_core.jsonio import JsonValue
+from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+
+CONFIG_FORMAT = "sevro.codex-host.v1"
+PROFILE = "sevro"
+_ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+_TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "prices"}
+_PROVIDER_KEYS = {
+    "id",
+    "baseUrl",
+    "envKey",
+    "requestMaxRetries",
+    "streamMaxRetries",
+    "streamIdleTimeoutMs",
+}
+_PRICE_KEYS = {"inputUsdPerMTok", "cachedInputUsdPerMTok", "outputUsdPerMTok"}
+
+
+@frozen
+class Provider:
+    id: str
+    base_url: str
+    env_key: str | None
+    request_max_retries: int | None
+    stream_max_retries: int | None
+    stream_idle_timeout_ms: int | None
+
+
+@frozen
+class Price:
+    input: float
+    cached_input: float
+    output: float
+
+
+@frozen
+class CodexConfig:
+    provider: Provider | None
+    turn_timeout_s: float
+    prices: Mapping[str, Price]
+    bin: str | None
+    auth_file: Path | None
+    api_key_env: str | None
+    raw: Mapping[str, JsonValue]
+
+
+def _int(value: Any, pointer: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise ConfigurationError(f"must be an integer between 0 and {maximum}", pointer)
+    return value
+
+
+def _extra(mapping: Mapping[str, Any], allowed: set[str], pointer: str) -> None:
+    unknown = sorted(set(mapping) - allowed)
+    if unknown:
+        raise ConfigurationError(f"unknown key {unknown[0]!r}", pointer)
+
+
+def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> CodexConfig:
+    """Validate ``--host-config`` and the Codex flags (``ConfigurationError`` with a pointer)."""
+    config = dict(config or {"format": CONFIG_FORMAT})
+    if config.get("format") != CONFIG_FORMAT:
+        raise ConfigurationError(f"'format' must be {CONFIG_FORMAT!r}", "/format")
+    _extra(config, _TOP_KEYS, "")
+    provider = None
+    if "modelProvider" in config:
+        raw = config["modelProvider"]
+        if not isinstance(raw, dict):
+            raise ConfigurationError("must be an object", "/modelProvider")
+        _extra(raw, _PROVIDER_KEYS, "/modelProvider")
+        if not isinstance(raw.get("id"), str) or not _ID_RE.match(raw["id"]):
+            raise ConfigurationError("must match ^[a-z][a-z0-9_-]*$", "/modelProvider/id")
+        url = raw.get("baseUrl")
+        if not isinstance(url, str) or not re.match(r"^https?://[^\s\"\\]+$", url):
+            raise ConfigurationError("must be an http(s) URL", "/modelProvider/baseUrl")
+        env_key = raw.get("envKey")
+        if env_key is not None and (not isinstance(env_key, str) or not _ENV_RE.match(env_key)):
+            raise ConfigurationError(
+                "must be an environment variable name", "/modelProvider/envKey"
+            )
+        limits = {
+            k: _int(raw[k], f"/modelProvider/{k}", 3_600_000)
+            for k in ("requestMaxRetries", "streamMaxRetries", "streamIdleTimeoutMs")
+            if k in raw
+        }
+        provider = Provider(
+            id=raw["id"],
+            base_url=url,
+            env_key=env_key,
+            request_max_retries=limits.get("requestMaxRetries"),
+            stream_max_retries=limits.get("streamMaxRetries"),
+            stream_idle_timeout_ms=limits.get("streamIdleTimeoutMs"),
+        )
+    timeout = config.get("turnTimeoutSeconds", DEFAULT_HOST_TURN_TIMEOUT_SECONDS)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_HOST_TURN_TIMEOUT_SECONDS
+    ):
+        raise ConfigurationError(
+            f"must be a number in (0, {MAX_HOST_TURN_TIMEOUT_SECONDS}]", "/turnTimeoutSeconds"
+        )
+    prices: dict[str, Price] = {}
+    raw_prices = config.get("prices", {})
+    if not isinstance(raw_prices, dict):
+        raise ConfigurationError("must be an object", "/prices")
+    for model, entry in raw_prices.items():
+        pointer = f"/prices/{model}"
+        if not isinstance(entry, dict) or set(entry) != _PRICE_KEYS:
+            raise ConfigurationError(f"needs exactly {sorted(_PRICE_KEYS)}", pointer)
+        values = [
+            entry[k] for k in ("inputUsdPerMTok", "cachedInputUsdPerMTok", "outputUsdPerMTok")
+        ]
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
+            raise ConfigurationError("prices must be non-negative numbers", pointer)
+        prices[model] = Price(*(float(v) for v in values))
+    api_key_env = settings.get("codex.apiKeyEnv")
+    if api_key_env is not None and not _ENV_RE.match(api_key_env):
+        raise ConfigurationError("--codex-api-key-env must name an environment variable")
+    auth = settings.get("codex.authFile")
+    if auth is not None and api_key_env is not None:
+        raise ConfigurationError("--codex-auth-file and --codex-api-key-env are exclusive")
+    return CodexConfig(
+        provider=provider,
+        turn_timeout_s=float(timeout),
+        prices=prices,
+        bin=settings.get("codex.bin"),
+        auth_file=Path(auth) if auth is not None else None,
+        api_key_env=api_key_env,
+        raw=config,
+    )
+
+
+def _toml_string(value: str) -> str:
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError(f"refusing a control character in a configuration value: {value!r}")
+    return json.dumps(value, ensure_ascii=False)
+
+
+@frozen
+class TrialLayout:
+    """Where one trial's private state lives (all under the engine's private root)."""
+
+    codex_home: Path
+    home: Path
+    tmp: Path
+    bin: Path
+
+
+def render_config_toml(
+    config: CodexConfig,
+    *,
+    model: str | None,
+    effort: str | None,
+    layout: TrialLayout,
+    executable_tree: Path,
+    denied: Sequence[Path],
+    command_env: Mapping[str, str],
+) -> str:
+    """The trial's ``config.toml``: provider, permission profile, no inherited environment."""
+    q = _toml_string
+    lines = []
+    if model is not None:
+        lines.append(f"model = {q(model)}")
+    if effort is not None:
+        lines.append(f"model_reasoning_effort = {q(effort)}")
+    if config.provider is not None:
+        lines.append(f"model_provider = {q(config.provider.id)}")
+    lines += [
+        'approval_policy = "never"',
+        "allow_login_shell = false",
+        f"default_permissions = {q(PROFILE)}",
+        "",
+        "[shell_environment_policy]",
+        'inherit = "none"',
+        "",
+        "[shell_environment_policy.set]",
+        *(f"{q(k)} = {q(v)}" for k, v in sorted(command_env.items())),
+    ]
+    provider = config.provider
+    if provider is not None:
+        lines += [
+            "",
+            f"[model_providers.{q(provider.id)}]",
+            f"name = {q(provider.id)}",
+            f"base_url = {q(provider.base_url)}",
+            'wire_api = "responses"',
+        ]
+        if provider.env_key is not None:
+            lines.append(f"env_key = {q(provider.env_key)}")
+        for key, value in (
+            ("request_max_retries", provider.request_max_retries),
+            ("stream_max_retries", provider.stream_max_retries),
+            ("stream_idle_timeout_ms", provider.stream_idle_timeout_ms),
+        ):
+            if value is not None:
+                lines.append(f"{key} = {value}")
+    lines += [
+        "",
+        f"[permissions.{PROFILE}.filesystem]",
+        '":minimal" = "read"',
+        f'{q(str(executable_tree))} = "read"',
+        f'{q(str(layout.bin))} = "read"',
+        f'{q(str(layout.home))} = "write"',
+        f'{q(str(layout.tmp))} = "write"',
+        # CODEX_HOME (credentials, sessions) is not listed, so it is invisible to commands; only
+        # the directory where Codex puts its sandbox-helper alias (run inside the sandbox) is.
+        f'{q(str(layout.codex_home / "tmp" / "arg0-linux"))} = "read"',
+        *(f'{q(str(path))} = "deny"' for path in denied),
+        "",
+        f'[permissions.{PROFILE}.filesystem.":workspace_roots"]',
+        '"." = "write"',
+        "",
+        f"[permissions.{PROFILE}.network]",
+        "enabled = false",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,288 @@
+"""The Codex host against the real `codex` binary, pointed at the mock Responses server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.mockmodel import Message, reply
+from sevro_core.testing import SevroProject, require_codex
+from tests.hosts_codex.helpers import (
+    API_KEY,
+    API_KEY_ENV,
+    host_config,
+    observation,
+    retained_bytes,
+    run_codex,
+    shell,
+    trial,
+)
+
+pytestmark = pytest.mark.slow
+
+SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
+OTHER = "---\nname: farewell\ndescription: Says goodbye.\n---\nWave.\n"
+READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
+
+
+@pytest.fixture
+def codex() -> str:
+    return require_codex()
+
+
+def test_a_passing_task_with_usage_and_cost(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["task"]["verdict"] == "passed"
+    evidence = trial(sevro_project)["evidence"]
+    usage = evidence["usage"]
+    assert usage == {
+        "inputTokens": 100,
+        "outputTokens": 10,
+        "cachedInputTokens": 20,
+        "reasoningTokens": 3,
+        # (80 * 2 + 20 * 0.5 + 10 * 8) / 1e6
+        "costUsd": 0.00025,
+        "complete": True,
+    }
+    assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.codex.events"]
+    request = server.requests[0].json()
+    assert request["model"] == "mock-model" and request["stream"] is True
+
+
+def test_a_failing_task_and_unknown_usage(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("not ready"), usage=None)])
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.json()["task"]["verdict"] == "failed"
+    usage = trial(sevro_project)["evidence"]["usage"]
+    assert usage["inputTokens"] is None and usage["costUsd"] is None and not usage["complete"]
+
+
+def test_commands_files_and_skill_reads(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model(
+        [
+            reply(shell("cat .agents/skills/greet/SKILL.md")),
+            reply(shell("head -n 2 .agents/skills/farewell/SKILL.md")),
+            reply(shell("mkdir -p out && printf 'hi\\n' > out/hello.txt && rm gone.txt")),
+            reply(Message("ready")),
+        ]
+    )
+    case = sevro_project.case(
+        checks=[READY],
+        fixture={
+            "files": {
+                ".agents/skills/greet/SKILL.md": SKILL,
+                ".agents/skills/farewell/SKILL.md": OTHER,
+                ".agents/skills/unused/SKILL.md": "---\nname: unused\ndescription: x\n---\n",
+                "gone.txt": "bye\n",
+            }
+        },
+    )
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+    document = trial(sevro_project)
+    skills = observation(document, "sevro.skills")["data"]
+    assert [s["name"] for s in skills["offered"]] == ["farewell", "greet", "unused"]
+    assert skills["read"] == ["greet"]
+    assert [(r["skill"], r["status"]) for r in skills["reads"]] == [
+        ("greet", "read"),
+        ("farewell", "partial"),
+    ]
+    assert all(r["turn"] == 1 and r["ordinal"] >= 1 for r in skills["reads"])
+    # Codex itself offered every mounted skill to the model.
+    first = json.dumps(server.requests[0].json()["input"])
+    assert all(name in first for name in ("greet", "farewell", "unused"))
+    commands = observation(document, "sevro.commands")["data"]["commands"]
+    assert [c["exitCode"] for c in commands] == [0, 0, 0]
+    assert "out/hello.txt" in commands[2]["command"]
+    changed = observation(document, "sevro.files-changed")["data"]["changes"]
+    assert [(c["path"], c["change"]) for c in changed] == [
+        ("gone.txt", "deleted"),
+        ("out/hello.txt", "added"),
+    ]
+    calls = observation(document, "sevro.tool-calls")["data"]["calls"]
+    assert [c["kind"] for c in calls] == ["command_execution"] * 3
+
+
+def test_follow_up_resumes_the_same_thread(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model(
+        [reply(shell("printf one > turn1.txt")), reply(Message("first")), reply(Message("ready"))]
+    )
+    case = sevro_project.case(
+        prompt="First prompt.", followUpPrompt="Second prompt.", checks=[READY]
+    )
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+    evidence = trial(sevro_project)["evidence"]
+    assert evidence["turnsCompleted"] == 2
+    assert [a["id"] for a in evidence["artifactRefs"]] == [
+        "sevro.codex.events",
+        "sevro.codex.follow-up-events",
+    ]
+    turns = observation(trial(sevro_project), "sevro.codex.turns")["data"]["turns"]
+    assert turns[0]["threadId"] == turns[1]["threadId"]
+    # The resumed request carries the first turn's history.
+    last = json.dumps(server.requests[-1].json()["input"])
+    assert "First prompt." in last and "Second prompt." in last and "first" in last
+    assert evidence["usage"]["inputTokens"] == 300  # Codex's thread total: three responses
+
+
+def test_a_failed_first_turn_prevents_the_second(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("partial"), error="boom mid-turn"), reply(Message("x"))])
+    case = sevro_project.case(prompt="One.", followUpPrompt="Two.", checks=[READY])
+    result = run_codex(sevro_project, codex, server, case)
+    out = result.json()
+    assert out["execution"]["status"] == "failed" and out["task"]["verdict"] == "not_assessed"
+    evidence = trial(sevro_project)["evidence"]
+    assert "boom mid-turn" in evidence["execution"]["message"]
+    assert evidence["turnsCompleted"] == 0
+    assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.codex.events"]
+    assert len(server.requests) == 1 and server.remaining == 1
+
+
+def test_a_hanging_cli_times_out_and_its_group_dies(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_codex(sevro_project, codex, server, case, timeout=3)
+    assert time.monotonic() - started < 60
+    evidence = trial(sevro_project)["evidence"]
+    assert evidence["execution"]["status"] == "failed"
+    assert "did not finish within 3 s" in evidence["execution"]["message"]
+    assert result.json()["task"]["verdict"] == "not_assessed"
+    assert not _codex_processes(codex)
+
+
+def test_cancellation_kills_codex(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    config = host_config(sevro_project, server)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host",
+            "codex",
+            "--host-config",
+            str(config),
+            "--codex-bin",
+            codex,
+            "--json",
+            "--codex-api-key-env",
+            API_KEY_ENV,
+            "--results-root",
+            str(sevro_project.results),
+        ],
+        cwd=sevro_project.root,
+        env={**os.environ, API_KEY_ENV: API_KEY},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.requests, "codex never reached the mock model"
+    process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=60)
+    assert json.loads(stdout)["execution"]["status"] == "cancelled"
+    assert not _codex_processes(codex)
+
+
+def test_protected_roots_and_credentials_stay_out(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    project_secret = "PROJECT-SECRET-7f3a9c"
+    home_secret = "HOME-SECRET-51d2e8"
+    peer_secret = "PEER-SECRET-0b6c44"
+    env_secret = "ENV-SECRET-9e1f27"
+    (sevro_project.root / "secret.txt").write_text(project_secret)
+    home = tmp_path / "operator-home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": home_secret}))
+    workspaces = tmp_path / "workspaces"
+    (workspaces / "sevro-case-peer").mkdir(parents=True)
+    (workspaces / "sevro-case-peer" / "notes.txt").write_text(peer_secret)
+    outside = tmp_path / "outside.txt"
+    attempts = [
+        f"cat {sevro_project.root}/secret.txt",
+        f"cat {home}/.codex/auth.json",
+        f"cat {workspaces}/sevro-case-peer/notes.txt",
+        f"ls {workspaces}",
+        "cat $CODEX_HOME/auth.json; cat ../sevro-private-*/codex-home/auth.json",
+        f"echo pwned > {sevro_project.root}/pwned.txt",
+        f"echo pwned > {outside}",
+        "env; printenv",
+    ]
+    server = mock_model([reply(shell(c)) for c in attempts] + [reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(
+        sevro_project,
+        codex,
+        server,
+        case,
+        "--workspace-root",
+        str(workspaces),
+        env={"HOME": str(home), "SEVRO_PLANTED_ENV_SECRET": env_secret},
+    )
+    assert result.json()["execution"]["status"] == "completed", result.stdout + result.stderr
+    assert len(server.requests) == len(attempts) + 1 and not server.unexpected
+    # What the model saw: every tool output went back to it in the next request.
+    seen = b"".join(r.body for r in server.requests)
+    for secret in (project_secret, home_secret, peer_secret, env_secret, API_KEY):
+        assert secret.encode() not in seen, secret
+    outputs = [
+        item["output"]
+        for item in server.requests[-1].json()["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert len(outputs) == len(attempts)
+    assert "sevro-case-peer" not in outputs[3]  # other trials are not even listed
+    assert "Permission denied" in outputs[0] or "No such file" in outputs[0]
+    # The only place the API key went is the provider's Authorization header.
+    assert server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+    assert not (sevro_project.root / "pwned.txt").exists()
+    assert not outside.exists()
+    retained = retained_bytes(sevro_project)
+    for secret in (project_secret, home_secret, peer_secret, env_secret, API_KEY):
+        assert secret.encode() not in retained, secret
+    # The private home is gone and so is the workspace.
+    assert not list(workspaces.glob("sevro-private-*"))
+    assert [p.name for p in workspaces.iterdir()] == ["sevro-case-peer"]
+
+
+def _codex_processes(codex: str) -> list[str]:
+    """Native Codex processes still running an `exec` turn (none may outlive a trial)."""
+    time.sleep(0.3)
+    out = subprocess.run(
+        ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False
+    ).stdout
+    return [line for line in out.splitlines() if "/bin/codex exec --json" in line]
