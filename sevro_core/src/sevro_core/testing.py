@@ -31,13 +31,14 @@ def require_tool(name: str) -> str:
 
 
 CODEX_BIN_ENV = "SEVRO_CODEX_BIN"
-CODEX_LOCAL_PREFIX = ".codex-cli"
-"""``npm install --prefix .codex-cli @openai/codex@<pin>`` in the repository, for local runs."""
+CODEX_LOCAL_PREFIX = ".agent-clis"
+"""Where scripts/setup installs the pinned agent CLIs (an npm prefix)."""
 
 
 def require_codex() -> str:
     """The Codex CLI for real-CLI tests: ``$SEVRO_CODEX_BIN``, else PATH, else a repo-local
-    npm prefix (``.codex-cli``) above the working directory; skip locally, fail in CI."""
+    npm prefix (``.agent-clis``, made by scripts/setup) above the working directory; skip
+    locally, fail in CI."""
     configured = os.environ.get(CODEX_BIN_ENV)
     if configured:
         if not Path(configured).is_file():
