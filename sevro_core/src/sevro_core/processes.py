@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from attrs import frozen
 
@@ -23,6 +23,11 @@ from sevro_core.limits import KILL_GRACE_SECONDS
 from sevro_core.models import CancelToken
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_DRAIN_AFTER_EXIT_SECONDS = 0.5
+
+
+StderrMode = Literal["merge", "capture", "discard"]
+"""Where a child's stderr goes: into the output stream, a separate bounded capture, or nowhere."""
 
 
 @frozen
@@ -33,6 +38,9 @@ class ProcessOutcome:
     output: bytes
     truncated: bool
     duration_ms: float
+    stderr: bytes = b""
+    overflowed: bool = False
+    """The output passed its limit and the group was killed (``kill_on_overflow``)."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -58,6 +66,25 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pass
 
 
+class _Sink:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.kept < self.limit:
+            self.chunks.append(chunk[: self.limit - self.kept])
+            self.kept += len(self.chunks[-1])
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
 def run_bounded(
     argv: Sequence[str],
     *,
@@ -67,47 +94,77 @@ def run_bounded(
     cancel: CancelToken,
     output_limit: int,
     stdin: bytes | None = None,
+    stderr: StderrMode = "merge",
+    stderr_limit: int = 0,
+    capture_output: bool = True,
+    kill_on_overflow: bool = False,
 ) -> ProcessOutcome:
-    """Run ``argv`` with stdout and stderr merged, keeping at most ``output_limit`` bytes."""
+    """Run ``argv`` keeping at most ``output_limit`` bytes of its output.
+
+    By default stderr is merged into the output. ``capture_output=False`` sends stdout to
+    /dev/null; ``stderr="capture"`` keeps the first ``stderr_limit`` bytes of stderr apart;
+    ``kill_on_overflow`` kills the group as soon as the output passes its limit, for callers
+    to whom oversized output is an error anyway.
+    """
     started = time.monotonic()
+    stdout_target = subprocess.PIPE if capture_output else subprocess.DEVNULL
+    stderr_target = {
+        "merge": subprocess.STDOUT if capture_output else subprocess.DEVNULL,
+        "capture": subprocess.PIPE,
+        "discard": subprocess.DEVNULL,
+    }[stderr]
     process = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stdout=stdout_target,
+        stderr=stderr_target,
         start_new_session=True,
         close_fds=True,
     )
-    assert process.stdout is not None
     if stdin is not None and process.stdin is not None:
         threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
-    chunks: list[bytes] = []
-    kept = total = 0
-    timed_out = cancelled = False
+    out, err = _Sink(output_limit), _Sink(stderr_limit)
+    pipes: list[tuple[IO[bytes], _Sink]] = []
+    if process.stdout is not None:
+        pipes.append((process.stdout, out))
+    if process.stderr is not None:
+        pipes.append((process.stderr, err))
+    timed_out = cancelled = overflowed = False
     deadline = started + timeout_s
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        open_stream = True
-        while open_stream:
+        for pipe, sink in pipes:
+            selector.register(pipe, selectors.EVENT_READ, sink)
+        open_streams = len(pipes)
+        quiet_after_exit: float | None = None
+        while open_streams and not overflowed:
             if cancel.cancelled:
                 cancelled = True
                 break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = process.poll() is None
                 break
-            for _key, _ in selector.select(timeout=min(remaining, 0.1)):
-                chunk = os.read(process.stdout.fileno(), 65536)
+            if quiet_after_exit is None and process.poll() is not None:
+                # The command is done; whatever it left holding the pipes gets a moment, then
+                # dies with the group below.
+                quiet_after_exit = now + _DRAIN_AFTER_EXIT_SECONDS
+            if quiet_after_exit is not None and now >= quiet_after_exit:
+                break
+            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
-                    open_stream = False
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                key.data.add(chunk)
+                if kill_on_overflow and key.data is out and out.total > output_limit:
+                    overflowed = True
                     break
-                total += len(chunk)
-                if kept < output_limit:
-                    chunks.append(chunk[: output_limit - kept])
-                    kept += len(chunks[-1])
-    if timed_out or cancelled:
+    if overflowed:
+        kill_group(process.pid)
+    elif timed_out or cancelled:
         terminate_group(process)
     else:
         while process.poll() is None:
@@ -120,13 +177,16 @@ def run_bounded(
                 terminate_group(process)
                 break
     kill_group(process.pid)  # whatever the command left running in its group dies with it
-    process.stdout.close()
+    for pipe, _sink in pipes:
+        pipe.close()
     code = process.wait()
     return ProcessOutcome(
-        exit_code=None if (timed_out or cancelled) else code,
+        exit_code=None if (timed_out or cancelled or overflowed) else code,
         timed_out=timed_out,
         cancelled=cancelled,
-        output=b"".join(chunks),
-        truncated=total > output_limit,
+        output=out.data(),
+        truncated=out.total > output_limit,
         duration_ms=(time.monotonic() - started) * 1000,
+        stderr=err.data(),
+        overflowed=overflowed,
     )
