@@ -167,6 +167,28 @@ def run(
     verdict_policy: Annotated[
         str, typer.Option("--verdict-policy", help="Task-verdict policy.")
     ] = "sevro.verdict.default",
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            help="Isolation for host commands and shell checks: auto, bwrap, sandbox-exec, or "
+            "none (an explicit opt-out, recorded in evidence and identity).",
+        ),
+    ] = "auto",
+    protected_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--protected-root",
+            help="Hide this file or directory from sandboxed commands too (repeatable).",
+        ),
+    ] = None,
+    local_http: Annotated[
+        bool,
+        typer.Option(
+            "--local-http",
+            help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -191,6 +213,9 @@ def run(
             project_root=project_root,
             workspace_root=workspace_root,
             verdict_policy=verdict_policy,
+            sandbox=sandbox,
+            protected_roots=protected_root or [],
+            local_http=local_http,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -223,6 +248,9 @@ def _run_settings(
     project_root: Path | None,
     workspace_root: Path | None,
     verdict_policy: str,
+    sandbox: str = "auto",
+    protected_roots: list[Path] | None = None,
+    local_http: bool = False,
 ) -> Any:
     import math
 
@@ -230,7 +258,7 @@ def _run_settings(
     from sevro_core.jsonio import read_json_file
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
     from sevro_core.planning import CONDITIONS, RunSettings
-    from sevro_core.protocols import HostOptions
+    from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
 
     _positive_int(trials, "--trials", MAX_TRIALS)
     _positive_int(jobs, "--jobs", MAX_JOBS)
@@ -248,6 +276,13 @@ def _run_settings(
         raise InvocationError("--project-root is not a directory", source=project_root)
     if workspace_root is not None and not workspace_root.is_dir():
         raise InvocationError("--workspace-root is not a directory", source=workspace_root)
+    if workspace_root is not None and workspace_root.resolve() == Path("/"):
+        raise InvocationError(
+            "--workspace-root must not be /: it is hidden from sandboxed commands"
+        )
+    if not sandbox.strip():
+        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    protected = _protected_roots(protected_roots or [])
     results = results_root.expanduser().resolve()
     if results.exists() and not results.is_dir():
         raise InvocationError("--results-root exists and is not a directory", source=results_root)
@@ -268,7 +303,29 @@ def _run_settings(
         ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        sandbox=sandbox,
+        network=NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE,
+        protected_roots=protected,
     )
+
+
+def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
+    """Canonical, existing, never ``/``: a root that does not exist could appear unprotected."""
+    from sevro_core.errors import InvocationError
+    from sevro_core.limits import MAX_PROTECTED_ROOTS
+    from sevro_core.protection import canonical
+
+    if len(paths) > MAX_PROTECTED_ROOTS:
+        raise InvocationError(f"more than {MAX_PROTECTED_ROOTS} --protected-root flags")
+    out: dict[Path, None] = {}
+    for path in paths:
+        resolved = canonical(path.expanduser())
+        if not resolved.exists():
+            raise InvocationError("--protected-root does not exist", source=path)
+        if resolved == Path("/"):
+            raise InvocationError("--protected-root must not be / (nothing could run)")
+        out.setdefault(resolved, None)
+    return tuple(out)
 
 
 def _execute(plan: Any, *, as_json: bool) -> Any:
