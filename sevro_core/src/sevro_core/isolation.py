@@ -173,10 +173,6 @@ def select_sandbox(
 ) -> SandboxSelection:
     """Probe and choose; an explicitly named backend that does not work is an exit-64 refusal."""
     if requested == NONE:
-        log.warning(
-            "isolation disabled by --sandbox none: shell checks and host commands run "
-            "unsandboxed, with the operator's file and network access",
-        )
         return SandboxSelection(
             requested, None, None, "disabled by --sandbox none", network, tuple(roots)
         )
@@ -207,8 +203,23 @@ def select_sandbox(
         + ("; ".join(problems) or "none is installed")
         + "); install one (Linux: bubblewrap) or pass --sandbox none to opt out"
     )
-    log.warning("no isolation available", detail=detail)
     return SandboxSelection(requested, None, None, detail, network, tuple(roots))
+
+
+def announce(selection: SandboxSelection) -> None:
+    """Say loudly, once the run is accepted, that commands will run without isolation."""
+    if selection.opted_out:
+        log.warning(
+            "isolation disabled by --sandbox none: shell checks and host commands run "
+            "unsandboxed, with the operator's files and network; this is recorded in the "
+            "evidence and the evaluation identity"
+        )
+    elif selection.problem is not None:
+        log.warning(
+            "no isolation available: shell checks will be grading errors and host commands "
+            "will fail",
+            detail=selection.problem,
+        )
 
 
 @frozen

@@ -16,7 +16,7 @@ from attrs import frozen
 from sevro_core.canonical import hash_json
 from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.identity import IDENTITY_ALGORITHM, evaluation_identity
-from sevro_core.isolation import SANDBOX_CAPABILITY, SandboxSelection, select_sandbox
+from sevro_core.isolation import SANDBOX_CAPABILITY, SandboxSelection, announce, select_sandbox
 from sevro_core.jsonio import JsonValue
 from sevro_core.models import (
     FINAL_MESSAGE_OBSERVATION,
@@ -162,6 +162,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         trials=settings.trials,
         threshold=settings.threshold,
     )
+    announce(sandbox)
     return RunPlan(
         settings=settings,
         cases=planned,
