@@ -64,6 +64,6 @@ def test_shell_bounds_match_the_schema_and_the_docs() -> None:
     assert schema["run"]["maxLength"] == shell_grader.MAX_SHELL_RUN_CHARS
     assert schema["timeoutMs"]["maximum"] == shell_grader.MAX_SHELL_TIMEOUT_MS
     assert f"at most {shell_grader.MAX_SHELL_RUN_CHARS} characters" in text
-    assert f"integer 1–{shell_grader.MAX_SHELL_TIMEOUT_MS}" in text
+    assert f"integer 1\N{EN DASH}{shell_grader.MAX_SHELL_TIMEOUT_MS}" in text
     assert f"(default {shell_grader.DEFAULT_SHELL_TIMEOUT_MS})" in text
     assert f"at most {shell_grader.MAX_SHELL_STDOUT_BYTES} bytes (`MAX_SHELL_STDOUT_BYTES`)" in text

@@ -305,7 +305,7 @@ class Isolation:
         """Run ``argv`` in the workspace under the sandbox; raise ``IsolationError`` if it can't.
 
         With ``merge_stderr`` the output holds stdout and stderr; otherwise only stdout, and
-        stderr is discarded (kept only to explain a sandbox that failed to start).
+        stderr is discarded (its first bytes only explain a sandbox that failed to start).
         """
         problem = self.selection.problem
         if problem is not None:
@@ -314,9 +314,9 @@ class Isolation:
         marker = f"sevro-sandbox-started-{secrets.token_hex(8)}\n".encode()
         inner = ["/bin/sh", "-c", _LAUNCHER, "sevro-launch", marker.decode().strip(), *argv]
         backend = self.selection.backend
-        wrapped = backend.wrap(inner, policy) if backend is not None else inner
         merged = merge_stderr and capture_output
         try:
+            wrapped = backend.wrap(inner, policy) if backend is not None else inner
             outcome = run_bounded(
                 wrapped,
                 cwd=self.workspace,
@@ -329,14 +329,15 @@ class Isolation:
                 capture_output=capture_output,
                 kill_on_overflow=kill_on_overflow,
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise IsolationError(f"the sandbox could not be started: {exc}") from None
         stream = outcome.output if merged else outcome.stderr
         if stream.startswith(marker):
-            stripped = stream[len(marker) :]
-            return evolve(outcome, output=stripped) if merged else evolve(outcome, stderr=stripped)
+            if merged:
+                return evolve(outcome, output=stream[len(marker) :])
+            return evolve(outcome, stderr=b"")  # the command's stderr is never kept
         if outcome.timed_out or outcome.cancelled:
-            return outcome
+            return evolve(outcome, stderr=b"")
         name = backend.id if backend is not None else "the launcher"
         reason = stream.decode("utf-8", "replace").strip().splitlines()
         raise IsolationError(
