@@ -369,3 +369,18 @@ def test_killing_sevro_kills_the_sandbox(sevro_project: SevroProject, tmp_path: 
         time.sleep(0.05)
     leftover = [load(p) for p in sevro_project.results.rglob("trial-*.json")]
     assert leftover == [], "a killed run writes no trial evidence"
+
+
+def test_plugins_lists_the_sandbox_backends(sevro_project: SevroProject) -> None:
+    done = sevro_project.sevro("plugins", "--json")
+    assert done.exit_code == 0, done.stderr
+    registered = {
+        r["id"]: (p["distribution"], r)
+        for p in done.json()["plugins"]
+        for r in p["registers"]
+        if r["kind"] == "sandbox"
+    }
+    assert set(registered) == {"sevro.sandbox.bwrap", "sevro.sandbox.sandbox-exec"}
+    distribution, bwrap = registered["sevro.sandbox.bwrap"]
+    assert distribution == "sevro-sandbox"
+    assert bwrap["capabilities"] == ["sevro.sandbox.local-http", "sevro.sandbox.pid-namespace"]
