@@ -39,7 +39,25 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def _redundant(
+    mount: PlannedMount, hidden: list[PlannedMount], exposed: list[PlannedMount]
+) -> bool:
+    """Already hidden by a hidden parent directory, with nothing re-exposed in between."""
+    for parent in hidden:
+        if parent.kind is not Mount.HIDE_DIRECTORY or parent.path == mount.path:
+            continue
+        if not _within(mount.path, parent.path):
+            continue
+        if not any(
+            e.path != parent.path and _within(e.path, parent.path) and _within(mount.path, e.path)
+            for e in exposed
+        ):
+            return True
+    return False
+
+
 def plan_mounts(policy: SandboxPolicy) -> list[PlannedMount]:
+    """Every mount the policy needs, in the order to apply them."""
     exposed = [PlannedMount(Mount.READ_ONLY, p) for p in policy.read_only_roots]
     exposed += [PlannedMount(Mount.WRITABLE, p) for p in policy.writable_roots]
     hidden = []
@@ -48,18 +66,5 @@ def plan_mounts(policy: SandboxPolicy) -> list[PlannedMount]:
             hidden.append(PlannedMount(_hide_kind(path), path))
         except FileNotFoundError:
             continue  # gone since the policy was made: nothing left to hide
-    kept = [
-        mount
-        for mount in hidden
-        if not any(
-            other.path != mount.path
-            and _within(mount.path, other.path)
-            and not any(
-                e.path != other.path and _within(e.path, other.path) and _within(mount.path, e.path)
-                for e in exposed
-            )
-            for other in hidden
-            if other.kind is Mount.HIDE_DIRECTORY
-        )
-    ]
+    kept = [mount for mount in hidden if not _redundant(mount, hidden, exposed)]
     return sorted(kept + exposed, key=lambda m: (len(m.path.parts), m.kind, str(m.path)))
