@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sevro_core.testing import require_sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
 MARKER = "<!-- sevro-doc-test -->"
@@ -48,6 +50,7 @@ def test_json_blocks_are_valid_json(where: str) -> None:
 
 
 def test_doc_commands_run_as_written(tmp_path: Path) -> None:
+    require_sandbox()  # the quickstart's commands and security.md's checks run sandboxed
     blocks = marked_blocks()
     assert blocks, "no marked doc commands found"
     env = {**os.environ, "SEVRO_DOC_TMP": str(tmp_path)}

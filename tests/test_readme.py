@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sevro_core.testing import require_sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,6 +37,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 @pytest.mark.slow
 def test_quickstart_command_runs_as_written() -> None:
+    require_sandbox()  # the quickstart's scripted host runs a command in the sandbox
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", readme_commands()[0]],
         cwd=ROOT,

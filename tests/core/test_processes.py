@@ -84,7 +84,7 @@ def test_stdin_is_fed(tmp_path: Path) -> None:
     assert outcome.output == b"y" * 200_000
 
 
-def test_stderr_kept_apart_and_bounded(tmp_path: Path) -> None:
+def test_stderr_can_be_kept_apart_and_bounded(tmp_path: Path) -> None:
     outcome = run_bounded(
         ["sh", "-c", "echo out; head -c 5000 /dev/zero >&2"],
         cwd=tmp_path,
@@ -92,16 +92,31 @@ def test_stderr_kept_apart_and_bounded(tmp_path: Path) -> None:
         timeout_s=10,
         cancel=CancelToken(),
         output_limit=100,
+        stderr="capture",
         stderr_limit=10,
     )
     assert outcome.output == b"out\n" and outcome.stderr == b"\0" * 10
-    assert outcome.exit_code == 0 and not outcome.truncated
+    assert not outcome.truncated
 
 
-def test_overflow_kills_the_group(tmp_path: Path) -> None:
+def test_output_can_be_discarded(tmp_path: Path) -> None:
+    outcome = run_bounded(
+        ["sh", "-c", "echo out; echo err >&2; exit 4"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=10,
+        cancel=CancelToken(),
+        output_limit=0,
+        capture_output=False,
+        stderr="discard",
+    )
+    assert outcome.exit_code == 4 and outcome.output == b"" and outcome.stderr == b""
+
+
+def test_overflow_kills_the_group_at_once(tmp_path: Path) -> None:
     started = time.monotonic()
     outcome = run_bounded(
-        ["sh", "-c", "while :; do echo xxxxxxxxxxxxxxxx; done"],
+        ["sh", "-c", "yes"],
         cwd=tmp_path,
         env=ENV,
         timeout_s=30,
@@ -111,3 +126,20 @@ def test_overflow_kills_the_group(tmp_path: Path) -> None:
     )
     assert outcome.overflowed and outcome.truncated and outcome.exit_code is None
     assert len(outcome.output) == 1000 and time.monotonic() - started < 10
+
+
+def test_a_background_process_holding_the_pipe_does_not_stall_the_run(tmp_path: Path) -> None:
+    marker = f"sleep 33{os.getpid() % 1000}"
+    started = time.monotonic()
+    outcome = run_bounded(
+        ["sh", "-c", f"{marker} & echo done"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=20,
+        cancel=CancelToken(),
+        output_limit=100,
+    )
+    assert outcome.exit_code == 0 and not outcome.timed_out and outcome.output == b"done\n"
+    assert time.monotonic() - started < 5
+    time.sleep(0.1)
+    assert not alive(marker)

@@ -58,3 +58,10 @@ def test_read_confined_bounds_and_refuses_links(tmp_path: Path) -> None:
         read_confined(ws, "s", 10)
     with pytest.raises(FileNotFoundError):
         read_confined(ws, "missing", 10)
+
+
+def test_read_confined_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    ws = create_workspace(tmp_path)
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        read_confined(ws, "pipe", 100)

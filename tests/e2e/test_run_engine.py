@@ -6,7 +6,7 @@ import datetime
 import json
 from pathlib import Path
 
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProject, require_sandbox
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check, trial_evidence
 
 
@@ -89,6 +89,7 @@ def test_follow_up_turn_is_graded_on_the_last_reply(sevro_project: SevroProject)
 
 
 def test_commands_run_in_the_workspace_with_a_private_home(sevro_project: SevroProject) -> None:
+    require_sandbox()
     case = sevro_project.case(
         fixture={"files": {"in.txt": "hello"}},
         checks=[regex_check("r", "ok")],

@@ -58,6 +58,10 @@ def test_signal_cancels_running_and_keeps_finished_trials(
             "3",
             "--jobs",
             "1",
+            # The trials coordinate through files in the project, which is exactly what the
+            # sandbox forbids; sandboxed cancellation is tested in tests/e2e/test_sandbox_run.py.
+            "--sandbox",
+            "none",
             "--json",
             "--results-root",
             str(sevro_project.results),

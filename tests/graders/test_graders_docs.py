@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sevro_core.schemas import describe_first_error, validator
-from sevro_graders import jsondoc, jsregex, plugin
+from sevro_graders import jsondoc, jsregex, plugin, shell_grader
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
 JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -41,7 +41,7 @@ def test_examples_are_valid_cases_whose_checks_compile(case: dict[str, Any]) -> 
         available[check["grader"]].compile(check["configuration"])
 
 
-@pytest.mark.parametrize("name", ["regex", "json", "schema", "output"])
+@pytest.mark.parametrize("name", ["regex", "json", "schema", "output", "shell"])
 def test_every_configuration_key_is_documented(name: str) -> None:
     text = DOC.read_text("utf-8")
     schema_file = resources.files("sevro_graders").joinpath("schemas", f"{name}.v1.schema.json")
@@ -54,3 +54,16 @@ def test_bounds_are_documented_with_their_values() -> None:
     assert f"longer than {jsregex.MAX_PATTERN_LENGTH} characters (`MAX_PATTERN_LENGTH`)" in text
     assert f"deeper than {jsregex.MAX_GROUP_DEPTH} levels (`MAX_GROUP_DEPTH`)" in text
     assert f"deeper than {jsondoc.MAX_DOCUMENT_DEPTH} levels (`MAX_DOCUMENT_DEPTH`)" in text
+
+
+def test_shell_bounds_match_the_schema_and_the_docs() -> None:
+    text = " ".join(DOC.read_text("utf-8").split())
+    schema = json.loads(
+        resources.files("sevro_graders").joinpath("schemas", "shell.v1.schema.json").read_text()
+    )["properties"]
+    assert schema["run"]["maxLength"] == shell_grader.MAX_SHELL_RUN_CHARS
+    assert schema["timeoutMs"]["maximum"] == shell_grader.MAX_SHELL_TIMEOUT_MS
+    assert f"at most {shell_grader.MAX_SHELL_RUN_CHARS} characters" in text
+    assert f"integer 1\N{EN DASH}{shell_grader.MAX_SHELL_TIMEOUT_MS}" in text
+    assert f"(default {shell_grader.DEFAULT_SHELL_TIMEOUT_MS})" in text
+    assert f"at most {shell_grader.MAX_SHELL_STDOUT_BYTES} bytes (`MAX_SHELL_STDOUT_BYTES`)" in text

@@ -1,4 +1,4 @@
-"""The plugin: four output graders, registered through the ``sevro`` entry point."""
+"""The plugin: four output graders and sevro.shell, registered through the ``sevro`` entry point."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from sevro_core import hookspecs
 from sevro_core.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
-EXPECTED = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-SCHEMAS = ["regex", "json", "schema", "output"]
+OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
+EXPECTED = [*OUTPUT, "sevro.shell"]
+SCHEMAS = ["regex", "json", "schema", "output", "shell"]
 
 
 def registered() -> list[Grader]:
@@ -24,16 +25,20 @@ def registered() -> list[Grader]:
     return found
 
 
-def test_registers_the_four_output_graders() -> None:
+def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
     graders = registered()
     assert [g.id for g in graders] == EXPECTED
     for grader in graders:
         assert isinstance(grader, Plugin)
         assert grader.version == "1.0.0"
         assert grader.capabilities == frozenset()
-        assert grader.requires == frozenset({"sevro.observation.final-message"})
-        assert grader.stage == 10
         assert callable(grader.compile)
+        if grader.id in OUTPUT:
+            assert grader.requires == frozenset({"sevro.observation.final-message"})
+            assert grader.stage == 10
+        else:
+            assert grader.requires == frozenset({"sevro.sandbox"})
+            assert grader.stage == 20
 
 
 def test_ids_are_namespaced() -> None:

@@ -191,6 +191,28 @@ def run(
         bool,
         typer.Option("--resume", help="Continue the latest interrupted run of this evaluation."),
     ] = False,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            help="Isolation for host commands and shell checks: auto, bwrap, sandbox-exec, or "
+            "none (an explicit opt-out, recorded in evidence and identity).",
+        ),
+    ] = "auto",
+    protected_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--protected-root",
+            help="Hide this file or directory from sandboxed commands too (repeatable).",
+        ),
+    ] = None,
+    local_http: Annotated[
+        bool,
+        typer.Option(
+            "--local-http",
+            help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -224,6 +246,9 @@ def run(
             workspace_root=workspace_root,
             verdict_policy=verdict_policy,
             run_state_root=run_state_root,
+            sandbox=sandbox,
+            protected_roots=protected_root or [],
+            local_http=local_http,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -273,6 +298,9 @@ def _run_settings(
     workspace_root: Path | None,
     verdict_policy: str,
     run_state_root: Path | None,
+    sandbox: str = "auto",
+    protected_roots: list[Path] | None = None,
+    local_http: bool = False,
 ) -> Any:
     import math
 
@@ -280,7 +308,7 @@ def _run_settings(
     from sevro_core.jsonio import read_json_file
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
     from sevro_core.planning import CONDITIONS, RunSettings
-    from sevro_core.protocols import HostOptions
+    from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
 
     _positive_int(trials, "--trials", MAX_TRIALS)
     _positive_int(jobs, "--jobs", MAX_JOBS)
@@ -298,6 +326,13 @@ def _run_settings(
         raise InvocationError("--project-root is not a directory", source=project_root)
     if workspace_root is not None and not workspace_root.is_dir():
         raise InvocationError("--workspace-root is not a directory", source=workspace_root)
+    if workspace_root is not None and workspace_root.resolve() == Path("/"):
+        raise InvocationError(
+            "--workspace-root must not be /: it is hidden from sandboxed commands"
+        )
+    if not sandbox.strip():
+        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    protected = _protected_roots(protected_roots or [])
     results = results_root.expanduser().resolve()
     if results.exists() and not results.is_dir():
         raise InvocationError("--results-root exists and is not a directory", source=results_root)
@@ -316,23 +351,44 @@ def _run_settings(
             model=model,
             effort=effort,
             settings=host_settings,
-            protected_roots=_protected_roots(project, results, run_state_root),
+            protected_roots=_host_protected_roots(project, results, run_state_root, protected),
         ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
         run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
+        sandbox=sandbox,
+        network=NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE,
+        protected_roots=protected,
     )
 
 
-def _protected_roots(project: Path, results: Path, run_state_root: Path | None) -> tuple[Path, ...]:
-    """What an agent's commands must never see: the project, results, run state, real home."""
-    roots = [project, results]
-    if run_state_root is not None:
-        roots.append(run_state_root.expanduser().resolve())
-    home = os.environ.get("HOME")
-    if home and Path(home).is_absolute():
-        roots.append(Path(home).resolve())
-    return tuple(dict.fromkeys(roots))
+def _host_protected_roots(
+    project: Path, results: Path, run_state_root: Path | None, extra: tuple[Path, ...]
+) -> tuple[Path, ...]:
+    """What a host's own permission settings must deny: the engine's roots and the operator's."""
+    from sevro_core.protection import canonical, engine_roots
+
+    roots = engine_roots(project_root=project, results_root=results, run_state_root=run_state_root)
+    return tuple(dict.fromkeys([*(canonical(r.path) for r in roots), *extra]))
+
+
+def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
+    """Canonical, existing, never ``/``: a root that does not exist could appear unprotected."""
+    from sevro_core.errors import InvocationError
+    from sevro_core.limits import MAX_PROTECTED_ROOTS
+    from sevro_core.protection import canonical
+
+    if len(paths) > MAX_PROTECTED_ROOTS:
+        raise InvocationError(f"more than {MAX_PROTECTED_ROOTS} --protected-root flags")
+    out: dict[Path, None] = {}
+    for path in paths:
+        resolved = canonical(path.expanduser())
+        if not resolved.exists():
+            raise InvocationError("--protected-root does not exist", source=path)
+        if resolved == Path("/"):
+            raise InvocationError("--protected-root must not be / (nothing could run)")
+        out.setdefault(resolved, None)
+    return tuple(out)
 
 
 def _execute(plan: Any, *, as_json: bool, resume: bool) -> Any:

@@ -19,13 +19,16 @@ from attrs import evolve, frozen
 from sevro_core.canonical import canonical_json
 from sevro_core.errors import GradingError, PersistenceError, SevroError
 from sevro_core.evidence import TRIAL_FORMAT, EvidenceStore
+from sevro_core.isolation import Isolation
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_ARTIFACTS,
+    MAX_CHECK_OBSERVATION_BYTES,
     MAX_DIAGNOSTIC_CHARS,
     MAX_FINAL_MESSAGE_BYTES,
     MAX_OBSERVATION_BYTES,
     MAX_OBSERVATIONS,
+    MAX_OBSERVATIONS_PER_CHECK,
     MAX_TOTAL_ARTIFACT_BYTES,
 )
 from sevro_core.models import (
@@ -151,12 +154,16 @@ def execute_trial(
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
     try:
-        planned.fixture.materialise(workspace)
+        materialised = planned.fixture.materialise(workspace)
     except OSError as exc:
         remove_tree(workspace)
         remove_tree(private)
         raise SevroError(f"fixture for case {case.id} could not be materialised: {exc}") from exc
     t_fixture = time.monotonic()
+    bin_dir = getattr(materialised, "bin_dir", None)
+    isolation = plan.sandbox.bind(
+        workspace=workspace, private_root=private, cancel=cancel, fixture_bin_dir=bin_dir
+    )
     if plan.settings.dry:
         host_result = None
         execution, error = Execution.NOT_RUN, None
@@ -174,6 +181,8 @@ def execute_trial(
             condition=plan.settings.condition,
             cancel=cancel,
             private_root=private,
+            fixture_bin_dir=bin_dir,
+            isolation=isolation,
         )
         host_result, execution, error = _run_host(plan, request)
     t_host = time.monotonic()
@@ -181,9 +190,7 @@ def execute_trial(
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
     if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(
-            planned, trial, host_result, observations, workspace, cancel
-        )
+        outcomes, grader_error = _grade(planned, trial, host_result, observations, isolation)
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
@@ -338,18 +345,21 @@ def _grade(
     planned: PlannedCase,
     trial: int,
     result: HostResult | None,
-    observations: Mapping[str, Observation],
-    workspace: Path,
-    cancel: CancelToken,
+    observations: dict[str, Observation],
+    isolation: Isolation,
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
+    """Grade in stage order; observations that graders record join ``observations``."""
     final = observations[FINAL_MESSAGE_OBSERVATION]
+    cancel = isolation.cancel
     view = TrialView(
         case_id=planned.case.id,
         trial=trial,
         final_message=result.final_message if result is not None else None,
         final_message_complete=final.completeness is Completeness.COMPLETE,
         observations=observations,
-        workspace=workspace,
+        workspace=isolation.workspace,
+        fixture_bin_dir=isolation.fixture_bin_dir,
+        isolation=isolation,
     )
     by_id: dict[str, CheckOutcome] = {}
     error: dict[str, str] | None = None
@@ -359,13 +369,19 @@ def _grade(
         declaration = check.declaration
         try:
             outcome = check.compiled.grade(declaration.id, view)
+            problem = _check_observations_problem(outcome, observations)
         except GradingError as exc:
             message = str(exc)
         except Exception as exc:  # a grader bug is a grading error, never a pass
             message = f"{type(exc).__name__}: {exc}"
         else:
-            by_id[declaration.id] = outcome
-            continue
+            if problem is None:
+                by_id[declaration.id] = evolve(outcome, observations=())
+                observations.update((o.id, o) for o in outcome.observations)
+                continue
+            message = problem
+        if cancel.reason is not None:
+            break  # interrupted mid-check: the trial is cancelled, not a grading error
         message = message[:MAX_DIAGNOSTIC_CHARS]
         error = error or {"checkId": declaration.id, "message": message}
         by_id[declaration.id] = CheckOutcome(
@@ -376,6 +392,24 @@ def _grade(
         )
     ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
     return ordered, error
+
+
+def _check_observations_problem(
+    outcome: CheckOutcome, observations: Mapping[str, Observation]
+) -> str | None:
+    """Why a grader's observations cannot be kept, or None: they are bounded like a host's."""
+    if len(outcome.observations) > MAX_OBSERVATIONS_PER_CHECK:
+        return f"more than {MAX_OBSERVATIONS_PER_CHECK} observations for one check"
+    for obs in outcome.observations:
+        if not _ID_RE.match(obs.id) or obs.id in observations:
+            return f"observation id {obs.id!r} is not namespaced or is already taken"
+        try:
+            size = len(canonical_json(obs.to_json()))
+        except ValueError as exc:
+            return f"observation {obs.id} is not JSON: {exc}"
+        if size > MAX_CHECK_OBSERVATION_BYTES:
+            return f"observation {obs.id} exceeds {MAX_CHECK_OBSERVATION_BYTES} bytes"
+    return None
 
 
 def _required_evidence(
@@ -460,6 +494,7 @@ def _evidence(
         "rawResult": raw,
         "artifactRefs": artifact_refs,
         "fixture": {"provider": planned.fixture_provider, "digest": planned.digests["fixture"]},
+        "sandbox": plan.sandbox.evidence(),
         "workspace": str(workspace),
         "startedAt": started_at,
         "finishedAt": _now(),

@@ -5,12 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
 from sevro_core.jsonio import JsonValue
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
+
+if TYPE_CHECKING:
+    from sevro_core.isolation import Isolation
 
 FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
 ENGINE_OBSERVATION_PREFIX = "sevro.observation."
@@ -127,13 +130,18 @@ class HostResult:
 
 @frozen
 class CheckOutcome:
-    """The result of one check; grader errors are raised, not returned."""
+    """The result of one check; grader errors are raised, not returned.
+
+    ``observations`` are bounded facts the grader established (a shell check's exit code);
+    the engine keeps them in the trial's evidence beside the host's.
+    """
 
     id: str
     grader: str
     status: CheckStatus
     detail: str | None = None
     evidence_refs: tuple[str, ...] = ()
+    observations: tuple[Observation, ...] = ()
 
     def to_json(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -149,7 +157,11 @@ class CheckOutcome:
 
 @frozen
 class TrialView:
-    """What a grader may look at: the trial's final message, observations and workspace."""
+    """What a grader may look at: the trial's final message, observations and workspace.
+
+    Graders that execute something against the workspace use ``isolation``, the trial's
+    sandbox; it is None only when a grader is called outside the engine.
+    """
 
     case_id: str
     trial: int
@@ -157,6 +169,8 @@ class TrialView:
     final_message_complete: bool
     observations: Mapping[str, Observation]
     workspace: Path
+    fixture_bin_dir: Path | None = None
+    isolation: Isolation | None = None
 
 
 @frozen
@@ -201,3 +215,5 @@ class HostRequest:
     environment: Mapping[str, str] = field(factory=dict)
     fixture_bin_dir: Path | None = None
     extra: Mapping[str, Any] = field(factory=dict)
+    isolation: Isolation | None = None
+    """The trial's sandbox: hosts run the agent's commands through it (role ``candidate``)."""

@@ -14,12 +14,22 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.canonical import hash_json
-from sevro_core.errors import ConfigurationError, InvocationError, join_pointer
+from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.identity import IDENTITY_ALGORITHM, evaluation_identity
+from sevro_core.isolation import SANDBOX_CAPABILITY, SandboxSelection, announce, select_sandbox
 from sevro_core.jsonio import JsonValue
-from sevro_core.models import FINAL_MESSAGE_OBSERVATION, Case, CheckDeclaration, Route
+from sevro_core.models import (
+    FINAL_MESSAGE_OBSERVATION,
+    Case,
+    CheckDeclaration,
+    CheckOutcome,
+    Route,
+    TrialView,
+)
 from sevro_core.plugins import Registry
+from sevro_core.protection import OPERATOR, ProtectedRoot, engine_roots
 from sevro_core.protocols import (
+    NETWORK_NONE,
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
@@ -51,6 +61,11 @@ class RunSettings:
     verdict_policy: str = "sevro.verdict.default"
     workspace_root: Path | None = None
     run_state_root: Path | None = None
+    sandbox: str = "auto"
+    """``auto``, ``none`` (an explicit opt-out) or a backend name or id."""
+    network: str = NETWORK_NONE
+    protected_roots: tuple[Path, ...] = ()
+    """``--protected-root``: canonical, existing paths hidden in addition to the engine's."""
 
 
 @frozen
@@ -87,6 +102,7 @@ class RunPlan:
     runner: Mapping[str, Any]
     project: Mapping[str, Any]
     graders_active: tuple[Mapping[str, str], ...]
+    sandbox: SandboxSelection
 
     @property
     def route(self) -> Route:
@@ -121,13 +137,16 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             f"--verdict-policy {settings.verdict_policy!r} is not installed; available: "
             f"{', '.join(registry.ids('verdict-policy'))}"
         )
-    planned = tuple(_plan_case(case, registry, host, config_source) for case in cases)
+    sandbox = select_sandbox(
+        registry, settings.sandbox, settings.network, protected_roots(settings, cases)
+    )
+    planned = tuple(_plan_case(case, registry, host, config_source, sandbox) for case in cases)
     graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
     graders_active = tuple(
         {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
         for gid, version in sorted(graders)
     )
-    configuration = _configuration(settings, host, policy)
+    configuration = _configuration(settings, host, policy, sandbox)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
         runner_build_digest=runner["buildDigest"],
@@ -144,6 +163,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         trials=settings.trials,
         threshold=settings.threshold,
     )
+    announce(sandbox)
     return RunPlan(
         settings=settings,
         cases=planned,
@@ -156,7 +176,33 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         runner=runner,
         project=project,
         graders_active=graders_active,
+        sandbox=sandbox,
     )
+
+
+def protected_roots(settings: RunSettings, cases: Sequence[Case]) -> tuple[ProtectedRoot, ...]:
+    """The engine's roots for this run, then the operator's ``--protected-root`` paths."""
+    inputs = [Path(case.source).resolve() for case in cases if case.source]
+    if settings.host_options.config_source:
+        inputs.append(Path(settings.host_options.config_source).resolve())
+    roots = engine_roots(
+        project_root=settings.project_root,
+        results_root=settings.results_root,
+        run_state_root=settings.run_state_root,
+        input_files=dict.fromkeys(inputs),
+    )
+    return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
+
+
+@frozen
+class IsolationUnavailable:
+    """Stands in for a check that needs a sandbox when none works: grading error, never a pass."""
+
+    grader: str
+    reason: str
+
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        raise GradingError(f"{self.grader} needs a sandbox: {self.reason}")
 
 
 def _plugin_source(registry: Registry, kind: str, object_id: str) -> str:
@@ -210,11 +256,15 @@ def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
 
 
 def _plan_case(
-    case: Case, registry: Registry, host: ConfiguredHost, config_source: str
+    case: Case,
+    registry: Registry,
+    host: ConfiguredHost,
+    config_source: str,
+    sandbox: SandboxSelection,
 ) -> PlannedCase:
     provider_id, fixture = compile_fixture(case, registry)
     checks = compile_checks(case, registry)
-    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities
+    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
     if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:
         raise _refusal(
             case,
@@ -223,6 +273,15 @@ def _plan_case(
         )
     for index, check in enumerate(checks):
         missing = sorted(set(check.grader.requires) - provided)
+        if missing == [SANDBOX_CAPABILITY] and sandbox.problem is not None:
+            # Deliberately not a refusal: the run goes ahead and this check is a grading error
+            # (exit 3), so missing isolation is reported where it matters and never passes.
+            checks[index] = PlannedCheck(
+                check.declaration,
+                check.grader,
+                IsolationUnavailable(check.grader.id, sandbox.problem),
+            )
+            continue
         if missing:
             raise _refusal(
                 case,
@@ -267,7 +326,7 @@ def _check_json(check: CheckDeclaration) -> dict[str, JsonValue]:
 
 
 def _configuration(
-    settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy
+    settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy, sandbox: SandboxSelection
 ) -> dict[str, Any]:
     redacted = {
         "condition": settings.condition,
@@ -277,6 +336,7 @@ def _configuration(
         "jobs": settings.jobs,
         "verdictPolicy": policy.id,
         "hostConfiguration": {"candidate": host.redacted_configuration()},
+        "sandbox": sandbox.configuration(),
     }
     return {"digest": hash_json(redacted), "redacted": redacted}
 

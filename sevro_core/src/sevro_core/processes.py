@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from attrs import frozen
 
@@ -23,6 +23,11 @@ from sevro_core.limits import KILL_GRACE_SECONDS
 from sevro_core.models import CancelToken
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_DRAIN_AFTER_EXIT_SECONDS = 0.5
+
+
+StderrMode = Literal["merge", "capture", "discard"]
+"""Where a child's stderr goes: into the output stream, a separate bounded capture, or nowhere."""
 
 
 @frozen
@@ -35,7 +40,7 @@ class ProcessOutcome:
     duration_ms: float
     stderr: bytes = b""
     overflowed: bool = False
-    """The process was killed because its output passed ``output_limit`` (``kill_on_overflow``)."""
+    """The output passed its limit and the group was killed (``kill_on_overflow``)."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -61,6 +66,25 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pass
 
 
+class _Sink:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.kept < self.limit:
+            self.chunks.append(chunk[: self.limit - self.kept])
+            self.kept += len(self.chunks[-1])
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
 def run_bounded(
     argv: Sequence[str],
     *,
@@ -70,59 +94,77 @@ def run_bounded(
     cancel: CancelToken,
     output_limit: int,
     stdin: bytes | None = None,
-    stderr_limit: int | None = None,
+    stderr: StderrMode = "merge",
+    stderr_limit: int = 0,
+    capture_output: bool = True,
     kill_on_overflow: bool = False,
 ) -> ProcessOutcome:
     """Run ``argv`` keeping at most ``output_limit`` bytes of its output.
 
-    stdout and stderr are merged unless ``stderr_limit`` is given; then stderr is kept apart
-    (bounded by it), so a machine-readable stdout stays clean. ``kill_on_overflow`` kills the
-    group as soon as stdout passes its bound, for streams where a truncated prefix is worthless.
+    By default stderr is merged into the output. ``capture_output=False`` sends stdout to
+    /dev/null; ``stderr="capture"`` keeps the first ``stderr_limit`` bytes of stderr apart;
+    ``kill_on_overflow`` kills the group as soon as the output passes its limit, for callers
+    to whom oversized output is an error anyway.
     """
     started = time.monotonic()
+    stdout_target = subprocess.PIPE if capture_output else subprocess.DEVNULL
+    stderr_target = {
+        "merge": subprocess.STDOUT if capture_output else subprocess.DEVNULL,
+        "capture": subprocess.PIPE,
+        "discard": subprocess.DEVNULL,
+    }[stderr]
     process = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if stderr_limit is None else subprocess.PIPE,
+        stdout=stdout_target,
+        stderr=stderr_target,
         start_new_session=True,
         close_fds=True,
     )
-    assert process.stdout is not None
     if stdin is not None and process.stdin is not None:
         threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
-    out = _Bounded(output_limit)
-    err = _Bounded(stderr_limit or 0)
-    streams = {process.stdout.fileno(): out}
+    out, err = _Sink(output_limit), _Sink(stderr_limit)
+    pipes: list[tuple[IO[bytes], _Sink]] = []
+    if process.stdout is not None:
+        pipes.append((process.stdout, out))
     if process.stderr is not None:
-        streams[process.stderr.fileno()] = err
+        pipes.append((process.stderr, err))
     timed_out = cancelled = overflowed = False
     deadline = started + timeout_s
     with selectors.DefaultSelector() as selector:
-        for fd in streams:
-            selector.register(fd, selectors.EVENT_READ)
-        while streams and not overflowed:
+        for pipe, sink in pipes:
+            selector.register(pipe, selectors.EVENT_READ, sink)
+        open_streams = len(pipes)
+        quiet_after_exit: float | None = None
+        while open_streams and not overflowed:
             if cancel.cancelled:
                 cancelled = True
                 break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = process.poll() is None
                 break
-            for key, _ in selector.select(timeout=min(remaining, 0.1)):
-                fd = key.fd
-                chunk = os.read(fd, 65536)
+            if quiet_after_exit is None and process.poll() is not None:
+                # The command is done; whatever it left holding the pipes gets a moment, then
+                # dies with the group below.
+                quiet_after_exit = now + _DRAIN_AFTER_EXIT_SECONDS
+            if quiet_after_exit is not None and now >= quiet_after_exit:
+                break
+            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
-                    selector.unregister(fd)
-                    del streams[fd]
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
                     continue
-                streams[fd].add(chunk)
-                if kill_on_overflow and out.total > output_limit:
+                key.data.add(chunk)
+                if kill_on_overflow and key.data is out and out.total > output_limit:
                     overflowed = True
                     break
-    if timed_out or cancelled or overflowed:
+    if overflowed:
+        kill_group(process.pid)
+    elif timed_out or cancelled:
         terminate_group(process)
     else:
         while process.poll() is None:
@@ -135,9 +177,8 @@ def run_bounded(
                 terminate_group(process)
                 break
     kill_group(process.pid)  # whatever the command left running in its group dies with it
-    process.stdout.close()
-    if process.stderr is not None:
-        process.stderr.close()
+    for pipe, _sink in pipes:
+        pipe.close()
     code = process.wait()
     return ProcessOutcome(
         exit_code=None if (timed_out or cancelled or overflowed) else code,
@@ -149,21 +190,3 @@ def run_bounded(
         stderr=err.data(),
         overflowed=overflowed,
     )
-
-
-class _Bounded:
-    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.total = 0
-        self._chunks: list[bytes] = []
-
-    def add(self, chunk: bytes) -> None:
-        kept = min(self.total, self.limit)
-        if kept < self.limit:
-            self._chunks.append(chunk[: self.limit - kept])
-        self.total += len(chunk)
-
-    def data(self) -> bytes:
-        return b"".join(self._chunks)

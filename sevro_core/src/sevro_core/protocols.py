@@ -111,31 +111,57 @@ class FixtureProvider(Plugin, Protocol):
         """Validate the declaration at load time (``ConfigurationError``)."""
 
 
+NETWORK_NONE = "none"
+NETWORK_LOCAL_HTTP = "localHttp"
+"""Network modes: no network at all, or loopback only (for local HTTP test servers)."""
+
+
 @frozen
 class SandboxPolicy:
-    """What a sandboxed command may touch."""
+    """What one sandboxed command may touch. Every path is canonical and exists.
+
+    The workspace, ``home`` and ``tmpdir`` are writable; the rest of the filesystem is
+    read-only; ``protected_roots`` (directories or files) are hidden: their contents can be
+    neither read nor written. A writable root inside a protected directory stays visible, so
+    hiding a whole directory of workspaces and exposing one of them is expressible.
+    ``read_only_roots`` are visible read-only even inside a protected root. ``environment`` is
+    the command's complete environment; the caller passes it to the wrapped process.
+    """
 
     workspace: Path
+    home: Path
+    tmpdir: Path
     protected_roots: tuple[Path, ...] = ()
     read_only_roots: tuple[Path, ...] = ()
-    network: str = "none"
-    home: Path | None = None
-    tmpdir: Path | None = None
+    network: str = NETWORK_NONE
+    environment: Mapping[str, str] = field(factory=dict)
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        return (self.workspace, self.home, self.tmpdir)
 
 
 @frozen
 class SandboxProbe:
+    """Whether a backend works here, and which version of its tool it found."""
+
     available: bool
     detail: str
     version: str | None = None
 
 
 class Sandbox(Plugin, Protocol):
+    """A sandbox backend (``sevro.sandbox.bwrap``, ``sevro.sandbox.sandbox-exec``).
+
+    Capabilities it may declare: ``sevro.sandbox.local-http`` (it can offer loopback only)
+    and ``sevro.sandbox.pid-namespace`` (nothing the command starts outlives it).
+    """
+
     def probe(self) -> SandboxProbe:
         """Whether the backend really works on this machine, checked by running it."""
 
     def wrap(self, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
-        """Return an argv that runs ``argv`` under ``policy``."""
+        """Return an argv running ``argv`` under ``policy``; the caller applies its environment."""
 
 
 class VerdictPolicy(Plugin, Protocol):

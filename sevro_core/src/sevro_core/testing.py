@@ -57,6 +57,14 @@ def require_codex() -> str:
     pytest.skip(message)
 
 
+def require_sandbox() -> str:
+    """The sandbox tool this platform's backend needs (bwrap, sandbox-exec), as ``require_tool``.
+
+    Tests that run host commands or shell checks need one: without it those fail by design.
+    """
+    return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
+
+
 @frozen
 class CliResult:
     exit_code: int

@@ -82,7 +82,9 @@ def read_confined(root: Path, relative: str, limit: int) -> tuple[bytes, int]:
     parent = _open_parent(root, parts, create=False)
     try:
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            # O_NONBLOCK: a FIFO planted by the candidate must not hang the host on open
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(parts[-1], flags, dir_fd=parent)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise WorkspaceEscapeError(exc.errno, f"{relative!r} is a symlink") from None

@@ -1,4 +1,4 @@
-"""Registers the output graders with sevro (entry point ``output_graders`` in group ``sevro``)."""
+"""Registers the built-in graders with sevro (entry point ``output_graders`` in group ``sevro``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
 from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.schema_grader import SchemaGrader
+from sevro_graders.shell_grader import ShellGrader
 
 
 @hookimpl
@@ -18,3 +19,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(JsonGrader())
     register(SchemaGrader())
     register(OutputGrader())
+    register(ShellGrader())

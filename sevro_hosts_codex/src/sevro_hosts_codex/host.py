@@ -284,6 +284,7 @@ class _Trial:
             cancel=request.cancel,
             output_limit=MAX_HOST_EVENT_STREAM_BYTES,
             stdin=request.prompts[number - 1].encode("utf-8", "surrogatepass"),
+            stderr="capture",
             stderr_limit=MAX_HOST_STDERR_BYTES,
             kill_on_overflow=True,
         )

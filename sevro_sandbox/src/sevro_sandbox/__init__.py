@@ -1,1 +1,3 @@
-"""Arrives with its own issue; registers nothing yet."""
+"""sevro's sandbox backends: bubblewrap on Linux (``sevro.sandbox.bwrap``) and sandbox-exec on
+macOS (``sevro.sandbox.sandbox-exec``). `docs/security.md` states what they protect.
+"""

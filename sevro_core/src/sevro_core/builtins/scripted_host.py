@@ -2,7 +2,8 @@
 
 It performs the steps its configuration lists for each turn (write, run, read, reply, fail,
 sleep) in the real workspace, with real processes, so the whole engine is exercised without any
-model or credential. Usage is reported as unknown.
+model or credential. ``run`` steps go through the trial's sandbox, so demos and tests exercise
+the same boundary as real agents. Usage is reported as unknown.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from attrs import frozen
 from sevro_core.errors import ConfigurationError, join_pointer
 from sevro_core.fixturepaths import check_relative_path
 from sevro_core.hookspecs import hookimpl
+from sevro_core.isolation import IsolationError
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import (
     DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS,
@@ -30,7 +32,6 @@ from sevro_core.models import (
     Observation,
     Route,
 )
-from sevro_core.processes import DEFAULT_PATH, run_bounded
 from sevro_core.protocols import ConfiguredHost, Host, HostOptions
 from sevro_core.schemas import describe_first_error, validator
 from sevro_core.states import Completeness
@@ -202,29 +203,20 @@ class _TrialState:
         self.reads.append(entry)
 
     def _run(self, turn: int, body: Mapping[str, Any]) -> None:
+        """Run the command in the trial's sandbox, as a real agent's commands would run."""
         request = self.request
-        home = request.private_root / "home"
-        tmp = request.private_root / "tmp"
-        for directory in (home, tmp):
-            directory.mkdir(mode=0o700, exist_ok=True)
-        path = DEFAULT_PATH
-        if request.fixture_bin_dir is not None:
-            path = f"{request.fixture_bin_dir}:{path}"
-        env = {
-            "PATH": path,
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "LANG": "C.UTF-8",
-            **request.environment,
-        }
-        outcome = run_bounded(
-            ["/bin/sh", "-c", body["command"]],
-            cwd=request.workspace,
-            env=env,
-            timeout_s=body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS) / 1000,
-            cancel=request.cancel,
-            output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
-        )
+        if request.isolation is None:
+            raise _TurnFailed("run steps need the trial's sandbox, and the request carries none")
+        try:
+            outcome = request.isolation.run(
+                ["/bin/sh", "-c", body["command"]],
+                role="candidate",
+                timeout_s=body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS) / 1000,
+                output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
+                environment=request.environment,
+            )
+        except IsolationError as exc:
+            raise _TurnFailed(f"run step could not be isolated: {exc}") from None
         self.commands.append(
             {
                 "turn": turn,

@@ -1,0 +1,121 @@
+"""Which paths a sandboxed command must never read or write, and how they are canonicalised.
+
+The engine always protects what an untrusted command could use to cheat or to steal: the
+project, the evidence, the run state, the case sources, the case and host configuration files,
+the user's home and credential directories, and every other trial's workspace. Operators add
+more with ``--protected-root``. Roots are recorded as symbols (``project-root``, ``home/.ssh``)
+so that the policy digest does not depend on where a machine keeps them; operator roots are
+recorded by their canonical path, because the operator chose exactly those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from attrs import frozen
+
+CREDENTIAL_PATHS = (
+    ".aws",
+    ".azure",
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".git-credentials",
+    ".gnupg",
+    ".kube",
+    ".local/share/keyrings",
+    ".netrc",
+    ".npmrc",
+    ".oci",
+    ".password-store",
+    ".pypirc",
+    ".ssh",
+    ".terraform.d",
+)
+"""Credential files and directories below a home, protected even when the home itself is not."""
+
+HOST_HOME_VARIABLES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
+"""Variables naming agent CLI homes outside ``~`` (they hold authentication)."""
+
+OPERATOR = "operator"
+PEER_WORKSPACES = "peer-workspaces"
+PRIVATE_STATE = "private-state"
+
+
+@frozen
+class ProtectedRoot:
+    """A path to hide, and the symbol under which it enters the policy digest."""
+
+    label: str
+    path: Path
+
+    @property
+    def symbol(self) -> str:
+        return str(self.path) if self.label == OPERATOR else self.label
+
+
+def canonical(path: Path) -> Path:
+    """The absolute path with every symlink resolved (the target is what must be hidden)."""
+    return Path(os.path.realpath(path))
+
+
+def _homes(environ: Mapping[str, str]) -> list[Path]:
+    homes = []
+    declared = environ.get("HOME")
+    if declared and os.path.isabs(declared):
+        homes.append(Path(declared))
+    with contextlib.suppress(KeyError):  # an account without a passwd entry
+        homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    return homes
+
+
+def engine_roots(
+    *,
+    project_root: Path,
+    results_root: Path,
+    run_state_root: Path | None = None,
+    case_source_roots: Sequence[Path] = (),
+    input_files: Iterable[Path] = (),
+    environ: Mapping[str, str] | None = None,
+) -> tuple[ProtectedRoot, ...]:
+    """Everything the engine protects for a run, before canonicalisation.
+
+    ``input_files`` are case files and host configuration files: they hold the checks and the
+    script, which a candidate must not read. The user's home is protected as ``$HOME`` and as
+    the account's home; a home that is ``/`` cannot be hidden, but its credential paths still are.
+    """
+    env = os.environ if environ is None else environ
+    roots = [
+        ProtectedRoot("project-root", project_root),
+        ProtectedRoot("results-root", results_root),
+    ]
+    if run_state_root is not None:
+        roots.append(ProtectedRoot("run-state-root", run_state_root))
+    roots.extend(ProtectedRoot("case-source-root", p) for p in case_source_roots)
+    roots.extend(ProtectedRoot("input-file", p) for p in input_files)
+    for home in _homes(env):
+        if canonical(home) != Path("/"):
+            roots.append(ProtectedRoot("home", home))
+        roots.extend(ProtectedRoot(f"home/{rel}", home / rel) for rel in CREDENTIAL_PATHS)
+    for name in HOST_HOME_VARIABLES:
+        value = env.get(name)
+        if value and os.path.isabs(value):
+            roots.append(ProtectedRoot(name.lower().replace("_", "-"), Path(value)))
+    return tuple(roots)
+
+
+def existing_canonical(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """Canonical forms of the paths that exist now, without duplicates, never ``/``."""
+    out: dict[Path, None] = {}
+    for path in paths:
+        resolved = canonical(path)
+        if resolved != Path("/") and os.path.lexists(resolved):
+            out.setdefault(resolved, None)
+    return tuple(out)
