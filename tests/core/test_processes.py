@@ -82,3 +82,28 @@ def test_stdin_is_fed(tmp_path: Path) -> None:
         stdin=b"y" * 200_000,
     )
     assert outcome.output == b"y" * 200_000
+
+
+def test_stderr_can_be_kept_apart_and_bounded(tmp_path: Path) -> None:
+    outcome = run_bounded(
+        ["sh", "-c", "printf 'out\\0put'; head -c 3000 /dev/zero | tr '\\0' e >&2; cat"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=10,
+        cancel=CancelToken(),
+        output_limit=1000,
+        stdin=b"-in",
+        stderr_limit=100,
+    )
+    assert outcome.exit_code == 0
+    assert outcome.output == b"out\0put-in" and not outcome.truncated
+    assert outcome.errors == b"e" * 100
+    merged = run_bounded(
+        ["sh", "-c", "echo a; echo b >&2"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=10,
+        cancel=CancelToken(),
+        output_limit=1000,
+    )
+    assert sorted(merged.output.split()) == [b"a", b"b"] and merged.errors == b""

@@ -33,6 +33,8 @@ class ProcessOutcome:
     output: bytes
     truncated: bool
     duration_ms: float
+    errors: bytes = b""
+    """stderr, when it was captured separately (``stderr_limit``); otherwise merged."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -67,8 +69,13 @@ def run_bounded(
     cancel: CancelToken,
     output_limit: int,
     stdin: bytes | None = None,
+    stderr_limit: int | None = None,
 ) -> ProcessOutcome:
-    """Run ``argv`` with stdout and stderr merged, keeping at most ``output_limit`` bytes."""
+    """Run ``argv`` keeping at most ``output_limit`` bytes of output.
+
+    stdout and stderr are merged, unless ``stderr_limit`` is given: then stderr is kept apart
+    (at most that many bytes), for callers that parse stdout.
+    """
     started = time.monotonic()
     process = subprocess.Popen(
         list(argv),
@@ -76,21 +83,23 @@ def run_bounded(
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.STDOUT if stderr_limit is None else subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
     )
     assert process.stdout is not None
     if stdin is not None and process.stdin is not None:
         threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
-    chunks: list[bytes] = []
-    kept = total = 0
+    streams = {process.stdout.fileno(): _Capture(output_limit)}
+    if process.stderr is not None and stderr_limit is not None:
+        streams[process.stderr.fileno()] = _Capture(stderr_limit)
     timed_out = cancelled = False
     deadline = started + timeout_s
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        open_stream = True
-        while open_stream:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        open_streams = len(streams)
+        while open_streams:
             if cancel.cancelled:
                 cancelled = True
                 break
@@ -98,15 +107,14 @@ def run_bounded(
             if remaining <= 0:
                 timed_out = True
                 break
-            for _key, _ in selector.select(timeout=min(remaining, 0.1)):
-                chunk = os.read(process.stdout.fileno(), 65536)
+            for key, _ in selector.select(timeout=min(remaining, 0.1)):
+                fd = int(key.fd)
+                chunk = os.read(fd, 65536)
                 if not chunk:
-                    open_stream = False
-                    break
-                total += len(chunk)
-                if kept < output_limit:
-                    chunks.append(chunk[: output_limit - kept])
-                    kept += len(chunks[-1])
+                    selector.unregister(fd)
+                    open_streams -= 1
+                    continue
+                streams[fd].add(chunk)
     if timed_out or cancelled:
         terminate_group(process)
     else:
@@ -121,12 +129,34 @@ def run_bounded(
                 break
     kill_group(process.pid)  # whatever the command left running in its group dies with it
     process.stdout.close()
+    if process.stderr is not None:
+        process.stderr.close()
     code = process.wait()
+    out, *rest = streams.values()
     return ProcessOutcome(
         exit_code=None if (timed_out or cancelled) else code,
         timed_out=timed_out,
         cancelled=cancelled,
-        output=b"".join(chunks),
-        truncated=total > output_limit,
+        output=out.data(),
+        truncated=out.total > output_limit,
         duration_ms=(time.monotonic() - started) * 1000,
+        errors=rest[0].data() if rest else b"",
     )
+
+
+class _Capture:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self.chunks: list[bytes] = []
+
+    def add(self, chunk: bytes) -> None:
+        kept = min(self.total, self.limit)
+        self.total += len(chunk)
+        if kept < self.limit:
+            self.chunks.append(chunk[: self.limit - kept])
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
