@@ -52,6 +52,19 @@ LogFormatOpt = Annotated[
 ]
 VerboseOpt = Annotated[int, typer.Option("-v", "--verbose", count=True, help="More diagnostics.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Write exactly one JSON document to stdout.")]
+SourceRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--case-source-root", help="Directory holding the repositories repository fixtures clone."
+    ),
+]
+SourceMapOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--case-source-map-file",
+        help="JSON object of source id -> file:/// URL inside --case-source-root.",
+    ),
+]
 
 
 @app.callback()
@@ -167,6 +180,8 @@ def run(
     verdict_policy: Annotated[
         str, typer.Option("--verdict-policy", help="Task-verdict policy.")
     ] = "sevro.verdict.default",
+    case_source_root: SourceRootOpt = None,
+    case_source_map_file: SourceMapOpt = None,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -191,6 +206,8 @@ def run(
             project_root=project_root,
             workspace_root=workspace_root,
             verdict_policy=verdict_policy,
+            case_source_root=case_source_root,
+            case_source_map_file=case_source_map_file,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -223,6 +240,8 @@ def _run_settings(
     project_root: Path | None,
     workspace_root: Path | None,
     verdict_policy: str,
+    case_source_root: Path | None = None,
+    case_source_map_file: Path | None = None,
 ) -> Any:
     import math
 
@@ -231,6 +250,7 @@ def _run_settings(
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
     from sevro_core.planning import CONDITIONS, RunSettings
     from sevro_core.protocols import HostOptions
+    from sevro_core.sources import load_case_sources
 
     _positive_int(trials, "--trials", MAX_TRIALS)
     _positive_int(jobs, "--jobs", MAX_JOBS)
@@ -268,6 +288,7 @@ def _run_settings(
         ),
         verdict_policy=verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        case_sources=load_case_sources(case_source_root, case_source_map_file),
     )
 
 
@@ -292,6 +313,8 @@ def validate(
     files: Annotated[
         list[Path], typer.Argument(help="Case files or directories.", show_default=False)
     ],
+    case_source_root: SourceRootOpt = None,
+    case_source_map_file: SourceMapOpt = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Check case files (schema, fixtures, grader configuration) without running anything."""
@@ -300,11 +323,14 @@ def validate(
     try:
         from sevro_core.loading import load_cases
         from sevro_core.plugins import load_plugins
+        from sevro_core.protocols import FixtureContext
+        from sevro_core.sources import load_case_sources
         from sevro_core.validation import validate_cases
 
+        sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
         cases = load_cases(files)
-        validate_cases(cases, registry)
+        validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:
         _fail(exc, as_json=False)
     typer.echo(f"{len(cases)} case(s) valid")

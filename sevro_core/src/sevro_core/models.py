@@ -149,7 +149,8 @@ class CheckOutcome:
 
 @frozen
 class TrialView:
-    """What a grader may look at: the trial's final message, observations and workspace."""
+    """What a grader may look at: the final message, the host's and the fixture's
+    observations, the workspace and the fixture's pre-host baseline."""
 
     case_id: str
     trial: int
@@ -157,6 +158,9 @@ class TrialView:
     final_message_complete: bool
     observations: Mapping[str, Observation]
     workspace: Path
+    baseline: Mapping[str, JsonValue] = field(factory=dict)
+    """What the fixture captured right before the host's first turn, held in engine memory
+    (for Git fixtures ``{"baseRevision": ...}``); empty when the fixture captures nothing."""
 
 
 @frozen

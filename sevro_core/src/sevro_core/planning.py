@@ -23,11 +23,13 @@ from sevro_core.protocols import (
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
+    FixtureContext,
     Grader,
     Host,
     HostOptions,
     VerdictPolicy,
 )
+from sevro_core.sources import CaseSources
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 CONDITIONS = ("passive", "enforced")
@@ -50,6 +52,7 @@ class RunSettings:
     host_options: HostOptions
     verdict_policy: str = "sevro.verdict.default"
     workspace_root: Path | None = None
+    case_sources: CaseSources | None = None
 
 
 @frozen
@@ -120,7 +123,8 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             f"--verdict-policy {settings.verdict_policy!r} is not installed; available: "
             f"{', '.join(registry.ids('verdict-policy'))}"
         )
-    planned = tuple(_plan_case(case, registry, host, config_source) for case in cases)
+    context = FixtureContext(sources=settings.case_sources)
+    planned = tuple(_plan_case(case, registry, host, config_source, context) for case in cases)
     graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
     graders_active = tuple(
         {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
@@ -169,13 +173,15 @@ def _refusal(case: Case, message: str, *parts: str | int) -> InvocationError:
     return InvocationError(message, source=case.source, pointer=join_pointer(case.pointer, *parts))
 
 
-def compile_fixture(case: Case, registry: Registry) -> tuple[str, CompiledFixture]:
+def compile_fixture(
+    case: Case, registry: Registry, context: FixtureContext
+) -> tuple[str, CompiledFixture]:
     """Find the provider that owns the case's fixture shape and validate it."""
     provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
     if provider is None:
         raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
     try:
-        return provider.id, provider.compile(case.fixture)
+        return provider.id, provider.compile(case.fixture, context)
     except ConfigurationError as exc:
         raise InvocationError(
             exc.message, source=case.source, pointer=case.pointer + "/fixture" + exc.pointer
@@ -209,9 +215,13 @@ def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
 
 
 def _plan_case(
-    case: Case, registry: Registry, host: ConfiguredHost, config_source: str
+    case: Case,
+    registry: Registry,
+    host: ConfiguredHost,
+    config_source: str,
+    context: FixtureContext,
 ) -> PlannedCase:
-    provider_id, fixture = compile_fixture(case, registry)
+    provider_id, fixture = compile_fixture(case, registry, context)
     checks = compile_checks(case, registry)
     provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities
     if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:

@@ -56,6 +56,16 @@ def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
     return fd
 
 
+def open_parent(root: Path, relative: str) -> tuple[int, str]:
+    """Open the directory holding ``relative`` without following symlinks: ``(fd, name)``.
+
+    The caller closes the descriptor. A symlink or non-directory on the way raises
+    :class:`WorkspaceEscapeError`.
+    """
+    parts = relative.split("/")
+    return _open_parent(root, parts, create=False), parts[-1]
+
+
 def write_confined(root: Path, relative: str, data: bytes) -> None:
     """Create or replace ``root/relative`` (0600) without following any symlink."""
     parts = relative.split("/")
