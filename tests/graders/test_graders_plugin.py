@@ -1,4 +1,4 @@
-"""The plugin: four output graders, registered through the ``sevro`` entry point."""
+"""The plugin: four output graders and git-head, registered through the ``sevro`` entry point."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from sevro_core import hookspecs
 from sevro_core.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
-EXPECTED = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-SCHEMAS = ["regex", "json", "schema", "output"]
+OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
+EXPECTED = [*OUTPUT, "sevro.git-head"]
+SCHEMAS = ["regex", "json", "schema", "output", "git-head"]
 
 
 def registered() -> list[Grader]:
@@ -27,13 +28,21 @@ def registered() -> list[Grader]:
 def test_registers_the_four_output_graders() -> None:
     graders = registered()
     assert [g.id for g in graders] == EXPECTED
-    for grader in graders:
+    for grader in graders[: len(OUTPUT)]:
         assert isinstance(grader, Plugin)
         assert grader.version == "1.0.0"
         assert grader.capabilities == frozenset()
         assert grader.requires == frozenset({"sevro.observation.final-message"})
         assert grader.stage == 10
         assert callable(grader.compile)
+
+
+def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
+    grader = registered()[-1]
+    assert isinstance(grader, Plugin)
+    assert (grader.id, grader.version, grader.stage) == ("sevro.git-head", "1.0.0", 30)
+    assert grader.requires == frozenset({"sevro.fixture.git"})
+    assert grader.capabilities == frozenset()
 
 
 def test_ids_are_namespaced() -> None:

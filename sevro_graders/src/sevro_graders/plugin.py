@@ -1,4 +1,4 @@
-"""Registers the output graders with sevro (entry point ``output_graders`` in group ``sevro``)."""
+"""Registers sevro-graders' graders (entry point ``output_graders`` in group ``sevro``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from sevro_core.hookspecs import hookimpl
 from sevro_core.protocols import Grader
+from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
 from sevro_graders.regex_grader import RegexGrader
@@ -18,3 +19,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(JsonGrader())
     register(SchemaGrader())
     register(OutputGrader())
+    register(GitHeadGrader())
