@@ -215,6 +215,7 @@ class _TrialState:
             "HOME": str(home),
             "TMPDIR": str(tmp),
             "LANG": "C.UTF-8",
+            "GIT_CONFIG_NOSYSTEM": "1",  # scripts behave the same whatever /etc/gitconfig says
             **request.environment,
         }
         outcome = run_bounded(
