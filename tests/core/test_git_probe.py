@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,28 @@ def test_an_empty_history_has_no_base(tmp_path: Path) -> None:
         {"path": "a.txt", "change": "added"}
     ]
     assert b"+a\n" in diff_of(probe, baseline)
+
+
+def crafted_index(paths: list[bytes]) -> bytes:
+    """A raw index (version 2) listing ``paths``, which `git update-index` would refuse."""
+    body = b"DIRC" + struct.pack(">II", 2, len(paths))
+    empty_blob = bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+    for path in sorted(paths):
+        entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0) + empty_blob
+        entry += struct.pack(">H", len(path)) + path
+        body += entry + b"\0" * (8 - len(entry) % 8)
+    return body + hashlib.sha1(body).digest()
+
+
+def test_a_crafted_index_cannot_lead_the_probe_out_of_the_tree(tmp_path: Path) -> None:
+    workspace, probe, baseline = prepared(tmp_path)
+    (workspace.parent / "outside.txt").write_text("SECRET\n")
+    names = [b"../outside.txt", b"/etc/hostname", b"a/../../outside.txt", b"README.md"]
+    (workspace / ".git/index").write_bytes(crafted_index(names))
+    data = observed(probe, baseline)["sevro.observation.workspace"].data
+    assert data["changedPaths"] == []  # the listed names outside the tree were never read
+    (workspace / "README.md").write_text("changed\n")
+    assert observed(probe, baseline)["sevro.observation.workspace"].data["changedPaths"] == [
+        {"path": "README.md", "change": "modified"}
+    ]
+    assert b"SECRET" not in diff_of(probe, baseline)

@@ -111,7 +111,7 @@ class GitProbe:
     def _changes(
         self, git: Git, base: str | None, cancel: CancelToken
     ) -> tuple[Observation, Artifact | None]:
-        scratch = Path(tempfile.mkdtemp(prefix="sevro-git-"))
+        scratch = Path(tempfile.mkdtemp(prefix="sevro-git-", dir=self.workspace.parent))
         try:
             _require_git_dir(self.workspace)
             return self._compare(git, base, scratch, cancel)
@@ -138,8 +138,8 @@ class GitProbe:
             cancel=cancel, limit=MAX_WORKSPACE_LISTING_BYTES, truncate=True,
         )  # fmt: skip
         complete = complete and not listing.truncated
-        names = {n for n in _records(listing.stdout) if not n.endswith(b"/") and not _in_git(n)}
-        candidates = sorted(names | set(base_entries))
+        names = {n for n in _records(listing.stdout) if _tree_path(n)}
+        candidates = sorted(names | {n for n in base_entries if _tree_path(n)})
         if len(candidates) > MAX_WORKSPACE_FILES:
             complete, candidates = False, candidates[:MAX_WORKSPACE_FILES]
         algorithm = _object_format(git, ws, base, cancel)
@@ -230,8 +230,16 @@ def _tree_entries(data: bytes) -> Iterator[tuple[bytes, Entry]]:
             yield path, (mode, oid.decode("ascii"))
 
 
-def _in_git(path: bytes) -> bool:
-    return any(part.lower() == b".git" for part in path.split(b"/"))
+def _tree_path(path: bytes) -> bool:
+    """Only plain relative paths inside the work tree; the index and objects are untrusted.
+
+    A crafted index can list ``../x`` or ``/etc/x``: such names, ``.git`` parts and nested
+    repositories (``dir/``) are never looked up.
+    """
+    parts = path.split(b"/")
+    return b"\0" not in path and all(
+        part not in (b"", b".", b"..") and part.lower() != b".git" for part in parts
+    )
 
 
 def _hash_tree(

@@ -34,6 +34,10 @@ def create_workspace(root: Path | None = None, prefix: str = WORKSPACE_PREFIX) -
 
 def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
     """Open the directory holding ``parts[-1]`` by walking dir fds without following symlinks."""
+    if any(part in ("", ".", "..") or "\0" in part for part in parts):
+        raise WorkspaceEscapeError(
+            errno.EINVAL, f"{'/'.join(parts)!r} is not a plain relative path"
+        )
     fd = os.open(root, _DIR_FLAGS)
     try:
         for part in parts[:-1]:
