@@ -178,7 +178,8 @@ def test_unreadable_git_state_is_unavailable(tmp_path: Path, damage: str) -> Non
     for observation in report.observations:
         assert observation.completeness is Completeness.UNAVAILABLE
         assert observation.data["baseRevision"] == baseline["baseRevision"]
-        assert str(observation.data["error"]).startswith("git state unreadable: ")
+        prefix = "git state" if observation.id == "sevro.observation.git-head" else "workspace"
+        assert str(observation.data["error"]).startswith(f"{prefix} unreadable: ")
 
 
 def test_bounds_make_the_fingerprint_partial(
@@ -197,6 +198,25 @@ def test_bounds_make_the_fingerprint_partial(
     monkeypatch.setattr(gitprobe, "MAX_WORKSPACE_HASHED_BYTES", 250)
     partial = observed(probe, baseline)["sevro.observation.workspace"]
     assert partial.completeness is Completeness.PARTIAL and partial.data["truncated"] is True
+
+
+def test_a_file_the_candidate_locked_makes_the_fingerprint_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, probe, baseline = prepared(tmp_path)
+    (workspace / "src/app.py").write_text("x = 2\n")
+    real = gitprobe._blob_entry
+
+    def locked(root: Path, path: bytes, algorithm: str, budget: list[int]) -> Any:
+        if path == b"README.md":  # as chmod 000 would, for a candidate that is not root
+            raise PermissionError(13, "Permission denied")
+        return real(root, path, algorithm, budget)
+
+    monkeypatch.setattr(gitprobe, "_blob_entry", locked)
+    found = observed(probe, baseline)["sevro.observation.workspace"]
+    assert found.completeness is Completeness.PARTIAL and found.data["truncated"] is True
+    assert found.data["changedPaths"] == [{"path": "src/app.py", "change": "modified"}]
+    assert b"README.md" not in diff_of(probe, baseline)
 
 
 def test_an_empty_history_has_no_base(tmp_path: Path) -> None:

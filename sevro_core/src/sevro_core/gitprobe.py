@@ -100,7 +100,9 @@ class GitProbe:
                 and (current == base or _is_ancestor(git, self.workspace, base, current, cancel))
             )
         except (GitError, OSError, UnicodeError) as exc:
-            return self._unavailable(GIT_HEAD_OBSERVATION, base, exc, currentRevision=None)
+            return self._unavailable(
+                GIT_HEAD_OBSERVATION, base, f"git state unreadable: {exc}", currentRevision=None
+            )
         data: dict[str, JsonValue] = {
             "baseRevision": base,
             "currentRevision": current,
@@ -116,7 +118,9 @@ class GitProbe:
             _require_git_dir(self.workspace)
             return self._compare(git, base, scratch, cancel)
         except (GitError, OSError, UnicodeError, ValueError) as exc:
-            return self._unavailable(WORKSPACE_OBSERVATION, base, exc), None
+            return self._unavailable(
+                WORKSPACE_OBSERVATION, base, f"workspace unreadable: {exc}"
+            ), None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -143,7 +147,7 @@ class GitProbe:
         if len(candidates) > MAX_WORKSPACE_FILES:
             complete, candidates = False, candidates[:MAX_WORKSPACE_FILES]
         algorithm = _object_format(git, ws, base, cancel)
-        current, walked = _hash_tree(ws, candidates, algorithm)
+        current, walked = _hash_tree(ws, candidates, algorithm, base_entries)
         complete = complete and walked
         changes = _compare_entries(base_entries, current, candidates)
         listed = changes[:MAX_WORKSPACE_CHANGED_PATHS]
@@ -167,9 +171,9 @@ class GitProbe:
         return observation, Artifact(DIFF_ARTIFACT, diff)
 
     def _unavailable(
-        self, observation_id: str, base: str | None, exc: Exception, **extra: JsonValue
+        self, observation_id: str, base: str | None, problem: str, **extra: JsonValue
     ) -> Observation:
-        message = " ".join(f"git state unreadable: {exc}".split())[:MAX_DIAGNOSTIC_CHARS]
+        message = " ".join(problem.split())[:MAX_DIAGNOSTIC_CHARS]
         data: dict[str, JsonValue] = {"baseRevision": base, **extra, "error": message}
         return Observation(observation_id, self.source, Completeness.UNAVAILABLE, data)
 
@@ -243,19 +247,28 @@ def _tree_path(path: bytes) -> bool:
 
 
 def _hash_tree(
-    workspace: Path, candidates: list[bytes], algorithm: str
+    workspace: Path, candidates: list[bytes], algorithm: str, base: Mapping[bytes, Entry]
 ) -> tuple[dict[bytes, Entry], bool]:
-    """Hash every candidate that is a regular file or symlink, as Git would store it."""
+    """Hash every candidate that is a regular file or symlink, as Git would store it.
+
+    A file the candidate made unreadable is unknown: it keeps its base entry (so it is neither
+    reported nor diffed as changed) and the comparison is partial.
+    """
     entries: dict[bytes, Entry] = {}
     budget = [MAX_WORKSPACE_HASHED_BYTES]
+    complete = True
     try:
         for path in candidates:
-            entry = _blob_entry(workspace, path, algorithm, budget)
+            try:
+                entry = _blob_entry(workspace, path, algorithm, budget)
+            except PermissionError:
+                complete = False
+                entry = base.get(path)
             if entry is not None:
                 entries[path] = entry
     except _OverBudget:
         return entries, False
-    return entries, True
+    return entries, complete
 
 
 def _blob_entry(workspace: Path, path: bytes, algorithm: str, budget: list[int]) -> Entry | None:
