@@ -119,16 +119,16 @@ def execute_trial(
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
     with _fixture_step(case.id, "materialised", workspace, private):
         fixture = planned.fixture.materialise(workspace)
-    t_fixture = time.monotonic()
     baseline: Mapping[str, Any] = {}
+    if fixture.probe is not None and not plan.settings.dry:
+        with _fixture_step(case.id, "inspected before the host", workspace, private):
+            baseline = fixture.probe.baseline(cancel)
+    t_fixture = time.monotonic()
     report = FixtureReport()
     if plan.settings.dry:
         host_result = None
         execution, error = Execution.NOT_RUN, None
     else:
-        if fixture.probe is not None:
-            with _fixture_step(case.id, "inspected before the host", workspace, private):
-                baseline = fixture.probe.baseline(cancel)
         prompts = tuple(
             render_prompt(p, workspace)
             for p in (case.prompt, case.follow_up_prompt)
