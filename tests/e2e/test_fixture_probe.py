@@ -43,7 +43,10 @@ LISTING_FIXTURE = textwrap.dedent("""
 
         def materialise(self, workspace):
             (workspace / "seed.txt").write_text("seed")
-            return MaterialisedFixture(probe=Probe(workspace, self.declaration.get("clash")))
+            (workspace / "tools").mkdir()
+            return MaterialisedFixture(
+                bin_dir=workspace / "tools", probe=Probe(workspace, self.declaration.get("clash"))
+            )
 
 
     class Provider:
@@ -62,7 +65,9 @@ LISTING_FIXTURE = textwrap.dedent("""
     class BaselineCheck:
         def grade(self, check_id, view):
             seen = view.observations["acme.listing"].data
-            ok = view.baseline == {"files": ["seed.txt"]} and seen["after"] != seen["before"]
+            grew = seen["after"] != seen["before"]
+            ok = grew and view.baseline == {"files": ["seed.txt", "tools"]}
+            ok = ok and view.fixture_bin_dir == view.workspace / "tools"
             status = CheckStatus.PASSED if ok else CheckStatus.FAILED
             return CheckOutcome(check_id, "acme.grew", status)
 
@@ -100,14 +105,26 @@ def test_a_plugin_fixture_probes_before_and_after_the_host(sevro_project: SevroP
     case = sevro_project.case(
         fixture={"kind": "acme"}, checks=[GREW], requiredEvidence=["acme.listing"]
     )
+    on_path = 'case "$PATH" in "$PWD/tools:"*) ;; *) exit 9;; esac'
     host = sevro_project.script(
-        default=[[{"write": {"path": "new.txt", "content": "n"}}, {"reply": {"text": "ok"}}]]
+        default=[
+            [
+                {"write": {"path": "new.txt", "content": "n"}},
+                {"run": {"command": on_path}},
+                {"reply": {"text": "ok"}},
+            ]
+        ]
     )
     done = sevro_project.run(case, "--host-config", host, "--plugin", plugin(sevro_project))
     assert done.exit_code == 0, done.stdout + done.stderr
     evidence = trial_evidence(done.json())
     listing = next(o for o in evidence["observations"] if o["id"] == "acme.listing")
-    assert listing["data"] == {"before": ["seed.txt"], "after": ["new.txt", "seed.txt"]}
+    assert listing["data"] == {
+        "before": ["seed.txt", "tools"],
+        "after": ["new.txt", "seed.txt", "tools"],
+    }
+    commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
+    assert [c["exitCode"] for c in commands["data"]["commands"]] == [0]
     assert [o["id"] for o in evidence["observations"]][-1] == "acme.listing"
     assert [a["id"] for a in evidence["artifactRefs"]] == ["acme.listing"]
     assert evidence["requiredEvidence"] == [{"id": "acme.listing", "status": "complete"}]

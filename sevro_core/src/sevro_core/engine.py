@@ -44,7 +44,7 @@ from sevro_core.models import (
     TrialView,
 )
 from sevro_core.planning import PlannedCase, RunPlan
-from sevro_core.protocols import ID_PATTERN, FixtureReport
+from sevro_core.protocols import ID_PATTERN, FixtureReport, MaterialisedFixture
 from sevro_core.states import (
     CheckStatus,
     Completeness,
@@ -155,7 +155,7 @@ def execute_trial(
     grader_error: dict[str, str] | None = None
     if execution is Execution.COMPLETED:
         outcomes, grader_error = _grade(
-            planned, trial, host_result, observations, workspace, cancel, baseline
+            planned, trial, host_result, observations, workspace, cancel, baseline, fixture
         )
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
@@ -346,6 +346,7 @@ def _grade(
     workspace: Path,
     cancel: CancelToken,
     baseline: Mapping[str, Any],
+    fixture: MaterialisedFixture,
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     final = observations[FINAL_MESSAGE_OBSERVATION]
     view = TrialView(
@@ -356,6 +357,7 @@ def _grade(
         observations=observations,
         workspace=workspace,
         baseline=baseline,
+        fixture_bin_dir=fixture.bin_dir,
     )
     by_id: dict[str, CheckOutcome] = {}
     error: dict[str, str] | None = None

@@ -161,6 +161,8 @@ class TrialView:
     baseline: Mapping[str, JsonValue] = field(factory=dict)
     """What the fixture captured right before the host's first turn, held in engine memory
     (for Git fixtures ``{"baseRevision": ...}``); empty when the fixture captures nothing."""
+    fixture_bin_dir: Path | None = None
+    """The fixture's tools; checks that run commands put it first on ``PATH``."""
 
 
 @frozen
