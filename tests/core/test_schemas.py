@@ -41,3 +41,32 @@ def test_schema_bounds_are_the_named_limits() -> None:
         steps["run"]["properties"]["timeoutMs"]["maximum"] == limits.MAX_SCRIPTED_COMMAND_TIMEOUT_MS
     )
     assert steps["reply"]["properties"]["text"]["maxLength"] == limits.MAX_FINAL_MESSAGE_BYTES
+
+
+def test_trial_evidence_bounds_hold_host_and_fixture_evidence() -> None:
+    from sevro_core import limits
+    from sevro_core.schemas import load_schema
+
+    evidence = load_schema("trial-evidence.v1")["$defs"]["evidence"]["properties"]
+    assert evidence["observations"]["maxItems"] == (
+        1
+        + limits.MAX_OBSERVATIONS
+        + limits.MAX_FIXTURE_OBSERVATIONS
+        + limits.MAX_OBSERVATIONS_PER_CHECK * limits.MAX_CHECKS_PER_CASE
+    )
+    assert evidence["artifactRefs"]["maxItems"] == (
+        limits.MAX_ARTIFACTS + limits.MAX_FIXTURE_ARTIFACTS
+    )
+    for name in ("fixture-generated.v1", "fixture-repository.v1"):
+        assert load_schema(name)["$id"] == f"urn:sevro:schema:{name}"
+    generated = load_schema("fixture-generated.v1")
+    assert generated["properties"]["commits"]["maxItems"] == limits.MAX_GENERATED_COMMITS
+    defs = generated["$defs"]
+    assert defs["commit"]["properties"]["message"]["maxLength"] == limits.MAX_COMMIT_MESSAGE_BYTES
+    assert defs["files"]["maxProperties"] == limits.MAX_GIT_FIXTURE_FILES
+    assert defs["files"]["propertyNames"]["maxLength"] == limits.MAX_FIXTURE_PATH_LENGTH
+    assert defs["bin"]["maxProperties"] == limits.MAX_FIXTURE_TOOLS
+    assert defs["hooks"]["maxProperties"] == limits.MAX_FIXTURE_HOOKS
+    for kind in ("bin", "hooks"):
+        names = defs[kind]["propertyNames"]
+        assert names["maxLength"] == limits.MAX_FIXTURE_TOOL_NAME_LENGTH

@@ -65,3 +65,14 @@ def test_read_confined_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(ws / "pipe")
     with pytest.raises(IsADirectoryError, match="not a regular file"):
         read_confined(ws, "pipe", 100)
+
+
+@pytest.mark.parametrize("relative", ["../x", "a/../../x", "/etc/passwd", "a//b", "./a", ".."])
+def test_confined_access_refuses_paths_that_are_not_plain(tmp_path: Path, relative: str) -> None:
+    ws = create_workspace(tmp_path)
+    (tmp_path / "x").write_text("outside")
+    with pytest.raises(WorkspaceEscapeError):
+        read_confined(ws, relative, 10)
+    with pytest.raises(WorkspaceEscapeError):
+        write_confined(ws, relative, b"no")
+    assert (tmp_path / "x").read_text() == "outside"

@@ -67,16 +67,26 @@ def test_plugins_lists_every_builtin(sevro_project: SevroProject) -> None:
     for kind, object_id, dist in [
         ("host", "sevro.host.scripted", "sevro-core"),
         ("fixture", "sevro.fixture.inline", "sevro-core"),
+        ("fixture", "sevro.fixture.generated", "sevro-core"),
+        ("fixture", "sevro.fixture.repository", "sevro-core"),
         ("verdict-policy", "sevro.verdict.default", "sevro-core"),
         ("reporter", "sevro.report.markdown", "sevro-core"),
         ("grader", "sevro.regex", "sevro-graders"),
         ("grader", "sevro.output", "sevro-graders"),
+        ("grader", "sevro.git-head", "sevro-graders"),
     ]:
         plugin = registered[(kind, object_id)]
         assert plugin["distribution"] == dist and plugin["version"] == "0.1.0"
         assert plugin["source"] == "entry-point"
     host = next(r for p in plugins for r in p["registers"] if r["id"] == "sevro.host.scripted")
     assert "sevro.host.continuation" in host["capabilities"]
+    generated = registered[("fixture", "sevro.fixture.generated")]["registers"]
+    fixture = next(r for r in generated if r["id"] == "sevro.fixture.generated")
+    assert "sevro.fixture.git" in fixture["capabilities"]
+    git_head = registered[("grader", "sevro.git-head")]["registers"]
+    assert next(r for r in git_head if r["id"] == "sevro.git-head")["requires"] == [
+        "sevro.fixture.git"
+    ]
     table = sevro_project.sevro("plugins")
     assert table.exit_code == 0
     assert "sevro.host.scripted" in table.stdout and "sevro-graders 0.1.0" in table.stdout

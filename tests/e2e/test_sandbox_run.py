@@ -266,7 +266,7 @@ FIXTURE_WITH_TOOLS = textwrap.dedent("""
         def accepts(self, declaration):
             return declaration.get("kind") == "acme-tools"
 
-        def compile(self, declaration):
+        def compile(self, declaration, context=None):
             return Tools(dict(declaration["tools"]))
 
 

@@ -1,4 +1,4 @@
-"""The plugin: four output graders and sevro.shell, registered through the ``sevro`` entry point."""
+"""The plugin: four output graders, sevro.shell and sevro.git-head, registered through ``sevro``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from sevro_core.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-EXPECTED = [*OUTPUT, "sevro.shell"]
-SCHEMAS = ["regex", "json", "schema", "output", "shell"]
+EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head"]
+SCHEMAS = ["regex", "json", "schema", "output", "shell", "git-head"]
 
 
 def registered() -> list[Grader]:
@@ -28,7 +28,7 @@ def registered() -> list[Grader]:
 def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
     graders = registered()
     assert [g.id for g in graders] == EXPECTED
-    for grader in graders:
+    for grader in graders[: len(OUTPUT)]:
         assert isinstance(grader, Plugin)
         assert grader.version == "1.0.0"
         assert grader.capabilities == frozenset()
@@ -39,6 +39,14 @@ def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
         else:
             assert grader.requires == frozenset({"sevro.sandbox"})
             assert grader.stage == 20
+
+
+def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
+    grader = registered()[-1]
+    assert isinstance(grader, Plugin)
+    assert (grader.id, grader.version, grader.stage) == ("sevro.git-head", "1.0.0", 30)
+    assert grader.requires == frozenset({"sevro.fixture.git"})
+    assert grader.capabilities == frozenset()
 
 
 def test_ids_are_namespaced() -> None:

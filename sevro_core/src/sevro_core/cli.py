@@ -52,6 +52,19 @@ LogFormatOpt = Annotated[
 ]
 VerboseOpt = Annotated[int, typer.Option("-v", "--verbose", count=True, help="More diagnostics.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Write exactly one JSON document to stdout.")]
+SourceRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--case-source-root", help="Directory holding the repositories repository fixtures clone."
+    ),
+]
+SourceMapOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--case-source-map-file",
+        help="JSON object of source id -> file:/// URL inside --case-source-root.",
+    ),
+]
 
 
 @app.callback()
@@ -213,6 +226,8 @@ def run(
             help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
         ),
     ] = False,
+    case_source_root: SourceRootOpt = None,
+    case_source_map_file: SourceMapOpt = None,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -249,6 +264,8 @@ def run(
             sandbox=sandbox,
             protected_roots=protected_root or [],
             local_http=local_http,
+            case_source_root=case_source_root,
+            case_source_map_file=case_source_map_file,
         )
         from sevro_core.plugins import load_plugins
         from sevro_core.runner import prepare
@@ -301,6 +318,8 @@ def _run_settings(
     sandbox: str = "auto",
     protected_roots: list[Path] | None = None,
     local_http: bool = False,
+    case_source_root: Path | None = None,
+    case_source_map_file: Path | None = None,
 ) -> Any:
     import math
 
@@ -309,6 +328,7 @@ def _run_settings(
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
     from sevro_core.planning import CONDITIONS, RunSettings
     from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
+    from sevro_core.sources import load_case_sources
 
     _positive_int(trials, "--trials", MAX_TRIALS)
     _positive_int(jobs, "--jobs", MAX_JOBS)
@@ -359,6 +379,7 @@ def _run_settings(
         sandbox=sandbox,
         network=NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE,
         protected_roots=protected,
+        case_sources=load_case_sources(case_source_root, case_source_map_file),
     )
 
 
@@ -412,6 +433,8 @@ def validate(
     files: Annotated[
         list[Path], typer.Argument(help="Case files or directories.", show_default=False)
     ],
+    case_source_root: SourceRootOpt = None,
+    case_source_map_file: SourceMapOpt = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Check case files (schema, fixtures, grader configuration) without running anything."""
@@ -420,11 +443,14 @@ def validate(
     try:
         from sevro_core.loading import load_cases
         from sevro_core.plugins import load_plugins
+        from sevro_core.protocols import FixtureContext
+        from sevro_core.sources import load_case_sources
         from sevro_core.validation import validate_cases
 
+        sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
         cases = load_cases(files)
-        validate_cases(cases, registry)
+        validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:
         _fail(exc, as_json=False)
     typer.echo(f"{len(cases)} case(s) valid")

@@ -10,7 +10,8 @@ import datetime
 import hashlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from sevro_core.limits import (
     MAX_CHECK_OBSERVATION_BYTES,
     MAX_DIAGNOSTIC_CHARS,
     MAX_FINAL_MESSAGE_BYTES,
+    MAX_FIXTURE_ARTIFACTS,
+    MAX_FIXTURE_OBSERVATIONS,
     MAX_OBSERVATION_BYTES,
     MAX_OBSERVATIONS,
     MAX_OBSERVATIONS_PER_CHECK,
@@ -44,7 +47,7 @@ from sevro_core.models import (
     TrialView,
 )
 from sevro_core.planning import PlannedCase, RunPlan
-from sevro_core.protocols import ID_PATTERN
+from sevro_core.protocols import ID_PATTERN, FixtureReport
 from sevro_core.states import (
     CheckStatus,
     Completeness,
@@ -153,16 +156,16 @@ def execute_trial(
     t0 = time.monotonic()
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
-    try:
-        materialised = planned.fixture.materialise(workspace)
-    except OSError as exc:
-        remove_tree(workspace)
-        remove_tree(private)
-        raise SevroError(f"fixture for case {case.id} could not be materialised: {exc}") from exc
+    with _fixture_step(case.id, "materialised", workspace, private):
+        fixture = planned.fixture.materialise(workspace)
+    baseline: Mapping[str, Any] = {}
+    if fixture.probe is not None and not plan.settings.dry:
+        with _fixture_step(case.id, "inspected before the host", workspace, private):
+            baseline = fixture.probe.baseline(cancel)
     t_fixture = time.monotonic()
-    bin_dir = getattr(materialised, "bin_dir", None)
+    report = FixtureReport()
     isolation = plan.sandbox.bind(
-        workspace=workspace, private_root=private, cancel=cancel, fixture_bin_dir=bin_dir
+        workspace=workspace, private_root=private, cancel=cancel, fixture_bin_dir=fixture.bin_dir
     )
     if plan.settings.dry:
         host_result = None
@@ -181,20 +184,26 @@ def execute_trial(
             condition=plan.settings.condition,
             cancel=cancel,
             private_root=private,
-            fixture_bin_dir=bin_dir,
+            fixture_bin_dir=fixture.bin_dir,
             isolation=isolation,
         )
         host_result, execution, error = _run_host(plan, request)
     t_host = time.monotonic()
+    if fixture.probe is not None and not plan.settings.dry:
+        with _fixture_step(case.id, "inspected after the host", workspace, private):
+            report = _checked_report(fixture.probe.observe(baseline, cancel), host_result)
     observations = _observations(host_result)
+    observations.update((o.id, o) for o in report.observations)
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
     if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(planned, trial, host_result, observations, isolation)
+        outcomes, grader_error = _grade(
+            planned, trial, host_result, observations, isolation, baseline
+        )
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
-    required = _required_evidence(planned, observations, host_result)
+    required = _required_evidence(planned, observations, host_result, report)
     grading = trial_grading(
         execution,
         grader_error=grader_error is not None,
@@ -224,6 +233,7 @@ def execute_trial(
             trial,
             store,
             host_result,
+            report,
             observations,
             outcomes,
             grader_error,
@@ -267,6 +277,45 @@ def execute_trial(
     remove_tree(workspace)
     remove_tree(private)
     return evolve(record, document=document, sha256=digest)
+
+
+@contextmanager
+def _fixture_step(case_id: str, step: str, workspace: Path, private: Path) -> Iterator[None]:
+    """A fixture that fails is a runner failure (exit 70); its workspace is removed."""
+    try:
+        yield
+    except Exception as exc:
+        remove_tree(workspace)
+        remove_tree(private)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SevroError(f"fixture for case {case_id} could not be {step}: {reason}") from exc
+
+
+def _checked_report(report: FixtureReport, result: HostResult | None) -> FixtureReport:
+    """Hold fixture evidence to the engine's bounds; a violation is a fixture bug."""
+    taken = {o.id for o in result.observations} if result is not None else set()
+    taken.add(FINAL_MESSAGE_OBSERVATION)
+    artifacts = {a.id for a in result.artifacts} if result is not None else set()
+    problem = None
+    if len(report.observations) > MAX_FIXTURE_OBSERVATIONS:
+        problem = f"more than {MAX_FIXTURE_OBSERVATIONS} observations"
+    elif len(report.artifacts) > MAX_FIXTURE_ARTIFACTS:
+        problem = f"more than {MAX_FIXTURE_ARTIFACTS} artifacts"
+    for obs in report.observations:
+        if not _ID_RE.match(obs.id) or obs.id in taken:
+            problem = f"observation id {obs.id!r} is not namespaced or is already taken"
+        taken.add(obs.id)
+        if len(canonical_json(obs.to_json())) > MAX_OBSERVATION_BYTES:
+            problem = f"observation {obs.id} exceeds {MAX_OBSERVATION_BYTES} bytes"
+    for artifact in report.artifacts:
+        if not _ID_RE.match(artifact.id) or artifact.id in artifacts:
+            problem = f"artifact id {artifact.id!r} is not namespaced or is already taken"
+        artifacts.add(artifact.id)
+        if len(artifact.content) > MAX_ARTIFACT_BYTES:
+            problem = f"artifact {artifact.id} exceeds {MAX_ARTIFACT_BYTES} bytes"
+    if problem is not None:
+        raise ValueError(f"fixture evidence refused: {problem}")
+    return report
 
 
 def _run_host(
@@ -347,6 +396,7 @@ def _grade(
     result: HostResult | None,
     observations: dict[str, Observation],
     isolation: Isolation,
+    baseline: Mapping[str, Any],
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     """Grade in stage order; observations that graders record join ``observations``."""
     final = observations[FINAL_MESSAGE_OBSERVATION]
@@ -358,6 +408,7 @@ def _grade(
         final_message_complete=final.completeness is Completeness.COMPLETE,
         observations=observations,
         workspace=isolation.workspace,
+        baseline=baseline,
         fixture_bin_dir=isolation.fixture_bin_dir,
         isolation=isolation,
     )
@@ -413,9 +464,13 @@ def _check_observations_problem(
 
 
 def _required_evidence(
-    planned: PlannedCase, observations: Mapping[str, Observation], result: HostResult | None
+    planned: PlannedCase,
+    observations: Mapping[str, Observation],
+    result: HostResult | None,
+    report: FixtureReport,
 ) -> list[dict[str, str]]:
     artifacts = {a.id for a in result.artifacts} if result is not None else set()
+    artifacts |= {a.id for a in report.artifacts}
     out = []
     for evidence_id in planned.case.required_evidence:
         if evidence_id in observations:
@@ -432,6 +487,7 @@ def _evidence(
     trial: int,
     store: EvidenceStore,
     result: HostResult | None,
+    report: FixtureReport,
     observations: Mapping[str, Observation],
     outcomes: Sequence[CheckOutcome],
     grader_error: Mapping[str, str] | None,
@@ -447,16 +503,15 @@ def _evidence(
     case_id = planned.case.id
     raw = None
     artifact_refs = []
-    if result is not None:
-        if result.final_message is not None:
-            raw = store.write_blob(
-                case_id,
-                f"trial-{trial}-raw.txt",
-                result.final_message.encode("utf-8", "surrogatepass"),
-            )
-        for artifact in result.artifacts:
-            ref = store.write_blob(case_id, f"trial-{trial}-{artifact.id}.bin", artifact.content)
-            artifact_refs.append({"id": artifact.id, **ref})
+    if result is not None and result.final_message is not None:
+        raw = store.write_blob(
+            case_id,
+            f"trial-{trial}-raw.txt",
+            result.final_message.encode("utf-8", "surrogatepass"),
+        )
+    for artifact in (*(result.artifacts if result is not None else ()), *report.artifacts):
+        ref = store.write_blob(case_id, f"trial-{trial}-{artifact.id}.bin", artifact.content)
+        artifact_refs.append({"id": artifact.id, **ref})
     execution: dict[str, Any] = {"status": states.execution.value}
     if error is not None:
         execution["errorCode"], execution["message"] = error[0], error[1][:MAX_DIAGNOSTIC_CHARS]

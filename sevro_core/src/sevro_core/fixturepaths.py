@@ -5,7 +5,7 @@ Shared by every fixture kind, so the same rules hold for inline files, Git overl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sevro_core.errors import ConfigurationError, join_pointer
 from sevro_core.limits import MAX_FIXTURE_PATH_DEPTH, MAX_FIXTURE_PATH_LENGTH
@@ -33,10 +33,23 @@ def check_relative_path(path: str, pointer: str) -> tuple[str, ...]:
     return parts
 
 
-def check_collisions(paths: Iterable[str], base_pointer: str) -> None:
+def check_git_path(path: str, pointer: str) -> tuple[str, ...]:
+    """:func:`check_relative_path`, and no ``.git`` part in any case: Git owns that directory."""
+    parts = check_relative_path(path, pointer)
+    if any(part.casefold() == ".git" for part in parts):
+        raise ConfigurationError(
+            f"path {path!r} is inside .git, which fixtures cannot write", pointer
+        )
+    return parts
+
+
+def check_collisions(
+    paths: Iterable[str], base_pointer: str, pointers: Mapping[str, str] | None = None
+) -> None:
     """Refuse paths equal under case folding, or where one is a directory prefix of another.
 
     Workspaces may live on case-insensitive file systems (macOS), so the rule holds everywhere.
+    ``pointers`` maps a path to where it was declared, when that is not ``base_pointer/path``.
     """
     seen: dict[tuple[str, ...], str] = {}
     for path in sorted(paths, key=lambda p: (p.count("/"), p)):
@@ -46,8 +59,8 @@ def check_collisions(paths: Iterable[str], base_pointer: str) -> None:
             if prefix in seen:
                 other = seen[prefix]
                 relation = "the same path" if depth == len(folded) else "a parent of it"
+                pointer = (pointers or {}).get(path) or join_pointer(base_pointer, path)
                 raise ConfigurationError(
-                    f"path {path!r} collides with {other!r} ({relation}, ignoring case)",
-                    join_pointer(base_pointer, path),
+                    f"path {path!r} collides with {other!r} ({relation}, ignoring case)", pointer
                 )
         seen[folded] = path

@@ -157,7 +157,8 @@ class CheckOutcome:
 
 @frozen
 class TrialView:
-    """What a grader may look at: the trial's final message, observations and workspace.
+    """What a grader may look at: the final message, the host's and the fixture's
+    observations, the workspace and the fixture's pre-host baseline.
 
     Graders that execute something against the workspace use ``isolation``, the trial's
     sandbox; it is None only when a grader is called outside the engine.
@@ -169,7 +170,11 @@ class TrialView:
     final_message_complete: bool
     observations: Mapping[str, Observation]
     workspace: Path
+    baseline: Mapping[str, JsonValue] = field(factory=dict)
+    """What the fixture captured right before the host's first turn, held in engine memory
+    (for Git fixtures ``{"baseRevision": ...}``); empty when the fixture captures nothing."""
     fixture_bin_dir: Path | None = None
+    """The fixture's tools; checks that run commands put it first on ``PATH``."""
     isolation: Isolation | None = None
 
 

@@ -33,11 +33,13 @@ from sevro_core.protocols import (
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
+    FixtureContext,
     Grader,
     Host,
     HostOptions,
     VerdictPolicy,
 )
+from sevro_core.sources import CaseSources
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 CONDITIONS = ("passive", "enforced")
@@ -66,6 +68,7 @@ class RunSettings:
     network: str = NETWORK_NONE
     protected_roots: tuple[Path, ...] = ()
     """``--protected-root``: canonical, existing paths hidden in addition to the engine's."""
+    case_sources: CaseSources | None = None
 
 
 @frozen
@@ -140,7 +143,10 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     sandbox = select_sandbox(
         registry, settings.sandbox, settings.network, protected_roots(settings, cases)
     )
-    planned = tuple(_plan_case(case, registry, host, config_source, sandbox) for case in cases)
+    context = FixtureContext(sources=settings.case_sources)
+    planned = tuple(
+        _plan_case(case, registry, host, config_source, sandbox, context) for case in cases
+    )
     graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
     graders_active = tuple(
         {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
@@ -189,6 +195,9 @@ def protected_roots(settings: RunSettings, cases: Sequence[Case]) -> tuple[Prote
         project_root=settings.project_root,
         results_root=settings.results_root,
         run_state_root=settings.run_state_root,
+        case_source_roots=(settings.case_sources.root, settings.case_sources.map_file)
+        if settings.case_sources is not None
+        else (),
         input_files=dict.fromkeys(inputs),
     )
     return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
@@ -216,13 +225,15 @@ def _refusal(case: Case, message: str, *parts: str | int) -> InvocationError:
     return InvocationError(message, source=case.source, pointer=join_pointer(case.pointer, *parts))
 
 
-def compile_fixture(case: Case, registry: Registry) -> tuple[str, CompiledFixture]:
+def compile_fixture(
+    case: Case, registry: Registry, context: FixtureContext
+) -> tuple[str, CompiledFixture]:
     """Find the provider that owns the case's fixture shape and validate it."""
     provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
     if provider is None:
         raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
     try:
-        return provider.id, provider.compile(case.fixture)
+        return provider.id, provider.compile(case.fixture, context)
     except ConfigurationError as exc:
         raise InvocationError(
             exc.message, source=case.source, pointer=case.pointer + "/fixture" + exc.pointer
@@ -261,8 +272,9 @@ def _plan_case(
     host: ConfiguredHost,
     config_source: str,
     sandbox: SandboxSelection,
+    context: FixtureContext,
 ) -> PlannedCase:
-    provider_id, fixture = compile_fixture(case, registry)
+    provider_id, fixture = compile_fixture(case, registry, context)
     checks = compile_checks(case, registry)
     provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
     if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:

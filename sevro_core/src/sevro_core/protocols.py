@@ -13,7 +13,18 @@ from typing import Protocol, runtime_checkable
 from attrs import field, frozen
 
 from sevro_core.jsonio import JsonValue
-from sevro_core.models import Case, CheckOutcome, HostRequest, HostResult, Route, TrialView
+from sevro_core.models import (
+    Artifact,
+    CancelToken,
+    Case,
+    CheckOutcome,
+    HostRequest,
+    HostResult,
+    Observation,
+    Route,
+    TrialView,
+)
+from sevro_core.sources import CaseSources
 from sevro_core.states import Execution, Grading, Verdict
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
@@ -86,10 +97,53 @@ class Grader(Plugin, Protocol):
 
 
 @frozen
+class FixtureReport:
+    """What a fixture observed in its workspace after the host: engine-side evidence.
+
+    Observation ids may use the engine's ``sevro.observation.`` namespace (hosts may not);
+    artifacts are retained beside the host's. Both are bounded by the engine.
+    """
+
+    observations: tuple[Observation, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+
+
+class WorkspaceProbe(Protocol):
+    """Looks at a materialised workspace right before the host and again after it.
+
+    The engine calls ``baseline`` just before the host's first turn and keeps the result in its
+    own memory, outside the workspace, so a candidate cannot rewrite what "before" means; it
+    passes that baseline back to ``observe`` once the host has finished (also when the host
+    failed). ``observe`` must not raise for anything the candidate did to the workspace: it
+    reports such states as observations with completeness ``unavailable``.
+    """
+
+    def baseline(self, cancel: CancelToken) -> Mapping[str, JsonValue]:
+        """Capture the facts later observations are compared with (JSON values)."""
+
+    def observe(self, baseline: Mapping[str, JsonValue], cancel: CancelToken) -> FixtureReport:
+        """Compare the workspace with ``baseline``; return observations and artifacts."""
+
+
+@frozen
 class MaterialisedFixture:
     """Facts about a materialised workspace that hosts and graders may need."""
 
     bin_dir: Path | None = None
+    """Fixture tools; hosts and checks put this directory first on ``PATH``."""
+    probe: WorkspaceProbe | None = None
+    """How the fixture observes the workspace before and after the host, if it does."""
+
+
+@frozen
+class FixtureContext:
+    """Run settings fixture providers may need at load time."""
+
+    sources: CaseSources | None = None
+    """Repository sources declared with ``--case-source-root``/``--case-source-map-file``."""
+
+
+NO_FIXTURE_CONTEXT = FixtureContext()
 
 
 class CompiledFixture(Protocol):
@@ -107,7 +161,9 @@ class FixtureProvider(Plugin, Protocol):
     def accepts(self, declaration: Mapping[str, JsonValue]) -> bool:
         """Whether this provider owns the declaration's shape."""
 
-    def compile(self, declaration: Mapping[str, JsonValue]) -> CompiledFixture:
+    def compile(
+        self, declaration: Mapping[str, JsonValue], context: FixtureContext
+    ) -> CompiledFixture:
         """Validate the declaration at load time (``ConfigurationError``)."""
 
 

@@ -86,6 +86,10 @@ def _message(error: Any) -> str:
         return f"{_short(error.instance)} does not match {error.validator_value}"
     if kind == "maxLength":
         return f"longer than {error.validator_value} characters"
+    if kind == "maxItems":
+        return f"has more than {error.validator_value} items"
+    if kind == "maxProperties":
+        return f"has more than {error.validator_value} entries"
     if kind == "type":
         return f"must be of type {error.validator_value}, not {_json_type(error.instance)}"
     return str(error.message) if len(str(error.message)) < 300 else f"fails '{kind}'"

@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from sevro_core.models import Case
 from sevro_core.planning import compile_checks, compile_fixture
 from sevro_core.plugins import Registry
+from sevro_core.protocols import NO_FIXTURE_CONTEXT, FixtureContext
 
 
-def validate_cases(cases: Sequence[Case], registry: Registry) -> None:
+def validate_cases(
+    cases: Sequence[Case], registry: Registry, context: FixtureContext = NO_FIXTURE_CONTEXT
+) -> None:
     """Compile every fixture and check configuration; raise the first problem (exit 64)."""
     for case in cases:
-        compile_fixture(case, registry)
+        compile_fixture(case, registry, context)
         compile_checks(case, registry)

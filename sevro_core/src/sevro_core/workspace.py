@@ -34,6 +34,10 @@ def create_workspace(root: Path | None = None, prefix: str = WORKSPACE_PREFIX) -
 
 def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
     """Open the directory holding ``parts[-1]`` by walking dir fds without following symlinks."""
+    if any(part in ("", ".", "..") or "\0" in part for part in parts):
+        raise WorkspaceEscapeError(
+            errno.EINVAL, f"{'/'.join(parts)!r} is not a plain relative path"
+        )
     fd = os.open(root, _DIR_FLAGS)
     try:
         for part in parts[:-1]:
@@ -54,6 +58,16 @@ def _open_parent(root: Path, parts: Sequence[str], *, create: bool) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def open_parent(root: Path, relative: str) -> tuple[int, str]:
+    """Open the directory holding ``relative`` without following symlinks: ``(fd, name)``.
+
+    The caller closes the descriptor. A symlink or non-directory on the way raises
+    :class:`WorkspaceEscapeError`.
+    """
+    parts = relative.split("/")
+    return _open_parent(root, parts, create=False), parts[-1]
 
 
 def write_confined(root: Path, relative: str, data: bytes) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from sevro_core.hookspecs import hookimpl
 from sevro_core.protocols import Grader
+from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
 from sevro_graders.regex_grader import RegexGrader
@@ -20,3 +21,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(SchemaGrader())
     register(OutputGrader())
     register(ShellGrader())
+    register(GitHeadGrader())

@@ -14,7 +14,12 @@ from sevro_core.fixturepaths import check_collisions, check_relative_path
 from sevro_core.hookspecs import hookimpl
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import MAX_FIXTURE_BYTES
-from sevro_core.protocols import FixtureProvider, MaterialisedFixture
+from sevro_core.protocols import (
+    NO_FIXTURE_CONTEXT,
+    FixtureContext,
+    FixtureProvider,
+    MaterialisedFixture,
+)
 from sevro_core.schemas import describe_first_error, validator
 
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -59,7 +64,11 @@ class InlineFixtureProvider:
         kind = declaration.get("kind")
         return (kind is None and "sourceRef" not in declaration) or kind == "inline"
 
-    def compile(self, declaration: Mapping[str, JsonValue]) -> InlineFixture:
+    def compile(
+        self,
+        declaration: Mapping[str, JsonValue],
+        context: FixtureContext = NO_FIXTURE_CONTEXT,
+    ) -> InlineFixture:
         found = describe_first_error(validator("fixture-inline.v1").iter_errors(declaration))
         if found is not None:
             raise ConfigurationError(found[1], found[0])
