@@ -298,7 +298,10 @@ class _Trial:
                 records=(record,),
             )
         if not turn.completed:
-            raise HostFailure(f"turn {number} failed: {turn.failure}", records=(record,))
+            raise HostFailure(
+                f"turn {number} failed (claude exited {outcome.exit_code}): {turn.failure}",
+                records=(record,),
+            )
         if outcome.exit_code != 0:
             raise HostFailure(
                 f"turn {number}: claude exited {outcome.exit_code} after a successful result; "
