@@ -267,3 +267,79 @@ def _claude_processes(project: SevroProject) -> list[str]:
         ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False
     ).stdout
     return [line for line in out.splitlines() if "stream-json" in line and "mock-model" in line]
+
+
+def test_protected_roots_and_credentials_stay_out(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    project_secret = "PROJECT-SECRET-7f3a9c"
+    home_secret = "HOME-SECRET-51d2e8"
+    peer_secret = "PEER-SECRET-0b6c44"
+    env_secret = "ENV-SECRET-9e1f27"
+    skill_secret = "USER-SKILL-SECRET-3c1d"
+    (sevro_project.root / "secret.txt").write_text(project_secret)
+    home = tmp_path / "operator-home"
+    (home / ".claude" / "skills" / "greet").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"token": home_secret}))
+    user_skill = f"---\nname: greet\ndescription: {skill_secret}\n---\n{skill_secret}\n"
+    (home / ".claude" / "skills" / "greet" / "SKILL.md").write_text(user_skill)
+    workspaces = tmp_path / "workspaces"
+    (workspaces / "sevro-case-peer").mkdir(parents=True)
+    (workspaces / "sevro-case-peer" / "notes.txt").write_text(peer_secret)
+    outside = tmp_path / "outside.txt"
+    config = "$CLAUDE_CONFIG_DIR"
+    attempts = [
+        bash(f"cat {sevro_project.root}/secret.txt"),
+        bash(f"cat {home}/.claude/.credentials.json"),
+        bash(f"cat {workspaces}/sevro-case-peer/notes.txt"),
+        bash(f"ls {workspaces}"),
+        bash(f"cat {config}/api-key; cat ../sevro-private-*/claude-config/api-key"),
+        bash(f"echo pwned > {sevro_project.root}/pwned.txt"),
+        bash(f"echo pwned > {outside}"),
+        bash("env; printenv; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'"),
+        ToolCall("Read", {"file_path": f"{sevro_project.root}/secret.txt"}),
+        ToolCall("Read", {"file_path": f"{workspaces}/sevro-case-peer/notes.txt"}),
+        ToolCall("Write", {"file_path": str(outside), "content": "pwned"}),
+        ToolCall(
+            "Edit",
+            {"file_path": f"{sevro_project.root}/secret.txt", "old_string": "P", "new_string": "X"},
+        ),
+    ]
+    server = model([reply(a) for a in attempts] + [reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    result = run_claude(
+        sevro_project,
+        claude,
+        server,
+        case,
+        "--workspace-root",
+        str(workspaces),
+        env={"HOME": str(home), "SEVRO_PLANTED_ENV_SECRET": env_secret},
+    )
+    assert result.json()["execution"]["status"] == "completed", result.stdout + result.stderr
+    assert len(server.requests) == len(attempts) + 1 and not server.unexpected
+    # What the model saw: every tool result went back to it in the next request.
+    seen = b"".join(r.body for r in server.requests)
+    for secret in (project_secret, home_secret, peer_secret, env_secret, skill_secret):
+        assert secret.encode() not in seen, secret
+    # The API key reached the model only in headers, never in a message.
+    assert API_KEY.encode() not in seen
+    assert server.requests[0].headers["x-api-key"] == API_KEY
+    messages = server.requests[-1].json()["messages"]
+    results = [
+        block
+        for message in messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == len(attempts)
+    assert "sevro-case-peer" not in json.dumps(results[3])  # other trials are not even listed
+    assert not (sevro_project.root / "pwned.txt").exists()
+    assert not outside.exists()
+    assert (sevro_project.root / "secret.txt").read_text() == project_secret
+    retained = retained_bytes(sevro_project)
+    for secret in (project_secret, home_secret, peer_secret, env_secret, API_KEY, skill_secret):
+        assert secret.encode() not in retained, secret
+    assert not list(workspaces.glob("sevro-private-*"))
+    assert [p.name for p in workspaces.iterdir()] == ["sevro-case-peer"]
