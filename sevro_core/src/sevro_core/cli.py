@@ -168,6 +168,24 @@ def run(
             "--codex-api-key-env", help="Name of the environment variable holding an API key."
         ),
     ] = None,
+    claude_bin: Annotated[
+        Path | None,
+        typer.Option("--claude-bin", help="Claude Code binary (default: claude on PATH)."),
+    ] = None,
+    claude_credential_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--claude-credential-file",
+            help="Claude Code .credentials.json copied into each trial's config directory.",
+        ),
+    ] = None,
+    claude_api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--claude-api-key-env",
+            help="Name of the environment variable holding an Anthropic API key.",
+        ),
+    ] = None,
     trials: Annotated[int, typer.Option(help="Trials per case.")] = 1,
     threshold: Annotated[
         float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
@@ -249,6 +267,9 @@ def run(
                     "codex.bin": ("--codex-bin", codex_bin),
                     "codex.authFile": ("--codex-auth-file", codex_auth_file),
                     "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
+                    "claude.bin": ("--claude-bin", claude_bin),
+                    "claude.credentialFile": ("--claude-credential-file", claude_credential_file),
+                    "claude.apiKeyEnv": ("--claude-api-key-env", claude_api_key_env),
                 },
             ),
             trials=trials,
@@ -557,6 +578,15 @@ def doctor(
     codex_api_key_env: Annotated[
         str | None, typer.Option("--codex-api-key-env", help="Variable holding an API key.")
     ] = None,
+    claude_bin: Annotated[
+        Path | None, typer.Option("--claude-bin", help="Claude Code binary (default: PATH).")
+    ] = None,
+    claude_credential_file: Annotated[
+        Path | None, typer.Option("--claude-credential-file", help="Credentials to check.")
+    ] = None,
+    claude_api_key_env: Annotated[
+        str | None, typer.Option("--claude-api-key-env", help="Variable holding an API key.")
+    ] = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Check that a host can run here: binary, version, credentials, sandbox; one fix each."""
@@ -574,6 +604,9 @@ def doctor(
                 "codex.bin": ("--codex-bin", codex_bin),
                 "codex.authFile": ("--codex-auth-file", codex_auth_file),
                 "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
+                "claude.bin": ("--claude-bin", claude_bin),
+                "claude.credentialFile": ("--claude-credential-file", claude_credential_file),
+                "claude.apiKeyEnv": ("--claude-api-key-env", claude_api_key_env),
             },
         )
         check = getattr(registry.get("host", host_id), "doctor", None)

@@ -6,8 +6,8 @@ request order and records every request it receives, so a test can assert both w
 and what reached the model.
 
 The script is protocol-neutral; a ``ModelProtocol`` turns each ``Reply`` into the wire format of one
-API. The OpenAI Responses API (streaming SSE) is implemented here; another protocol (for example
-the Anthropic Messages API) is one more ``ModelProtocol`` class with its own path and renderer.
+API. The OpenAI Responses API and the Anthropic Messages API (both streaming SSE) are implemented
+here; another protocol is one more ``ModelProtocol`` class with its own path and renderer.
 """
 
 from __future__ import annotations
@@ -192,6 +192,98 @@ class OpenAIResponses:
         }
 
 
+class AnthropicMessages:
+    """The Anthropic Messages API, streaming (``POST /v1/messages`` with ``stream: true``).
+
+    Text becomes a ``text`` block, a ``ToolCall`` a ``tool_use`` block whose input arrives as
+    ``input_json_delta`` chunks, ``Reasoning`` a ``thinking`` block. A reply with tool calls stops
+    with ``tool_use``, otherwise ``end_turn``. ``error`` streams an ``error`` event mid-message.
+    A non-streaming request (a side query some CLIs make) gets HTTP 500 like any unscripted one.
+    """
+
+    name = "anthropic-messages"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/messages",)
+
+    def handles(self, method: str, path: str) -> bool:
+        return method == "POST" and path.split("?", 1)[0] in self.paths
+
+    def render(self, reply: Reply, request: RecordedRequest, serial: int) -> Iterator[bytes]:
+        try:
+            model = str(request.json().get("model", "mock-model"))
+        except (ValueError, AttributeError):
+            model = "mock-model"
+        u = reply.usage
+        usage = {
+            "input_tokens": (u["input"] - u["cached"]) if u is not None else 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": u["cached"] if u is not None else 0,
+            "output_tokens": 1,
+        }
+        yield _sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_mock_{serial}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            }
+        )
+        for index, item in enumerate(reply.items):
+            yield from self._block(item, serial, index)
+        if reply.hang or reply.cut:
+            return
+        if reply.error is not None:
+            yield _sse({"type": "error", "error": {"type": "api_error", "message": reply.error}})
+            return
+        tools = any(isinstance(i, ToolCall) for i in reply.items)
+        yield _sse(
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": "tool_use" if tools else "end_turn",
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": u["output"] if u is not None else 0},
+            }
+        )
+        yield _sse({"type": "message_stop"})
+
+    @staticmethod
+    def _block(item: Item, serial: int, index: int) -> Iterator[bytes]:
+        if isinstance(item, Message):
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": item.text}]
+        elif isinstance(item, ToolCall):
+            start = {
+                "type": "tool_use",
+                "id": item.call_id or f"toolu_mock_{serial}_{index}",
+                "name": item.name,
+                "input": {},
+            }
+            text = json.dumps(dict(item.arguments))
+            half = len(text) // 2
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in (text[:half], text[half:])
+            ]
+        else:
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": item.text},
+                {"type": "signature_delta", "signature": f"mock-signature-{serial}-{index}"},
+            ]
+        yield _sse({"type": "content_block_start", "index": index, "content_block": start})
+        for delta in deltas:
+            yield _sse({"type": "content_block_delta", "index": index, "delta": delta})
+        yield _sse({"type": "content_block_stop", "index": index})
+
+
 class MockModelServer:
     """A threaded HTTP server on 127.0.0.1 that replays ``replies`` and records requests.
 
@@ -221,6 +313,11 @@ class MockModelServer:
     def base_url(self) -> str:
         """The OpenAI-style base URL (``.../v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def origin(self) -> str:
+        """The bare origin (``http://127.0.0.1:<port>``), the Anthropic-style base URL."""
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def remaining(self) -> int:

@@ -106,6 +106,9 @@ def run_bounded(
     ``kill_on_overflow`` kills the group as soon as the output passes its limit, for callers
     to whom oversized output is an error anyway.
     """
+    if stderr_limit and stderr != "capture":
+        # A bound on stderr means the caller parses stdout: merging would corrupt it silently.
+        raise ValueError("stderr_limit needs stderr='capture'")
     started = time.monotonic()
     stdout_target = subprocess.PIPE if capture_output else subprocess.DEVNULL
     stderr_target = {

@@ -1,6 +1,7 @@
 """Skill activation evidence shared by agent-CLI hosts.
 
-A skill is *offered* when its ``.agents/skills/<name>/SKILL.md`` is mounted in the workspace at
+A skill is *offered* when its ``.agents/skills/<name>/SKILL.md`` (Codex; Claude Code uses
+``.claude/skills``) is mounted in the workspace at
 the start of the trial (the agent CLI discovers and lists it to the model). It is *read* only
 when a completed, direct, whole-file read of that path returned its exact body; any other
 command that touches the file (a page, a grep, a pipe, a failed or truncated read) is ``partial``
@@ -46,11 +47,15 @@ class MountedSkill:
         }
 
 
-def discover_skills(workspace: Path) -> tuple[tuple[MountedSkill, ...], bool]:
-    """Mounted skills, sorted by name, and whether the listing is complete."""
-    base = workspace / SKILLS_DIR
+def discover_skills(
+    workspace: Path, skills_dir: str = SKILLS_DIR
+) -> tuple[tuple[MountedSkill, ...], bool]:
+    """Mounted skills under ``skills_dir`` (each CLI has its own), sorted by name, and whether
+    the listing is complete. No component of ``skills_dir`` may be a symlink."""
+    base = workspace / skills_dir
+    parts = skills_dir.split("/")
     try:
-        for part in (workspace / ".agents", base):
+        for part in (workspace.joinpath(*parts[: i + 1]) for i in range(len(parts))):
             if not stat.S_ISDIR(os.lstat(part).st_mode):
                 return (), True
         names = sorted(os.listdir(base))
@@ -64,7 +69,7 @@ def discover_skills(workspace: Path) -> tuple[tuple[MountedSkill, ...], bool]:
         if not _NAME_RE.match(name):
             complete = False
             continue
-        relative = f"{SKILLS_DIR}/{name}/SKILL.md"
+        relative = f"{skills_dir}/{name}/SKILL.md"
         try:
             data, size = read_confined(workspace, relative, MAX_SKILL_FILE_BYTES)
         except (FileNotFoundError, NotADirectoryError):

@@ -35,23 +35,25 @@ CODEX_LOCAL_PREFIX = ".agent-clis"
 """Where scripts/setup installs the pinned agent CLIs (an npm prefix)."""
 
 
-def require_codex() -> str:
-    """The Codex CLI for real-CLI tests: ``$SEVRO_CODEX_BIN``, else PATH, else a repo-local
-    npm prefix (``.agent-clis``, made by scripts/setup) above the working directory; skip
-    locally, fail in CI."""
-    configured = os.environ.get(CODEX_BIN_ENV)
+CLAUDE_BIN_ENV = "SEVRO_CLAUDE_BIN"
+
+
+def _require_agent_cli(name: str, env: str, what: str) -> str:
+    """``$<env>``, else PATH, else a repo-local npm prefix (``.agent-clis``, made by
+    scripts/setup) above the working directory; skip locally, fail in CI."""
+    configured = os.environ.get(env)
     if configured:
         if not Path(configured).is_file():
-            pytest.fail(f"{CODEX_BIN_ENV}={configured} is not a file")
+            pytest.fail(f"{env}={configured} is not a file")
         return configured
-    found = shutil.which("codex")
+    found = shutil.which(name)
     if found is not None:
         return found
     for directory in (Path.cwd(), *Path.cwd().parents):
-        local = directory / CODEX_LOCAL_PREFIX / "node_modules" / ".bin" / "codex"
+        local = directory / CODEX_LOCAL_PREFIX / "node_modules" / ".bin" / name
         if local.is_file():
             return str(local)
-    message = f"the Codex CLI is not installed (set {CODEX_BIN_ENV} or put codex on PATH)"
+    message = f"the {what} CLI is not installed (set {env} or put {name} on PATH)"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message}; CI must install it (.ci/run)")
     pytest.skip(message)
@@ -63,6 +65,16 @@ def require_sandbox() -> str:
     Tests that run host commands or shell checks need one: without it those fail by design.
     """
     return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
+
+
+def require_codex() -> str:
+    """The Codex CLI for real-CLI tests (see ``_require_agent_cli``)."""
+    return _require_agent_cli("codex", CODEX_BIN_ENV, "Codex")
+
+
+def require_claude() -> str:
+    """The Claude Code CLI for real-CLI tests (see ``_require_agent_cli``)."""
+    return _require_agent_cli("claude", CLAUDE_BIN_ENV, "Claude Code")
 
 
 @frozen

@@ -1,1 +1,1 @@
-"""Arrives with its own issue; registers nothing yet."""
+"""The Claude Code host for sevro (``sevro.host.claude``)."""

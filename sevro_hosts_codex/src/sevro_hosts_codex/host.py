@@ -19,12 +19,20 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.changes import FILES_CHANGED_OBSERVATION, changes, snapshot
-from sevro_core.errors import ConfigurationError, InvocationError
+from sevro_core.errors import ConfigurationError
 from sevro_core.hookspecs import hookimpl
-from sevro_core.jsonio import JsonValue, read_bounded
+from sevro_core.hostkit import (
+    HostFailure,
+    inside,
+    read_credential_file,
+    scrub,
+    secret_strings,
+    tail,
+    write_private,
+)
+from sevro_core.jsonio import JsonValue
 from sevro_core.limits import (
     MAX_DIAGNOSTIC_CHARS,
-    MAX_HOST_CREDENTIAL_FILE_BYTES,
     MAX_HOST_EVENT_STREAM_BYTES,
     MAX_HOST_STDERR_BYTES,
 )
@@ -53,7 +61,6 @@ TURNS_OBSERVATION = "sevro.codex.turns"
 EVENTS_ARTIFACT = "sevro.codex.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.codex.follow-up-events"
 SANDBOX_HELPER = "codex-linux-sandbox"
-REDACTED = "[redacted]"
 _MINIMAL_TREES = tuple(Path(p) for p in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt"))
 """Trees Codex's ``:minimal`` read grant may expose (observed on Linux with 0.171.0)."""
 _TOOL_ITEMS = (
@@ -114,17 +121,7 @@ class CodexHost:
 
 
 def _read_credential_file(path: Path) -> bytes:
-    try:
-        data = read_bounded(path, MAX_HOST_CREDENTIAL_FILE_BYTES, what="--codex-auth-file")
-    except InvocationError as exc:
-        raise ConfigurationError(exc.one_line()) from None
-    if not data.strip():
-        raise ConfigurationError("--codex-auth-file is empty")
-    return data
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    return read_credential_file(path, "--codex-auth-file")
 
 
 @frozen
@@ -165,16 +162,7 @@ class _TurnRecord:
     stream: bytes
 
 
-class _Failure(Exception):
-    """Ends a trial early; carries the records of the turn that failed."""
-
-    def __init__(
-        self, message: str, *, cancelled: bool = False, records: tuple[_TurnRecord, ...] = ()
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.cancelled = cancelled
-        self.records = records
+_Failure = HostFailure
 
 
 class _Trial:
@@ -199,7 +187,7 @@ class _Trial:
             directory.mkdir(mode=0o700, exist_ok=True)
         workspace = request.workspace
         for root in host.protected_roots:
-            if _inside(root, workspace) or _inside(root, request.private_root):
+            if inside(root, workspace) or inside(root, request.private_root):
                 raise _Failure(f"protected root {root} lies inside the trial's own directories")
         os.symlink(host.binary.native, layout.bin / SANDBOX_HELPER)
         path = f"{layout.bin}:{DEFAULT_PATH}"
@@ -225,8 +213,8 @@ class _Trial:
         config = host.config
         if config.auth_file is not None:
             data = _read_credential_file(config.auth_file)
-            _write_private(layout.codex_home / "auth.json", data)
-            self.secrets += _secret_strings(data)
+            write_private(layout.codex_home / "auth.json", data)
+            self.secrets += secret_strings(data)
         if config.api_key_env is not None:
             key = os.environ.get(config.api_key_env, "")
             if not key:
@@ -236,7 +224,7 @@ class _Trial:
                 self.env[config.provider.env_key] = key
             else:
                 document = json.dumps({"OPENAI_API_KEY": key}).encode()
-                _write_private(layout.codex_home / "auth.json", document)
+                write_private(layout.codex_home / "auth.json", document)
         # Only the listed paths are visible to commands at all, so every protected root is
         # denied by the profile's default. A root inside a tree that *is* visible is also denied
         # explicitly (bubblewrap can only mount over a path whose parent exists in the sandbox).
@@ -246,8 +234,8 @@ class _Trial:
             root
             for root in host.protected_roots
             if root.exists()
-            and not any(_inside(path, root) for path in needed)
-            and any(_inside(root.parent, tree) for tree in visible)
+            and not any(inside(path, root) for path in needed)
+            and any(inside(root.parent, tree) for tree in visible)
         ]
         try:
             text = render_config_toml(
@@ -261,7 +249,7 @@ class _Trial:
             )
         except ValueError as exc:
             raise _Failure(str(exc)) from None
-        _write_private(layout.codex_home / "config.toml", text.encode())
+        write_private(layout.codex_home / "config.toml", text.encode())
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -311,7 +299,7 @@ class _Trial:
         except StreamError as exc:
             raise _Failure(
                 f"turn {number}: malformed codex event stream: {exc}; exit code "
-                f"{outcome.exit_code}; stderr: {_tail(outcome.stderr)}",
+                f"{outcome.exit_code}; stderr: {tail(outcome.stderr)}",
                 records=(record,),
             ) from None
         record = _TurnRecord(number, turn, stream)
@@ -325,7 +313,7 @@ class _Trial:
         if outcome.exit_code != 0:
             raise _Failure(
                 f"turn {number}: codex exited {outcome.exit_code} after turn.completed; "
-                f"stderr: {_tail(outcome.stderr)}",
+                f"stderr: {tail(outcome.stderr)}",
                 records=(record,),
             )
         return record
@@ -355,9 +343,7 @@ class _Trial:
     # -- results --------------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return scrub(text, self.secrets)
 
     def _result(
         self,
@@ -528,41 +514,6 @@ def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:
         reasoning_tokens=last.reasoning_tokens,
         complete=all_turns and last.complete,
     )
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def _secret_strings(data: bytes) -> list[str]:
-    """String values of a credential file, to keep them out of any retained text."""
-    try:
-        document = json.loads(data)
-    except ValueError:
-        return []
-    found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str) and len(value) >= 8:
-            found.append(value)
-        elif isinstance(value, dict):
-            for inner in value.values():
-                walk(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-
-    walk(document)
-    return found
-
-
-def _tail(stderr: bytes) -> str:
-    text = stderr.decode("utf-8", "replace").strip()
-    return " ".join(text[-1500:].split()) or "(empty)"
 
 
 _HOST: Host = CodexHost()

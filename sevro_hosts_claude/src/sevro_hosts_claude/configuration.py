@@ -1,0 +1,188 @@
+"""The Claude host's settings, the per-trial ``--settings`` document and the outer sandbox.
+
+Isolation has two layers, both generated here. The outer one is a bubblewrap sandbox around
+the whole Claude Code process: only runtime trees, the Claude package, the workspace and the
+trial's private root are mounted, so no tool (Read, Edit, Write or Bash) can reach a protected
+root at all. The inner one is Claude Code's own Bash sandbox plus permission rules, which keep
+the private configuration directory (credentials, transcripts) away from the agent's tools and
+turn the network off for its commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.errors import ConfigurationError
+from sevro_core.jsonio import JsonValue
+from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+
+CONFIG_FORMAT = "sevro.claude-host.v1"
+TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
+"""The allow-list: every tool the agent gets; nothing else is offered or approved."""
+PERMISSION_MODE = "dontAsk"
+"""Unattended without bypassing permissions: anything not allow-listed is denied, never asked.
+``bypassPermissions`` is refused by Claude Code as root, and sevro does not claim a sandbox
+(``IS_SANDBOX``) to get around that."""
+RUNTIME_TREES = ("/usr", "/etc", "/opt")
+RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
+_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+_TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "maxRetries"}
+
+
+@frozen
+class ClaudeConfig:
+    base_url: str | None
+    turn_timeout_s: float
+    max_retries: int | None
+    bin: str | None
+    credential_file: Path | None
+    api_key_env: str | None
+    raw: Mapping[str, JsonValue]
+
+
+def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> ClaudeConfig:
+    """Validate ``--host-config`` and the Claude flags (``ConfigurationError`` with a pointer)."""
+    config = dict(config or {"format": CONFIG_FORMAT})
+    if config.get("format") != CONFIG_FORMAT:
+        raise ConfigurationError(f"'format' must be {CONFIG_FORMAT!r}", "/format")
+    unknown = sorted(set(config) - _TOP_KEYS)
+    if unknown:
+        raise ConfigurationError(f"unknown key {unknown[0]!r}", "")
+    url = config.get("baseUrl")
+    if url is not None and (not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url)):
+        raise ConfigurationError("must be an http(s) URL", "/baseUrl")
+    timeout = config.get("turnTimeoutSeconds", DEFAULT_HOST_TURN_TIMEOUT_SECONDS)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_HOST_TURN_TIMEOUT_SECONDS
+    ):
+        raise ConfigurationError(
+            f"must be a number in (0, {MAX_HOST_TURN_TIMEOUT_SECONDS}]", "/turnTimeoutSeconds"
+        )
+    retries = config.get("maxRetries")
+    if retries is not None and (
+        isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
+    ):
+        raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
+    api_key_env = settings.get("claude.apiKeyEnv")
+    if api_key_env is not None and not _ENV_RE.match(api_key_env):
+        raise ConfigurationError("--claude-api-key-env must name an environment variable")
+    credential = settings.get("claude.credentialFile")
+    if credential is not None and api_key_env is not None:
+        raise ConfigurationError("--claude-credential-file and --claude-api-key-env are exclusive")
+    return ClaudeConfig(
+        base_url=url,
+        turn_timeout_s=float(timeout),
+        max_retries=retries,
+        bin=settings.get("claude.bin"),
+        credential_file=Path(credential) if credential is not None else None,
+        api_key_env=api_key_env,
+        raw=config,
+    )
+
+
+@frozen
+class TrialLayout:
+    """Where one trial's private state lives (all under the engine's private root)."""
+
+    root: Path
+    config_dir: Path  # CLAUDE_CONFIG_DIR: settings, credentials, transcripts; denied to tools
+    home: Path
+    tmp: Path
+
+    @classmethod
+    def under(cls, root: Path) -> TrialLayout:
+        return cls(root, root / "claude-config", root / "home", root / "tmp")
+
+    @property
+    def api_key_file(self) -> Path:
+        return self.config_dir / "api-key"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config_dir / "sevro-settings.json"
+
+
+def _absolute_rule(tool: str, path: Path) -> str:
+    return f"{tool}(/{path}/**)"  # "//abs" is Claude Code's absolute-path rule syntax
+
+
+def render_settings(layout: TrialLayout, workspace: Path, *, api_key: bool) -> str:
+    """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir."""
+    secret_dir = layout.config_dir
+    settings: dict[str, Any] = {
+        "permissions": {
+            "defaultMode": PERMISSION_MODE,
+            "allow": list(TOOLS),
+            "deny": [_absolute_rule(t, secret_dir) for t in ("Read", "Edit", "Write")],
+            "disableBypassPermissionsMode": "disable",
+        },
+        "disableAllHooks": True,
+        "hooks": {},
+        "enableAllProjectMcpServers": False,
+        "includeCoAuthoredBy": False,
+        "cleanupPeriodDays": 1,
+        "sandbox": {
+            "enabled": True,
+            # Inside sevro's outer sandbox Claude's bubblewrap cannot mount a fresh /proc; this
+            # mode skips that. The outer sandbox is the filesystem boundary either way.
+            "enableWeakerNestedSandbox": True,
+            "failIfUnavailable": True,
+            "allowUnsandboxedCommands": False,
+            "autoAllowBashIfSandboxed": True,
+            "filesystem": {
+                "allowWrite": [str(workspace), str(layout.tmp)],
+                "denyRead": [str(secret_dir)],
+            },
+            "network": {"allowedDomains": []},
+        },
+    }
+    if api_key:
+        settings["apiKeyHelper"] = f"cat {shlex.quote(str(layout.api_key_file))}"
+    return json.dumps(settings, indent=2) + "\n"
+
+
+def sandbox_argv(
+    bwrap: str,
+    *,
+    workspace: Path,
+    layout: TrialLayout,
+    executable_tree: Path,
+    extra_read: Sequence[Path],
+    hidden: Sequence[Path],
+) -> list[str]:
+    """bubblewrap arguments that run a command seeing only what a trial needs.
+
+    ``hidden`` are protected roots lying inside a mounted tree: covered by an empty tmpfs (a
+    directory) or ``/dev/null`` (a file).
+    """
+    argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 (a fresh tmpfs)
+    for tree in RUNTIME_TREES:
+        if os.path.isdir(tree):
+            argv += ["--ro-bind", tree, tree]
+    for link in RUNTIME_LINKS:
+        if os.path.islink(link):
+            argv += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            argv += ["--ro-bind", link, link]
+    for extra in (executable_tree, *extra_read):
+        argv += ["--ro-bind", str(extra), str(extra)]
+    argv += ["--bind", str(layout.root), str(layout.root)]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for path in hidden:
+        if path.is_dir():
+            argv += ["--tmpfs", str(path)]
+        else:
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    argv += ["--chdir", str(workspace), "--"]
+    return argv

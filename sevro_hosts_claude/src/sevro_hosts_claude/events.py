@@ -1,0 +1,282 @@
+"""Strict parsing of one ``claude -p --output-format stream-json --verbose`` turn.
+
+A turn is trusted only when every line is a bounded JSON object of a known type, the stream
+opens with exactly one ``system``/``init`` naming the session, every event belongs to that
+session, each tool result answers a tool call made earlier, and the stream ends with exactly one
+``result``. A ``result`` with ``is_error: true`` (or a subtype other than ``success``) is a failed
+turn even when the process exits 0. Usage absent from the result stays unknown, never zero.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.limits import (
+    MAX_HOST_EVENT_LINE_BYTES,
+    MAX_HOST_EVENT_STREAM_BYTES,
+    MAX_HOST_TOOL_CALLS_PER_TURN,
+)
+from sevro_core.models import Usage
+
+EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
+
+
+class StreamError(Exception):
+    """The event stream cannot be trusted; the message says why and where."""
+
+
+@frozen
+class ToolUse:
+    """A top-level tool call and its result, in call order (``ordinal`` counts from 1)."""
+
+    ordinal: int
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    result_text: str | None
+    is_error: bool | None
+    result_data: Any
+
+
+@frozen
+class Turn:
+    session_id: str
+    model: str | None
+    tools: tuple[str, ...]
+    skills: tuple[str, ...]
+    permission_mode: str | None
+    completed: bool
+    calls: tuple[ToolUse, ...]
+    final_message: str | None
+    usage: Usage
+    failure: str | None
+    num_turns: int | None
+    permission_denials: int
+
+
+def _decode(line: bytes, number: int) -> dict[str, Any]:
+    if len(line) > MAX_HOST_EVENT_LINE_BYTES:
+        raise StreamError(f"line {number} is longer than {MAX_HOST_EVENT_LINE_BYTES} bytes")
+    try:
+        event = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StreamError(f"line {number} is not JSON: {exc}") from None
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise StreamError(f"line {number} is not an event object with a string 'type'")
+    if event["type"] not in EVENT_TYPES:
+        raise StreamError(f"line {number} has an unknown event type {event['type']!r}")
+    return event
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"non-standard constant {name}")
+
+
+def _count(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
+
+
+def _usage(raw: Any, cost: Any) -> Usage:
+    """Input tokens are fresh + cache writes + cache reads; zero input means nothing was
+    measured (a real model call always has input), so it stays unknown."""
+    if not isinstance(raw, dict):
+        return Usage()
+    fresh, written, read = (
+        _count(raw.get(k))
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    output = _count(raw.get("output_tokens"))
+    details = raw.get("output_tokens_details")
+    thinking = _count(details.get("thinking_tokens")) if isinstance(details, dict) else None
+    total = None if None in (fresh, written, read) else (fresh or 0) + (written or 0) + (read or 0)
+    if not total:
+        return Usage()
+    known_cost = (
+        float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        else None
+    )
+    values = (total, output, read, thinking, known_cost)
+    return Usage(
+        input_tokens=total,
+        output_tokens=output,
+        cached_input_tokens=read,
+        reasoning_tokens=thinking,
+        cost_usd=known_cost,
+        complete=all(v is not None for v in values),
+    )
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.init: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+
+
+def parse_turn(stream: bytes) -> Turn:
+    """Parse one turn's stream; raise ``StreamError`` for anything malformed or ambiguous."""
+    if len(stream) > MAX_HOST_EVENT_STREAM_BYTES:
+        raise StreamError(f"event stream is larger than {MAX_HOST_EVENT_STREAM_BYTES} bytes")
+    if stream and not stream.endswith(b"\n"):
+        raise StreamError("event stream is truncated (its last line has no newline)")
+    state = _State()
+    for number, line in enumerate(stream.splitlines(), start=1):
+        if not line.strip():
+            continue
+        event = _decode(line, number)
+        kind = event["type"]
+        if state.result is not None:
+            raise StreamError(f"line {number}: {kind} after the result")
+        if state.init is None:
+            if kind != "system" or event.get("subtype") != "init":
+                raise StreamError(f"line {number}: {kind} before system/init")
+            _check_init(event, number)
+            state.init = event
+            continue
+        session = event.get("session_id")
+        if session is not None and session != state.init["session_id"]:
+            raise StreamError(f"line {number}: event of another session {session!r}")
+        if kind == "system" and event.get("subtype") == "init":
+            raise StreamError(f"line {number}: a second system/init")
+        if kind == "assistant":
+            _assistant(event, number, state)
+        elif kind == "user":
+            _user(event, number, state)
+        elif kind == "result":
+            if not isinstance(event.get("is_error"), bool) or not isinstance(
+                event.get("subtype"), str
+            ):
+                raise StreamError(f"line {number}: result without boolean is_error and subtype")
+            state.result = event
+    if state.init is None:
+        raise StreamError("event stream has no system/init")
+    if state.result is None:
+        raise StreamError("event stream ended before its result")
+    return _turn(state)
+
+
+def _check_init(event: Mapping[str, Any], number: int) -> None:
+    session = event.get("session_id")
+    if not isinstance(session, str) or not session or len(session) > 128:
+        raise StreamError(f"line {number}: system/init without a valid session_id")
+    for key in ("tools", "skills"):
+        value = event.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise StreamError(f"line {number}: system/init {key} is not a list of names")
+
+
+def _blocks(event: Mapping[str, Any], number: int) -> list[Any]:
+    message = event.get("message")
+    if not isinstance(message, dict):
+        raise StreamError(f"line {number}: {event['type']} without a message object")
+    content = message.get("content")
+    if isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        raise StreamError(f"line {number}: {event['type']} message without content")
+    return content
+
+
+def _assistant(event: Mapping[str, Any], number: int, state: _State) -> None:
+    nested = event.get("parent_tool_use_id") is not None
+    for block in _blocks(event, number):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise StreamError(f"line {number}: content block without a type")
+        if block["type"] != "tool_use" or nested:
+            continue
+        call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
+        if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+            raise StreamError(f"line {number}: tool_use without a string id and name")
+        if not isinstance(arguments, dict):
+            raise StreamError(f"line {number}: tool_use {call_id} input is not an object")
+        if call_id in state.calls:
+            raise StreamError(f"line {number}: tool_use {call_id} appears twice")
+        if len(state.order) >= MAX_HOST_TOOL_CALLS_PER_TURN:
+            raise StreamError(f"more than {MAX_HOST_TOOL_CALLS_PER_TURN} tool calls in a turn")
+        state.calls[call_id] = {"name": name, "input": arguments}
+        state.order.append(call_id)
+
+
+def _user(event: Mapping[str, Any], number: int, state: _State) -> None:
+    if event.get("parent_tool_use_id") is not None:
+        return
+    for block in _blocks(event, number):
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        call_id = block.get("tool_use_id")
+        call = state.calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:
+            raise StreamError(f"line {number}: tool_result for an unknown tool_use {call_id!r}")
+        if "result" in call:
+            raise StreamError(f"line {number}: a second tool_result for {call_id}")
+        text = _text(block.get("content", ""))
+        is_error = block.get("is_error", False)
+        if text is None or not isinstance(is_error, bool):
+            raise StreamError(f"line {number}: tool_result {call_id} without text content")
+        call["result"] = text
+        call["is_error"] = is_error
+        call["data"] = event.get("tool_use_result")
+
+
+def _turn(state: _State) -> Turn:
+    init, result = state.init, state.result
+    assert init is not None and result is not None
+    completed = result["subtype"] == "success" and not result["is_error"]
+    final = result.get("result")
+    if completed and not isinstance(final, str):
+        raise StreamError("a successful result without result text")
+    unanswered = [i for i in state.order if "result" not in state.calls[i]]
+    if completed and unanswered:
+        raise StreamError(f"result with unanswered tool calls: {', '.join(unanswered)}")
+    failure = None
+    if not completed:
+        detail = final if isinstance(final, str) and final else None
+        errors = result.get("errors")
+        if detail is None and isinstance(errors, list) and errors:
+            detail = "; ".join(str(e) for e in errors[:4])
+        failure = f"{result['subtype']}: {detail or 'no detail'}"
+    calls = tuple(
+        ToolUse(
+            ordinal=n,
+            id=i,
+            name=state.calls[i]["name"],
+            input=state.calls[i]["input"],
+            result_text=state.calls[i].get("result"),
+            is_error=state.calls[i].get("is_error"),
+            result_data=state.calls[i].get("data"),
+        )
+        for n, i in enumerate(state.order, start=1)
+    )
+    denials = result.get("permission_denials")
+    model = init.get("model")
+    mode = init.get("permissionMode")
+    return Turn(
+        session_id=init["session_id"],
+        model=model if isinstance(model, str) else None,
+        tools=tuple(init.get("tools", [])),
+        skills=tuple(init.get("skills", [])),
+        permission_mode=mode if isinstance(mode, str) else None,
+        completed=completed,
+        calls=calls,
+        final_message=final if completed else None,
+        usage=_usage(result.get("usage"), result.get("total_cost_usd")),
+        failure=failure,
+        num_turns=_count(result.get("num_turns")),
+        permission_denials=len(denials) if isinstance(denials, list) else 0,
+    )

@@ -1,0 +1,42 @@
+"""`sevro doctor --host claude` on one screen, with a fix for each failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from sevro_core.testing import SevroProject, require_claude
+
+
+@pytest.mark.slow
+def test_doctor_reports_binary_version_auth_and_a_working_sandbox(
+    sevro_project: SevroProject,
+) -> None:
+    claude = require_claude()
+    result = sevro_project.sevro(
+        "doctor",
+        "--host",
+        "claude",
+        "--claude-bin",
+        claude,
+        "--claude-api-key-env",
+        "SEVRO_DOC_KEY",
+        env={"SEVRO_DOC_KEY": "sk-doctor"},
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "sevro doctor: sevro.host.claude"
+    names = [line.split()[1] for line in lines[1:]]
+    assert names == ["binary:", "version:", "auth:", "sandbox-tools:", "sandbox:"]
+    assert "2.1.332 (Claude Code)" in result.stdout and "sk-doctor" not in result.stdout
+
+
+def test_doctor_names_a_fix_for_each_failure(sevro_project: SevroProject) -> None:
+    result = sevro_project.sevro("doctor", "--host", "claude", "--claude-bin", "/nonexistent/c")
+    assert result.exit_code == 1
+    assert "FAIL binary" in result.stdout and "fix: npm install" in result.stdout
+
+
+def test_claude_flags_need_the_claude_host(sevro_project: SevroProject) -> None:
+    case = sevro_project.case()
+    result = sevro_project.run(case, "--claude-bin", "/x/claude")
+    assert result.exit_code == 64 and "--claude-bin needs --host claude" in result.stderr
