@@ -1,4 +1,4 @@
-"""Small pieces every agent-CLI host needs: private files, secret scrubbing, stderr tails.
+"""Pieces every agent-CLI host needs: the binary, private files, secret scrubbing, stderr.
 
 Kept in one place so the Codex and Claude hosts treat credentials and diagnostics the same way.
 """
@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.jsonio import read_bounded
@@ -84,3 +89,67 @@ def tail(stderr: bytes) -> str:
     """The end of a CLI's stderr on one line, for a diagnostic."""
     text = stderr.decode("utf-8", "replace").strip()
     return " ".join(text[-1500:].split()) or "(empty)"
+
+
+_NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+class BinaryError(Exception):
+    """The agent CLI cannot be found or does not answer; the message says how to fix it."""
+
+
+@frozen
+class NativeBinary:
+    native: Path
+    """The native executable (canonical)."""
+    tree: Path
+    """The directory the executable needs to read (its npm package, or its own directory)."""
+
+
+def is_native_executable(path: Path) -> bool:
+    """ELF or Mach-O, not a script or a Node launcher."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) in _NATIVE_MAGIC
+    except OSError:
+        return False
+
+
+def candidate_binary(configured: str | None, command: str, flag: str, package: str) -> Path:
+    """``flag``'s file, else ``command`` on PATH, canonicalised; ``BinaryError`` with a fix."""
+    if configured is not None:
+        candidate = Path(configured)
+        if not candidate.is_file():
+            raise BinaryError(f"{flag} {configured} is not a file")
+    else:
+        found = shutil.which(command)
+        if found is None:
+            raise BinaryError(
+                f"{command} is not on PATH; install it (npm install -g {package}) or pass {flag}"
+            )
+        candidate = Path(found)
+    return candidate.resolve()
+
+
+def binary_version(
+    binary: NativeBinary,
+    accepts: Callable[[str], bool],
+    what: str,
+    env: dict[str, str],
+    timeout: float,
+) -> str:
+    """``<binary> --version`` when ``accepts`` its output; else ``BinaryError``."""
+    try:
+        done = subprocess.run(
+            [str(binary.native), "--version"],
+            capture_output=True,
+            timeout=timeout,
+            env={"PATH": os.defpath, "LANG": "C.UTF-8", **env},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BinaryError(f"{binary.native} --version failed: {exc}") from None
+    text = done.stdout.decode("utf-8", "replace").strip()
+    if done.returncode != 0 or not accepts(text):
+        raise BinaryError(f"{binary.native} --version did not report a {what} version")
+    return text[:200]

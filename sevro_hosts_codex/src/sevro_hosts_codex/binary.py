@@ -6,13 +6,15 @@ directly (no Node in the trial environment) and points Codex's sandbox helper at
 
 from __future__ import annotations
 
-import os
 import platform
-import shutil
-import subprocess
-from pathlib import Path
 
-from attrs import frozen
+from sevro_core.hostkit import (
+    BinaryError,
+    NativeBinary,
+    binary_version,
+    candidate_binary,
+    is_native_executable,
+)
 
 _TRIPLES = {
     ("Linux", "x86_64"): ("codex-linux-x64", "x86_64-unknown-linux-musl"),
@@ -20,45 +22,15 @@ _TRIPLES = {
     ("Darwin", "x86_64"): ("codex-darwin-x64", "x86_64-apple-darwin"),
     ("Darwin", "arm64"): ("codex-darwin-arm64", "aarch64-apple-darwin"),
 }
-_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+CodexBinary = NativeBinary
 
-
-class BinaryError(Exception):
-    pass
-
-
-@frozen
-class CodexBinary:
-    native: Path
-    """The native executable (canonical)."""
-    tree: Path
-    """The directory Codex's commands need to read: the vendor directory or the binary's own."""
-
-
-def _is_native(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _MAGIC
-    except OSError:
-        return False
+__all__ = ["BinaryError", "CodexBinary", "locate", "version"]
 
 
 def locate(configured: str | None) -> CodexBinary:
     """Resolve the binary; raise ``BinaryError`` with a fix when there is none."""
-    if configured is not None:
-        candidate = Path(configured)
-        if not candidate.is_file():
-            raise BinaryError(f"--codex-bin {configured} is not a file")
-    else:
-        found = shutil.which("codex")
-        if found is None:
-            raise BinaryError(
-                "codex is not on PATH; install it (npm install -g @openai/codex) "
-                "or pass --codex-bin"
-            )
-        candidate = Path(found)
-    real = candidate.resolve()
-    if _is_native(real):
+    real = candidate_binary(configured, "codex", "--codex-bin", "@openai/codex")
+    if is_native_executable(real):
         parent = real.parent
         tree = (
             parent.parent
@@ -75,7 +47,7 @@ def locate(configured: str | None) -> CodexBinary:
     for root in (codex_pkg.parent, codex_pkg / "node_modules" / "@openai"):
         vendor = root / package / "vendor" / triple
         native = vendor / "bin" / "codex"
-        if _is_native(native):
+        if is_native_executable(native):
             return CodexBinary(native=native.resolve(), tree=vendor.resolve())
     raise BinaryError(
         f"{real} is not a native Codex binary and no {package} package was found next to it; "
@@ -85,17 +57,4 @@ def locate(configured: str | None) -> CodexBinary:
 
 def version(binary: CodexBinary, timeout: float = 20) -> str:
     """``codex --version`` (for example ``codex-cli 0.171.0``); raises ``BinaryError``."""
-    try:
-        done = subprocess.run(
-            [str(binary.native), "--version"],
-            capture_output=True,
-            timeout=timeout,
-            env={"PATH": os.defpath, "LANG": "C.UTF-8"},
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BinaryError(f"{binary.native} --version failed: {exc}") from None
-    text = done.stdout.decode("utf-8", "replace").strip()
-    if done.returncode != 0 or not text.startswith("codex"):
-        raise BinaryError(f"{binary.native} --version did not report a Codex version")
-    return text[:200]
+    return binary_version(binary, lambda text: text.startswith("codex"), "Codex", {}, timeout)
