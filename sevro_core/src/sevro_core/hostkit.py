@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,54 @@ def binary_version(
     if done.returncode != 0 or not accepts(text):
         raise BinaryError(f"{binary.native} --version did not report a {what} version")
     return text[:200]
+
+
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+"""An environment variable name a credential may be taken from."""
+
+
+@frozen
+class Credentials:
+    """Where a host's credential comes from: a file copied per trial, or a named variable."""
+
+    file: Path | None
+    api_key_env: str | None
+
+
+def credential_settings(
+    settings: Mapping[str, str], *, file_key: str, env_key: str, file_flag: str, env_flag: str
+) -> Credentials:
+    """Validate a host's credential flags (exclusive; the variable must be a plain name)."""
+    api_key_env = settings.get(env_key)
+    if api_key_env is not None and not ENV_NAME.match(api_key_env):
+        raise ConfigurationError(f"{env_flag} must name an environment variable")
+    file = settings.get(file_key)
+    if file is not None and api_key_env is not None:
+        raise ConfigurationError(f"{file_flag} and {env_flag} are exclusive")
+    return Credentials(Path(file) if file is not None else None, api_key_env)
+
+
+@frozen
+class DoctorCheck:
+    """One line of `sevro doctor`: what was checked, whether it holds, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+def auth_check(
+    credentials: Credentials, *, file_detail: str, login_fix: str, none_fix: str
+) -> DoctorCheck:
+    """Whether the configured credential is there; only its presence is ever reported."""
+    if credentials.file is not None:
+        if credentials.file.is_file() and credentials.file.stat().st_size > 0:
+            return DoctorCheck("auth", True, f"{file_detail} {credentials.file} (copied per trial)")
+        return DoctorCheck("auth", False, f"{credentials.file} is missing or empty", login_fix)
+    env = credentials.api_key_env
+    if env is not None:
+        if os.environ.get(env):
+            return DoctorCheck("auth", True, f"API key from ${env} (present)")
+        return DoctorCheck("auth", False, f"${env} is not set", f"export {env}=...")
+    return DoctorCheck("auth", False, "no credential configured", none_fix)

@@ -21,6 +21,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
+from sevro_core.hostkit import credential_settings
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
 
@@ -33,7 +34,6 @@ PERMISSION_MODE = "dontAsk"
 (``IS_SANDBOX``) to get around that."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
-_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 _TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "maxRetries"}
 
 
@@ -73,19 +73,20 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
     ):
         raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
-    api_key_env = settings.get("claude.apiKeyEnv")
-    if api_key_env is not None and not _ENV_RE.match(api_key_env):
-        raise ConfigurationError("--claude-api-key-env must name an environment variable")
-    credential = settings.get("claude.credentialFile")
-    if credential is not None and api_key_env is not None:
-        raise ConfigurationError("--claude-credential-file and --claude-api-key-env are exclusive")
+    credentials = credential_settings(
+        settings,
+        file_key="claude.credentialFile",
+        env_key="claude.apiKeyEnv",
+        file_flag="--claude-credential-file",
+        env_flag="--claude-api-key-env",
+    )
     return ClaudeConfig(
         base_url=url,
         turn_timeout_s=float(timeout),
         max_retries=retries,
         bin=settings.get("claude.bin"),
-        credential_file=Path(credential) if credential is not None else None,
-        api_key_env=api_key_env,
+        credential_file=credentials.file,
+        api_key_env=credentials.api_key_env,
         raw=config,
     )
 

@@ -6,16 +6,14 @@ probe in it that must write in the workspace but must not see a file outside its
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from attrs import frozen
-
 from sevro_core.errors import ConfigurationError
+from sevro_core.hostkit import Credentials, DoctorCheck, auth_check
 from sevro_core.processes import DEFAULT_PATH
 from sevro_hosts_claude.binary import TESTED_VERSION, BinaryError, ClaudeBinary, locate, version
 from sevro_hosts_claude.configuration import TrialLayout, parse, sandbox_argv
@@ -23,12 +21,7 @@ from sevro_hosts_claude.configuration import TrialLayout, parse, sandbox_argv
 _PROBE = 'echo probe > probe.txt || exit 11; cat "$1" >/dev/null 2>&1 && exit 12; exit 0'
 
 
-@frozen
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
+Check = DoctorCheck
 
 
 def diagnose(settings: Mapping[str, str]) -> list[Check]:
@@ -49,27 +42,17 @@ def diagnose(settings: Mapping[str, str]) -> list[Check]:
     else:
         note = "" if found == TESTED_VERSION else f" (sevro is tested with {TESTED_VERSION})"
         checks.append(Check("version", True, found + note))
-    checks.append(_auth(config.credential_file, config.api_key_env))
+    checks.append(
+        auth_check(
+            Credentials(config.credential_file, config.api_key_env),
+            file_detail="credential file",
+            login_fix="run `claude` login",
+            none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
+        )
+    )
     checks.append(_tools())
     checks.append(_sandbox(binary))
     return checks
-
-
-def _auth(credential_file: Path | None, api_key_env: str | None) -> Check:
-    if credential_file is not None:
-        if credential_file.is_file() and credential_file.stat().st_size > 0:
-            return Check("auth", True, f"credential file {credential_file} (copied per trial)")
-        return Check("auth", False, f"{credential_file} is missing or empty", "run `claude` login")
-    if api_key_env is not None:
-        if os.environ.get(api_key_env):
-            return Check("auth", True, f"API key from ${api_key_env} (present)")
-        return Check("auth", False, f"${api_key_env} is not set", f"export {api_key_env}=...")
-    return Check(
-        "auth",
-        False,
-        "no credential configured",
-        "pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
-    )
 
 
 def _tools() -> Check:

@@ -18,13 +18,13 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
+from sevro_core.hostkit import ENV_NAME, credential_settings
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 _TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "prices"}
 _PROVIDER_KEYS = {
     "id",
@@ -95,7 +95,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if not isinstance(url, str) or not re.match(r"^https?://[^\s\"\\]+$", url):
             raise ConfigurationError("must be an http(s) URL", "/modelProvider/baseUrl")
         env_key = raw.get("envKey")
-        if env_key is not None and (not isinstance(env_key, str) or not _ENV_RE.match(env_key)):
+        if env_key is not None and (not isinstance(env_key, str) or not ENV_NAME.match(env_key)):
             raise ConfigurationError(
                 "must be an environment variable name", "/modelProvider/envKey"
             )
@@ -135,19 +135,20 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
             raise ConfigurationError("prices must be non-negative numbers", pointer)
         prices[model] = Price(*(float(v) for v in values))
-    api_key_env = settings.get("codex.apiKeyEnv")
-    if api_key_env is not None and not _ENV_RE.match(api_key_env):
-        raise ConfigurationError("--codex-api-key-env must name an environment variable")
-    auth = settings.get("codex.authFile")
-    if auth is not None and api_key_env is not None:
-        raise ConfigurationError("--codex-auth-file and --codex-api-key-env are exclusive")
+    credentials = credential_settings(
+        settings,
+        file_key="codex.authFile",
+        env_key="codex.apiKeyEnv",
+        file_flag="--codex-auth-file",
+        env_flag="--codex-api-key-env",
+    )
     return CodexConfig(
         provider=provider,
         turn_timeout_s=float(timeout),
         prices=prices,
         bin=settings.get("codex.bin"),
-        auth_file=Path(auth) if auth is not None else None,
-        api_key_env=api_key_env,
+        auth_file=credentials.file,
+        api_key_env=credentials.api_key_env,
         raw=config,
     )
 

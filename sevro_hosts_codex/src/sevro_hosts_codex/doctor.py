@@ -15,9 +15,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from attrs import frozen
-
 from sevro_core.errors import ConfigurationError
+from sevro_core.hostkit import Credentials, DoctorCheck, auth_check
 from sevro_core.processes import DEFAULT_PATH
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate, version
 from sevro_hosts_codex.configuration import PROFILE, TrialLayout, parse, render_config_toml
@@ -31,12 +30,7 @@ _PROBE = (
 )
 
 
-@frozen
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
+Check = DoctorCheck
 
 
 def diagnose(settings: Mapping[str, str]) -> list[Check]:
@@ -70,26 +64,17 @@ def diagnose(settings: Mapping[str, str]) -> list[Check]:
                 found if same else f"{found} (sevro is tested with {TESTED_VERSION})",
             )
         )
-    checks.append(_auth(config.auth_file, config.api_key_env))
+    checks.append(
+        auth_check(
+            Credentials(config.auth_file, config.api_key_env),
+            file_detail="auth file",
+            login_fix="run `codex login` first",
+            none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env "
+            "OPENAI_API_KEY",
+        )
+    )
     checks.append(_sandbox(binary))
     return checks
-
-
-def _auth(auth_file: Path | None, api_key_env: str | None) -> Check:
-    if auth_file is not None:
-        if auth_file.is_file() and auth_file.stat().st_size > 0:
-            return Check("auth", True, f"auth file {auth_file} (copied into each trial)")
-        return Check("auth", False, f"{auth_file} is missing or empty", "run `codex login` first")
-    if api_key_env is not None:
-        if os.environ.get(api_key_env):
-            return Check("auth", True, f"API key from ${api_key_env} (present)")
-        return Check("auth", False, f"${api_key_env} is not set", f"export {api_key_env}=...")
-    return Check(
-        "auth",
-        False,
-        "no credential configured",
-        "pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
-    )
 
 
 def _sandbox(binary: CodexBinary) -> Check:
