@@ -6,9 +6,11 @@ rich is imported only when a terminal is attached; pipes and ``--json`` never lo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from sevro_core.failures import escape_text
 from sevro_core.plugins import PluginInfo
 
 
@@ -87,8 +89,27 @@ def render_summary(result: dict[str, Any]) -> str:
     )
     if result["task"]["verdict"] == "not_assessed" and result["exitCode"] == 0:
         out += "note: nothing was assessed (dry run or no checks); exit 0 is not a pass\n"
+    out += _failure_lines(result)
     out += f"evidence={result['evidencePath']}\n"
     return out
+
+
+def _failure_lines(result: dict[str, Any]) -> str:
+    """Why each failed or errored case did not pass: its first failing check or error."""
+    from sevro_core.failures import render_failures, result_failures
+    from sevro_core.limits import MAX_SUMMARY_FAILED_CASES, MAX_SUMMARY_REASONS_PER_CASE
+
+    failures, more = result_failures(result, MAX_SUMMARY_FAILED_CASES)
+    if not failures and not more:
+        return ""
+    run_dir = Path(result["evidencePath"]).parent
+    lines = render_failures(failures, max_reasons=MAX_SUMMARY_REASONS_PER_CASE)
+    if more:
+        lines.append(f"  … and {more} more case(s)")
+    lines.append(f"  (all reasons: sevro report --details {escape_text(str(run_dir), 4096)})")
+    return "\nwhy cases did not pass (first failing check or error per trial):\n" + (
+        "\n".join(lines) + "\n"
+    )
 
 
 def render_plugins(plugins: Sequence[PluginInfo]) -> str:
