@@ -541,7 +541,8 @@ def report(
     inputs: Annotated[
         list[Path],
         typer.Argument(
-            help="Result files (from `run --json`) or run directories.", show_default=False
+            help="Result files (from `run --json`), run directories or results roots.",
+            show_default=False,
         ),
     ],
     as_json: JsonOpt = False,
@@ -549,9 +550,16 @@ def report(
         str | None,
         typer.Option("--format", help="Reporter format (markdown, json, or a plugin's)."),
     ] = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="Add why each case did not pass (per trial, escaped)."),
+    ] = False,
     plugin: PluginOpt = None,
 ) -> None:
-    """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document."""
+    """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document.
+
+    Inputs are result files, run directories or results roots (every finished run in them).
+    """
     from sevro_core.errors import InvocationError
 
     try:
@@ -560,7 +568,9 @@ def report(
 
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
-        document = build_report(inputs)
+        document = build_report(
+            inputs, details=details, on_note=lambda note: sys.stderr.write(f"sevro: {note}\n")
+        )
     except InvocationError as exc:
         _fail(exc, as_json=False)
     sys.stdout.write(chosen.render(document))
