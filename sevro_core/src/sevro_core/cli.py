@@ -15,7 +15,12 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from sevro_core.limits import DEFAULT_JOBS, MAX_JOBS, MAX_TRIALS
+from sevro_core.limits import (
+    DEFAULT_JOBS,
+    DEFAULT_STATUS_INTERVAL_SECONDS,
+    MAX_JOBS,
+    MAX_TRIALS,
+)
 
 
 class _PluginCommandGroup(TyperGroup):
@@ -246,6 +251,13 @@ def run(
     ] = False,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
+    status_interval: Annotated[
+        float,
+        typer.Option(
+            "--status-interval",
+            help="Off a terminal, print a status line every SECONDS (0: never).",
+        ),
+    ] = DEFAULT_STATUS_INTERVAL_SECONDS,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -256,6 +268,7 @@ def run(
 
     try:
         _setup_logging(log_format, verbose)
+        _status_interval(status_interval)
         settings = _run_settings(
             host=host,
             host_config=host_config,
@@ -296,7 +309,9 @@ def run(
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
     try:
-        outcome = _execute(plan, as_json=as_json, resume=resume)
+        outcome = _execute(
+            plan, as_json=as_json, resume=resume, verbose=verbose, status_interval=status_interval
+        )
     except SevroError as exc:
         _fail(exc, as_json=as_json)
     except Exception as exc:
@@ -433,14 +448,30 @@ def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _execute(plan: Any, *, as_json: bool, resume: bool) -> Any:
+def _status_interval(seconds: float) -> None:
+    import math
+
+    from sevro_core.errors import InvocationError
+
+    if not math.isfinite(seconds) or not 0 <= seconds <= 86_400:
+        raise InvocationError(f"--status-interval must be between 0 and 86400, not {seconds}")
+
+
+def _execute(
+    plan: Any, *, as_json: bool, resume: bool, verbose: int = 0, status_interval: float = 0
+) -> Any:
     import json
 
     from sevro_core.output import TrialProgress, render_summary
     from sevro_core.runner import execute
 
     total = len(plan.cases) * plan.settings.trials
-    with TrialProgress(total, enabled=not as_json and sys.stderr.isatty()) as progress:
+    with TrialProgress(
+        total,
+        enabled=not as_json and sys.stderr.isatty(),
+        verbose=verbose,
+        status_interval=status_interval,
+    ) as progress:
         outcome = execute(plan, on_trial=progress.advance, resume=resume)
     if as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
