@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from sevro_core.testing import SevroProject
@@ -52,3 +53,17 @@ def test_bad_status_interval_is_refused(sevro_project: SevroProject) -> None:
         done = sevro_project.sevro("run", case, "--status-interval", value)
         assert done.exit_code == 64, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_json_log_format_gets_json_progress_events(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(checks=[regex_check("said", "^ok$")])
+    host = sevro_project.script(default=[[{"sleep": {"ms": 1000}}, {"reply": {"text": "no"}}]])
+    done = sevro_project.run(
+        case, "--host-config", host, "-v", "--log-format", "json", "--status-interval", "0.2"
+    )
+    assert done.exit_code == 1, done.stderr
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    trial = [e for e in events if e["event"] == "trial progress"]
+    assert len(trial) == 1 and trial[0]["task"] == "failed"
+    assert trial[0]["reason"] == "check said (sevro.regex) failed: regex assertion failed"
+    assert any(e["event"] == "run status" and e["total"] == 1 for e in events)

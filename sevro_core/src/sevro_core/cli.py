@@ -310,7 +310,12 @@ def run(
         _fail(exc, as_json=as_json)
     try:
         outcome = _execute(
-            plan, as_json=as_json, resume=resume, verbose=verbose, status_interval=status_interval
+            plan,
+            as_json=as_json,
+            resume=resume,
+            verbose=verbose,
+            status_interval=status_interval,
+            json_lines=log_format == "json",
         )
     except SevroError as exc:
         _fail(exc, as_json=as_json)
@@ -458,7 +463,13 @@ def _status_interval(seconds: float) -> None:
 
 
 def _execute(
-    plan: Any, *, as_json: bool, resume: bool, verbose: int = 0, status_interval: float = 0
+    plan: Any,
+    *,
+    as_json: bool,
+    resume: bool,
+    verbose: int = 0,
+    status_interval: float = 0,
+    json_lines: bool = False,
 ) -> Any:
     import json
 
@@ -471,6 +482,7 @@ def _execute(
         enabled=not as_json and sys.stderr.isatty(),
         verbose=verbose,
         status_interval=status_interval,
+        json_lines=json_lines,
     ) as progress:
         outcome = execute(plan, on_trial=progress.advance, resume=resume)
     if as_json:

@@ -35,8 +35,10 @@ class TrialProgress:
         enabled: bool,
         verbose: int = 0,
         status_interval: float = DEFAULT_STATUS_INTERVAL_SECONDS,
+        json_lines: bool = False,
     ) -> None:
         self.total = total
+        self.json_lines = json_lines
         self.enabled = enabled
         self.verbose = verbose
         self.status_interval = status_interval
@@ -85,7 +87,18 @@ class TrialProgress:
                 f"grading {record.states.grading.value}) after {self._elapsed()}"
             )
             reason = None if passed else _record_reason(record)
-            _emit(line + (f": {reason}" if reason else ""))
+            self._emit(
+                line + (f": {reason}" if reason else ""),
+                event="trial progress",
+                finished=self.finished,
+                total=self.total,
+                case=record.case_id,
+                trial=record.trial,
+                execution=record.states.execution.value,
+                grading=record.states.grading.value,
+                task=record.states.verdict.value,
+                reason=reason,
+            )
 
     def _elapsed(self) -> str:
         seconds = time.monotonic() - self._started
@@ -96,10 +109,27 @@ class TrialProgress:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.status_interval):
-            _emit(
+            self._emit(
                 f"{self.finished}/{self.total} trials finished ({self.passed} passed), "
-                f"{self._elapsed()} elapsed"
+                f"{self._elapsed()} elapsed",
+                event="run status",
+                finished=self.finished,
+                total=self.total,
+                passed=self.passed,
+                elapsed_s=round(time.monotonic() - self._started, 1),
             )
+
+    def _emit(self, line: str, *, event: str, **fields: Any) -> None:
+        """A text line, or with ``--log-format json`` a JSON event like the log's own."""
+        if not self.json_lines:
+            _write_line(f"sevro: {line}")
+            return
+        import datetime
+        import json
+
+        now = datetime.datetime.now(datetime.UTC).isoformat()
+        document = {"event": event, "level": "info", "timestamp": now, **fields}
+        _write_line(json.dumps(document, sort_keys=True))
 
     def __exit__(
         self,
@@ -126,9 +156,9 @@ def _record_reason(record: Any) -> str | None:
         return None
 
 
-def _emit(line: str) -> None:
+def _write_line(line: str) -> None:
     """One whole line on stderr in one write (no Python-level lock is taken)."""
-    data = f"sevro: {line}\n".encode("utf-8", "replace")
+    data = f"{line}\n".encode("utf-8", "replace")
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
