@@ -72,8 +72,28 @@ SourceMapOpt = Annotated[
 ]
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from sevro_core.versions import render_versions
+
+        sys.stdout.write(render_versions())
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _global_options(plugin: PluginOpt = None) -> None:
+def _global_options(
+    plugin: PluginOpt = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_show_version,
+            help="Print the versions of sevro and its installed plugins, then exit.",
+        ),
+    ] = False,
+) -> None:
     """Evaluate agent skills by running real agent CLIs on fresh fixtures, with evidence.
 
     `--plugin FILE.py` before the command also loads plugins that add commands.
