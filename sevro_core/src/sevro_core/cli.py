@@ -660,6 +660,12 @@ def doctor(
     claude_api_key_env: Annotated[
         str | None, typer.Option("--claude-api-key-env", help="Variable holding an API key.")
     ] = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox", help="Sandbox to check for hosts that use sevro's (scripted): auto, ..."
+        ),
+    ] = "auto",
     plugin: PluginOpt = None,
 ) -> None:
     """Check that a host can run here: binary, version, credentials, sandbox; one fix each."""
@@ -685,7 +691,7 @@ def doctor(
         check = getattr(registry.get("host", host_id), "doctor", None)
         if check is None:
             raise InvocationError(f"host {host_id} has no doctor checks")
-        results = check(settings)
+        results = _doctor_results(check, settings, registry, sandbox)
     except InvocationError as exc:
         _fail(exc, as_json=False)
     lines = [f"sevro doctor: {host_id}"]
@@ -695,6 +701,19 @@ def doctor(
             lines.append(f"       fix: {result.fix}")
     sys.stdout.write("\n".join(lines) + "\n")
     raise typer.Exit(0 if all(r.ok for r in results) else 1)
+
+
+def _doctor_results(check: Any, settings: dict[str, str], registry: Any, sandbox: str) -> Any:
+    """Hosts whose commands run in sevro's sandbox take the registry and ``--sandbox``."""
+    import inspect
+
+    from sevro_core.errors import InvocationError
+
+    if "registry" in inspect.signature(check).parameters:
+        return check(settings, registry=registry, sandbox=sandbox)
+    if sandbox != "auto":
+        raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
+    return check(settings)
 
 
 def main() -> None:
