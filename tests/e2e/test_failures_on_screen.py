@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from sevro_core.limits import (
     MAX_FAILURE_REASON_CHARS,
     MAX_SUMMARY_FAILED_CASES,
     MAX_SUMMARY_REASONS_PER_CASE,
 )
-from sevro_core.testing import SevroProject, require_sandbox
+from sevro_core.testing import SevroProject, require_codex, require_sandbox
 from tests.e2e.helpers import regex_check
 
 HEADER = "why cases did not pass (first failing check or error per trial):"
@@ -100,3 +103,39 @@ def test_many_failed_cases_are_capped(sevro_project: SevroProject) -> None:
     assert len(lines) == MAX_SUMMARY_FAILED_CASES + 2
     assert lines[-2] == "  … and 3 more case(s)"
     assert lines[-1].startswith("  (all reasons: sevro report --details ")
+
+
+@pytest.mark.slow
+def test_real_codex_error_reaches_the_summary_escaped(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """The real Codex CLI against a model that fails the turn with terminal escapes in its text."""
+    from sevro_core.mockmodel import Message, reply
+    from tests.hosts_codex.helpers import API_KEY, API_KEY_ENV, host_config
+
+    codex = require_codex()
+    server = mock_model([reply(Message("partial"), error="\x1b[31mNot logged in\x1b[0m")])
+    case = sevro_project.case(checks=[regex_check("said", "^ok$")])
+    done = sevro_project.sevro(
+        "run",
+        case,
+        "--host",
+        "codex",
+        "--host-config",
+        host_config(sevro_project, server),
+        "--model",
+        "mock-model",
+        "--codex-bin",
+        codex,
+        "--codex-api-key-env",
+        API_KEY_ENV,
+        "--results-root",
+        sevro_project.results,
+        env={API_KEY_ENV: API_KEY},
+        timeout=180,
+    )
+    assert done.exit_code == 2, done.stderr
+    (line,) = [x for x in reasons(done.stdout) if x.startswith("  example")]
+    assert line.startswith("  example (trial 1 of 1): execution failed (sevro.host.")
+    assert "\\x1b[31mNot logged in\\x1b[0m" in line
+    assert "\x1b" not in done.stdout
