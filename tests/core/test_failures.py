@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from sevro_core.failures import case_failures, escape_text, trial_ranges, trial_reason
+from sevro_core.failures import (
+    case_failures,
+    escape_text,
+    render_failures,
+    result_failures,
+    trial_ranges,
+    trial_reason,
+)
 
 
 def test_escape_text_neutralises_terminal_controls() -> None:
@@ -80,3 +89,39 @@ def test_case_failures_group_trials_by_reason() -> None:
 def test_trial_ranges() -> None:
     assert trial_ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"
     assert trial_ranges(list(range(1, 100, 2)), max_ranges=2) == "1, 3, …"
+
+
+def test_summary_reads_a_bounded_number_of_trial_files(tmp_path: Path) -> None:
+    failed = {"id": "c", "grader": "g", "status": "failed", "detail": "d"}
+    trials = []
+    for n in (1, 2, 3):
+        path = tmp_path / f"trial-{n}.json"
+        path.write_text(json.dumps({"evidence": evidence(checks=[failed])}))
+        trials.append(
+            {
+                "trial": n,
+                "task": "failed",
+                "execution": "completed",
+                "checks": [],
+                "artifactPath": path.name,
+            }
+        )
+    case = {
+        "caseId": "x",
+        "task": "failed",
+        "execution": "completed",
+        "grading": "completed",
+        "trialCount": 3,
+        "trials": trials,
+    }
+    result = {"evidencePath": str(tmp_path / "run.json"), "cases": [case]}
+    (found,), more = result_failures(result, max_cases=5, max_files=2)
+    assert more == 0
+    assert found.reasons == (((1, 2), "check c (g) failed: d"),) and found.unexamined == 1
+    assert render_failures([found], max_reasons=3) == [
+        "  x (trials 1-2 of 3): check c (g) failed: d",
+        "  x: … and 1 more trial(s) not examined here",
+    ]
+    (everything,), _ = result_failures(result, max_cases=5)
+    assert everything.reasons == (((1, 2, 3), "check c (g) failed: d"),)
+    assert everything.unexamined == 0

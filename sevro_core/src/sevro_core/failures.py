@@ -8,13 +8,13 @@ newlines never reach a terminal or a Markdown table raw, and every reason is bou
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from sevro_core.limits import MAX_FAILURE_REASON_CHARS
+from sevro_core.limits import MAX_FAILURE_REASON_CHARS, MAX_SUMMARY_TRIAL_FILES
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -90,33 +90,38 @@ class CaseFailures:
     case_id: str
     trial_count: int
     reasons: tuple[tuple[tuple[int, ...], str], ...]
+    unexamined: int = 0
+    """Trials that did not pass but whose evidence was not read (the summary's file budget)."""
 
 
 def case_failures(
-    case: Mapping[str, Any], evidences: Mapping[int, Mapping[str, Any]]
+    case: Mapping[str, Any],
+    evidences: Mapping[int, Mapping[str, Any]],
+    unexamined: Collection[int] = (),
 ) -> CaseFailures | None:
     """Group the case's non-passing trials by reason; None when the case passed or was unasked.
 
     ``evidences`` maps a trial number to its trial evidence; a trial without one is explained
-    from its summary in the result.
+    from its summary in the result, except those in ``unexamined``, which are only counted.
     """
     if case["task"] == "passed":
         return None
     grouped: dict[str, list[int]] = {}
     for trial in case["trials"]:
-        if trial["task"] == "passed":
+        if trial["task"] == "passed" or trial["trial"] in unexamined:
             continue
         evidence = evidences.get(trial["trial"])
         reason = trial_reason(evidence) if evidence is not None else summary_reason(trial)
         if reason is not None:
             grouped.setdefault(reason, []).append(trial["trial"])
-    if not grouped:
+    if not grouped and not unexamined:
         return None
     ordered = sorted(grouped.items(), key=lambda item: (-len(item[1]), item[1][0]))
     return CaseFailures(
         case["caseId"],
         case["trialCount"],
         tuple((tuple(trials), reason) for reason, trials in ordered),
+        len(unexamined),
     )
 
 
@@ -149,6 +154,8 @@ def render_failures(failures: Iterable[CaseFailures], *, max_reasons: int) -> li
         if hidden:
             count = sum(len(trials) for trials, _ in hidden)
             lines.append(f"  {case_id}: … and {len(hidden)} more reason(s) in {count} trial(s)")
+        if case.unexamined:
+            lines.append(f"  {case_id}: … and {case.unexamined} more trial(s) not examined here")
     return lines
 
 
@@ -176,28 +183,37 @@ def _read_evidence(path: Path) -> Mapping[str, Any] | None:
     return evidence
 
 
-def result_failures(result: Mapping[str, Any], max_cases: int) -> tuple[list[CaseFailures], int]:
+def result_failures(
+    result: Mapping[str, Any], max_cases: int, max_files: int = MAX_SUMMARY_TRIAL_FILES
+) -> tuple[list[CaseFailures], int]:
     """Failures of the first ``max_cases`` failed cases of a result, and how many more failed.
 
-    Reads the trial files of those cases only (bounded); a file that cannot be read is
-    explained from the result's own summary of that trial.
+    Reads at most ``max_files`` trial files, of those cases only; trials beyond that budget are
+    counted, not explained, and a file that cannot be read is explained from the result's own
+    summary of that trial.
     """
     problem_cases = [c for c in result["cases"] if _has_problem(c)]
     evidence_path = result.get("evidencePath")
     run_dir = Path(evidence_path).parent if evidence_path else None
     out: list[CaseFailures] = []
+    budget = max_files
     for case in problem_cases[:max_cases]:
         evidences: dict[int, Mapping[str, Any]] = {}
+        unexamined: list[int] = []
         for trial in case["trials"]:
             if trial["task"] == "passed" or not trial.get("artifactPath") or run_dir is None:
                 continue
+            if budget <= 0:
+                unexamined.append(trial["trial"])
+                continue
+            budget -= 1
             evidence = _read_evidence(run_dir / trial["artifactPath"])
             if evidence is not None:
                 evidences[trial["trial"]] = evidence
         try:
-            found = case_failures(case, evidences)
+            found = case_failures(case, evidences, unexamined)
         except (KeyError, TypeError):  # an unreadable file explains nothing; use the summary
-            found = case_failures(case, {})
+            found = case_failures(case, {}, unexamined)
         if found is not None:
             out.append(found)
     return out, max(len(problem_cases) - max_cases, 0)
