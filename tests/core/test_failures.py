@@ -125,3 +125,19 @@ def test_summary_reads_a_bounded_number_of_trial_files(tmp_path: Path) -> None:
     (everything,), _ = result_failures(result, max_cases=5)
     assert everything.reasons == (((1, 2, 3), "check c (g) failed: d"),)
     assert everything.unexamined == 0
+
+
+def test_a_cause_is_listed_before_the_trials_it_stopped() -> None:
+    trials = [
+        {"trial": 1, "task": "not_assessed", "execution": "failed", "checks": []},
+        *(
+            {"trial": n, "task": "not_assessed", "execution": "not_run", "checks": []}
+            for n in (2, 3)
+        ),
+    ]
+    case = {"caseId": "x", "task": "not_assessed", "trialCount": 3, "trials": trials}
+    cause = evidence(execution={"status": "failed", "errorCode": "e", "message": "m"})
+    found = case_failures(case, {1: cause})
+    assert found is not None
+    assert found.reasons[0] == ((1,), "execution failed (e): m")
+    assert found.reasons[1][0] == (2, 3) and found.reasons[1][1].startswith("not run:")

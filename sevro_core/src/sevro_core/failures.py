@@ -16,6 +16,11 @@ from attrs import frozen
 
 from sevro_core.limits import MAX_FAILURE_REASON_CHARS, MAX_SUMMARY_TRIAL_FILES
 
+NOT_RUN_REASON = (
+    "not run: the run stopped admitting trials after an execution failure or grading error"
+)
+CANCELLED_REASON = "cancelled: the run was interrupted before this trial finished"
+_CONSEQUENCES = frozenset({NOT_RUN_REASON, CANCELLED_REASON})
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
@@ -72,11 +77,9 @@ def trial_reason(evidence: Mapping[str, Any]) -> str | None:
 def summary_reason(trial: Mapping[str, Any]) -> str | None:
     """A reason from a trial's summary alone, for trials that left no evidence file."""
     if trial["execution"] == "not_run":
-        return (
-            "not run: the run stopped admitting trials after an execution failure or grading error"
-        )
+        return NOT_RUN_REASON
     if trial["execution"] == "cancelled":
-        return "cancelled: the run was interrupted before this trial finished"
+        return CANCELLED_REASON
     for check in trial["checks"]:
         if check["status"] != "passed":
             return escape_text(f"check {check['id']} ({check['grader']}) {check['status']}")
@@ -116,7 +119,11 @@ def case_failures(
             grouped.setdefault(reason, []).append(trial["trial"])
     if not grouped and not unexamined:
         return None
-    ordered = sorted(grouped.items(), key=lambda item: (-len(item[1]), item[1][0]))
+    # a cause before its consequences (trials never started), then the most frequent first
+    ordered = sorted(
+        grouped.items(),
+        key=lambda item: (item[0] in _CONSEQUENCES, -len(item[1]), item[1][0]),
+    )
     return CaseFailures(
         case["caseId"],
         case["trialCount"],
