@@ -15,7 +15,12 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from sevro_core.limits import DEFAULT_JOBS, MAX_JOBS, MAX_TRIALS
+from sevro_core.limits import (
+    DEFAULT_JOBS,
+    DEFAULT_STATUS_INTERVAL_SECONDS,
+    MAX_JOBS,
+    MAX_TRIALS,
+)
 
 
 class _PluginCommandGroup(TyperGroup):
@@ -67,8 +72,28 @@ SourceMapOpt = Annotated[
 ]
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from sevro_core.versions import render_versions
+
+        sys.stdout.write(render_versions())
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _global_options(plugin: PluginOpt = None) -> None:
+def _global_options(
+    plugin: PluginOpt = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_show_version,
+            help="Print the versions of sevro and its installed plugins, then exit.",
+        ),
+    ] = False,
+) -> None:
     """Evaluate agent skills by running real agent CLIs on fresh fixtures, with evidence.
 
     `--plugin FILE.py` before the command also loads plugins that add commands.
@@ -246,6 +271,13 @@ def run(
     ] = False,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
+    status_interval: Annotated[
+        float,
+        typer.Option(
+            "--status-interval",
+            help="Off a terminal, print a status line every SECONDS (0: never).",
+        ),
+    ] = DEFAULT_STATUS_INTERVAL_SECONDS,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -256,6 +288,7 @@ def run(
 
     try:
         _setup_logging(log_format, verbose)
+        _status_interval(status_interval)
         settings = _run_settings(
             host=host,
             host_config=host_config,
@@ -296,7 +329,14 @@ def run(
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
     try:
-        outcome = _execute(plan, as_json=as_json, resume=resume)
+        outcome = _execute(
+            plan,
+            as_json=as_json,
+            resume=resume,
+            verbose=verbose,
+            status_interval=status_interval,
+            json_lines=log_format == "json",
+        )
     except SevroError as exc:
         _fail(exc, as_json=as_json)
     except Exception as exc:
@@ -433,14 +473,37 @@ def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _execute(plan: Any, *, as_json: bool, resume: bool) -> Any:
+def _status_interval(seconds: float) -> None:
+    import math
+
+    from sevro_core.errors import InvocationError
+
+    if not math.isfinite(seconds) or not 0 <= seconds <= 86_400:
+        raise InvocationError(f"--status-interval must be between 0 and 86400, not {seconds}")
+
+
+def _execute(
+    plan: Any,
+    *,
+    as_json: bool,
+    resume: bool,
+    verbose: int = 0,
+    status_interval: float = 0,
+    json_lines: bool = False,
+) -> Any:
     import json
 
     from sevro_core.output import TrialProgress, render_summary
     from sevro_core.runner import execute
 
     total = len(plan.cases) * plan.settings.trials
-    with TrialProgress(total, enabled=not as_json and sys.stderr.isatty()) as progress:
+    with TrialProgress(
+        total,
+        enabled=not as_json and sys.stderr.isatty(),
+        verbose=verbose,
+        status_interval=status_interval,
+        json_lines=json_lines,
+    ) as progress:
         outcome = execute(plan, on_trial=progress.advance, resume=resume)
     if as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
@@ -541,7 +604,8 @@ def report(
     inputs: Annotated[
         list[Path],
         typer.Argument(
-            help="Result files (from `run --json`) or run directories.", show_default=False
+            help="Result files (from `run --json`), run directories or results roots.",
+            show_default=False,
         ),
     ],
     as_json: JsonOpt = False,
@@ -549,9 +613,16 @@ def report(
         str | None,
         typer.Option("--format", help="Reporter format (markdown, json, or a plugin's)."),
     ] = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="Add why each case did not pass (per trial, escaped)."),
+    ] = False,
     plugin: PluginOpt = None,
 ) -> None:
-    """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document."""
+    """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document.
+
+    Inputs are result files, run directories or results roots (every finished run in them).
+    """
     from sevro_core.errors import InvocationError
 
     try:
@@ -560,7 +631,9 @@ def report(
 
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
-        document = build_report(inputs)
+        document = build_report(
+            inputs, details=details, on_note=lambda note: sys.stderr.write(f"sevro: {note}\n")
+        )
     except InvocationError as exc:
         _fail(exc, as_json=False)
     sys.stdout.write(chosen.render(document))
@@ -587,6 +660,12 @@ def doctor(
     claude_api_key_env: Annotated[
         str | None, typer.Option("--claude-api-key-env", help="Variable holding an API key.")
     ] = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox", help="Sandbox to check for hosts that use sevro's (scripted): auto, ..."
+        ),
+    ] = "auto",
     plugin: PluginOpt = None,
 ) -> None:
     """Check that a host can run here: binary, version, credentials, sandbox; one fix each."""
@@ -612,7 +691,7 @@ def doctor(
         check = getattr(registry.get("host", host_id), "doctor", None)
         if check is None:
             raise InvocationError(f"host {host_id} has no doctor checks")
-        results = check(settings)
+        results = _doctor_results(check, settings, registry, sandbox)
     except InvocationError as exc:
         _fail(exc, as_json=False)
     lines = [f"sevro doctor: {host_id}"]
@@ -622,6 +701,19 @@ def doctor(
             lines.append(f"       fix: {result.fix}")
     sys.stdout.write("\n".join(lines) + "\n")
     raise typer.Exit(0 if all(r.ok for r in results) else 1)
+
+
+def _doctor_results(check: Any, settings: dict[str, str], registry: Any, sandbox: str) -> Any:
+    """Hosts whose commands run in sevro's sandbox take the registry and ``--sandbox``."""
+    import inspect
+
+    from sevro_core.errors import InvocationError
+
+    if "registry" in inspect.signature(check).parameters:
+        return check(settings, registry=registry, sandbox=sandbox)
+    if sandbox != "auto":
+        raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
+    return check(settings)
 
 
 def main() -> None:

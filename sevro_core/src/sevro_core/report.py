@@ -8,14 +8,23 @@ Unknown values stay unknown (null), never 0.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sevro_core.canonical import canonical_json
 from sevro_core.errors import InvocationError
+from sevro_core.failures import case_failures
 from sevro_core.jsonio import read_bounded, read_json_file
-from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
+from sevro_core.limits import (
+    MAX_ARTIFACT_BYTES,
+    MAX_FINAL_MESSAGE_BYTES,
+    MAX_REPORT_REASONS_PER_CASE,
+    MAX_RESULT_FILE_BYTES,
+    MAX_RESULTS_ROOT_RUNS,
+)
 from sevro_core.plugins import Registry
 from sevro_core.schemas import validate_input
 
@@ -170,11 +179,84 @@ def _row(
     }
 
 
-def build_report(inputs: Sequence[Path]) -> dict[str, Any]:
-    """Verify each input and return a ``sevro.report.v1`` document."""
+def _runs_in_root(root: Path, on_note: Callable[[str], object]) -> list[Path]:
+    """The run directories of a results root (those with a run.json), oldest first.
+
+    Symlinks are not followed; a directory without run.json (a run in progress or interrupted,
+    see ``sevro runs``) is skipped with a note; hidden entries (the run state) are ignored.
+    """
+    found: list[tuple[int, str, Path]] = []
+    skipped = 0
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                info = os.lstat(Path(entry.path) / "run.json")
+            except FileNotFoundError:
+                skipped += 1
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append((info.st_mtime_ns, entry.name, Path(entry.path)))
+            if len(found) > MAX_RESULTS_ROOT_RUNS:
+                raise InvocationError(
+                    f"more than {MAX_RESULTS_ROOT_RUNS} runs in this results root; "
+                    "pass the run directories to report",
+                    source=root,
+                )
+    if not found:
+        raise InvocationError(
+            "neither a run directory (no run.json) nor a results root (no finished run in it)",
+            source=root,
+        )
+    if skipped:
+        on_note(f"skipped {skipped} run director(ies) without run.json in {root} (see sevro runs)")
+    return [path for _, _, path in sorted(found)]
+
+
+def _expand(paths: Sequence[Path], on_note: Callable[[str], object]) -> list[Path]:
+    """Inputs as given, with each results root replaced by the runs in it."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir() and not os.path.lexists(path / "run.json"):
+            out += _runs_in_root(path, on_note)
+        else:
+            out.append(path)
+    return out
+
+
+def _failures(
+    case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    evidences = {
+        t["trial"]: trials[(case["caseId"], t["trial"])]["evidence"]
+        for t in case["trials"]
+        if (case["caseId"], t["trial"]) in trials
+    }
+    found = case_failures(case, evidences)
+    if found is None:
+        return None
+    kept = found.reasons[:MAX_REPORT_REASONS_PER_CASE]
+    return {
+        "reasons": [{"trials": list(numbers), "reason": reason} for numbers, reason in kept],
+        "omittedReasons": len(found.reasons) - len(kept),
+    }
+
+
+def build_report(
+    inputs: Sequence[Path],
+    *,
+    details: bool = False,
+    on_note: Callable[[str], object] = lambda _: None,
+) -> dict[str, Any]:
+    """Verify each input and return a ``sevro.report.v1`` document.
+
+    An input is a result file, a run directory or a results root (every finished run in it);
+    with ``details`` each case that did not pass carries its failure reasons.
+    """
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
-    resolved = [p.expanduser().resolve() for p in inputs]
+    resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
     if len(set(resolved)) != len(resolved):
         raise InvocationError("the same input is given twice")
     input_rows = []
@@ -195,7 +277,12 @@ def build_report(inputs: Sequence[Path]) -> dict[str, Any]:
         if run is None or run_dir is None:
             continue
         trials = _trials(run, run_dir)
-        rows += [_row(path, result, run, trials, case) for case in result["cases"]]
+        for case in result["cases"]:
+            row = _row(path, result, run, trials, case)
+            failures = _failures(case, trials) if details else None
+            if failures is not None:
+                row["failures"] = failures
+            rows.append(row)
     verdicts = [r["task"] for r in rows]
     document = {
         "format": REPORT_FORMAT,

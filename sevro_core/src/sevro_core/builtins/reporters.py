@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sevro_core.hookspecs import hookimpl
@@ -12,7 +12,8 @@ from sevro_core.protocols import Reporter
 
 def _cell(value: Any) -> str:
     text = "unknown" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -103,6 +104,7 @@ class MarkdownReporter:
                 for r in report["rows"]
             ],
         )
+        lines += _failures_section(report["rows"])
         lines += ["", "## Retained evidence", ""]
         lines += _table(
             ["case", "run", "evaluation", "evidence"],
@@ -117,6 +119,33 @@ class MarkdownReporter:
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         return "\n".join(lines) + "\n"
+
+
+def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """With ``--details``: each reason a case did not pass, with its trials."""
+    from sevro_core.failures import trial_ranges
+
+    table: list[list[Any]] = []
+    for row in rows:
+        failures = row.get("failures")
+        if failures is None:
+            continue
+        for item in failures["reasons"]:
+            table.append(
+                [row["caseId"], row["runId"], trial_ranges(item["trials"]), item["reason"]]
+            )
+        if failures["omittedReasons"]:
+            more = f"… and {failures['omittedReasons']} more reason(s)"
+            table.append([row["caseId"], row["runId"], "…", more])
+    if not table:
+        return []
+    heading = [
+        "",
+        "## Failures",
+        "",
+        "First failing check or error of each trial that did not pass.",
+    ]
+    return [*heading, "", *_table(["case", "run", "trials", "reason"], table)]
 
 
 def _route(route: Mapping[str, Any] | None) -> str | None:

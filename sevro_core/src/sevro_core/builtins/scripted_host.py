@@ -65,6 +65,14 @@ class ScriptedHost:
     )
     requires: frozenset[str] = frozenset()
 
+    def doctor(
+        self, settings: Mapping[str, str], *, registry: Any = None, sandbox: str = "auto"
+    ) -> list[Any]:
+        """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
+        from sevro_core.sandboxdoctor import sandbox_check
+
+        return [sandbox_check(registry, sandbox)]
+
     def configure(self, options: HostOptions) -> ConfiguredHost:
         if options.config is None:
             raise ConfigurationError(
