@@ -39,7 +39,7 @@ def checkout_state(root: Path) -> dict[str, object] | None:
             continue
         code, path = entry[:2], entry[3:]
         parts = set(Path(path).parts)
-        if code == "!!" and parts & TOOL_CACHES:
+        if code in ("!!", "??") and parts & TOOL_CACHES:
             continue
         state[f"{code} {path}"] = _fingerprint(root / path)
     return state
@@ -47,6 +47,9 @@ def checkout_state(root: Path) -> dict[str, object] | None:
 
 def _fingerprint(path: Path) -> list[tuple[str, int, int]]:
     found: list[tuple[str, int, int]] = []
+    if path.is_symlink():
+        info = path.lstat()
+        return [(os.readlink(path), info.st_size, info.st_mtime_ns)]
     for current, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if d not in TOOL_CACHES]
         for name in [*dirs, *files]:
