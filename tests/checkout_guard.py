@@ -4,7 +4,8 @@ At session start it records ``git status --porcelain --ignored`` of the rootdir 
 fingerprint (paths, sizes, mtimes) of every listed entry that is not a tool cache, so a test that
 writes into an existing, ignored ``sevro-results/`` or an already modified file is caught too;
 at the end it compares. Comparing the
-session's own before and after means a subset run is checked as well as the whole suite.
+session's own before and after means a subset run is checked as well as the whole suite (and
+that a file edited by hand while the tests run is reported too).
 """
 
 from __future__ import annotations

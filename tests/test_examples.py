@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,13 @@ from typing import Any
 import pytest
 
 from sevro_core.mockmodel import Message, ToolCall, reply
-from sevro_core.testing import SevroProject, require_claude, require_codex, require_sandbox
+from sevro_core.testing import (
+    SevroProject,
+    require_claude,
+    require_codex,
+    require_sandbox,
+    require_tool,
+)
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import run_codex, shell
 
@@ -215,6 +223,39 @@ def test_the_quickstart_checks_what_it_claims(sevro_project: SevroProject) -> No
 
 
 GIT_CODING = ROOT / "examples" / "git-coding"
+
+
+def _greeter_source(root: Path) -> list[str]:
+    """The clean source repository docs/git-fixtures.md makes, and the flags that declare it."""
+    require_tool("git")
+    source = root / "sources" / "greeter"
+    (source / "tests").mkdir(parents=True)
+    (source / "greet.sh").write_text('#!/bin/sh\necho "Hello, world"\n')
+    (source / "tests" / "greet.test.sh").write_text(
+        '#!/bin/sh\nset -e\ntest "$(sh greet.sh Ada)" = "Hello, Ada!"\n'
+    )
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=D", "-c", "user.email=d@d.invalid", "commit", "-qm", "greeter"],
+    ):
+        subprocess.run(argv, cwd=source, env=env, check=True)
+    source_map = root / "sources.json"
+    source_map.write_text(json.dumps({"greeter": f"file://{source}"}))
+    return ["--case-source-root", str(root / "sources"), "--case-source-map-file", str(source_map)]
+
+
+@pytest.mark.parametrize("host", ["host.json", "host-careless.json"])
+def test_the_git_coding_repository_variant_checks_what_it_claims(
+    host: str, sevro_project: SevroProject
+) -> None:
+    """docs/git-fixtures.md runs the repository variant with host.json only."""
+    require_sandbox()
+    flags = _greeter_source(sevro_project.root)
+    done = sevro_project.run(GIT_CODING / "repository", "--host-config", GIT_CODING / host, *flags)
+    expected = (0, "passed") if host == "host.json" else (1, "failed")
+    assert _task(done)[:2] == expected, done.stdout + done.stderr
 
 
 def test_the_git_coding_example_needs_passing_tests_not_just_a_commit(

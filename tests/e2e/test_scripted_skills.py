@@ -161,3 +161,13 @@ def test_a_timed_out_run_step_fails_the_trial(sevro_project: SevroProject) -> No
     assert evidence["execution"]["message"] == "run step 2 timed out after 200 ms: 'sleep 5'"
     commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
     assert [c["timedOut"] for c in commands["data"]["commands"]] == [False, True]
+
+
+def test_bad_configuration_is_refused_at_load_with_its_pointer(
+    sevro_project: SevroProject,
+) -> None:
+    case = sevro_project.case(checks=[skill_check("seen")])
+    done = sevro_project.sevro("validate", case)
+    assert done.exit_code == 64
+    assert done.stderr.startswith("sevro: error: ") and len(done.stderr.splitlines()) == 1
+    assert "case.json#/checks/0/configuration/expect: " in done.stderr, done.stderr
