@@ -87,11 +87,23 @@ SCRIPTED: dict[str, tuple[Steps, Steps]] = {
         replying("Hello, Ada!"),
     ),
 }
+CAUGHT_BY = {
+    # doc#id: the checks the host that does not do it must fail (the rest pass)
+    "docs/cases.md#basic-graded": {"ready"},
+    "docs/graders.md#says-ready": {"ready-line", "no-apology"},
+    "docs/graders.md#json-result": {"touched-readme"},
+    "docs/graders.md#schema-result": {"shape"},
+    "docs/graders.md#combined": {"contract"},
+    "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
+    "docs/graders.md#fix-and-commit": {"committed"},
+    "docs/graders.md#uses-the-skill": {"skill-read"},
+}
 REAL_CLI = {"docs/hosts/codex.md#release-notes", "docs/hosts/claude.md#release-notes"}
 
 
 def test_every_documented_case_has_controls() -> None:
     assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI
+    assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
 def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps) -> Any:
@@ -122,7 +134,8 @@ def test_documented_case_passes_only_when_the_host_does_what_it_claims(
     failed = _run_scripted(sevro_project, case, does_not)
     code, task, checks = _task(failed)
     assert (code, task) == (1, "failed"), failed.stdout + failed.stderr
-    assert "failed" in checks.values(), checks
+    assert {c for c, status in checks.items() if status != "passed"} == CAUGHT_BY[where], checks
+    assert {c for c, status in checks.items() if status == "failed"} == CAUGHT_BY[where], checks
 
 
 # ---- the Codex and Claude examples, on the real CLIs with the mock model ------------------

@@ -171,3 +171,23 @@ def test_bad_configuration_is_refused_at_load_with_its_pointer(
     assert done.exit_code == 64
     assert done.stderr.startswith("sevro: error: ") and len(done.stderr.splitlines()) == 1
     assert "case.json#/checks/0/configuration/expect: " in done.stderr, done.stderr
+
+
+def test_the_two_hosts_skill_case_runs_on_the_scripted_host(sevro_project: SevroProject) -> None:
+    """tests/e2e/test_one_case_two_hosts.py grades this case on Codex and Claude."""
+    require_sandbox()
+    from tests.e2e.test_one_case_two_hosts import CASE, WORK
+
+    case = sevro_project.case(**CASE)
+    reads = sevro_project.script(
+        default=[
+            [{"read": {"path": CLAUDE}}, {"run": {"command": WORK}}, {"reply": {"text": "ready"}}]
+        ]
+    )
+    done = sevro_project.run(case, "--host-config", reads)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert skills_of(done.json())["read"] == ["greet"]
+    skips = sevro_project.script(
+        "skips.json", default=[[{"run": {"command": WORK}}, {"reply": {"text": "ready"}}]]
+    )
+    assert sevro_project.run(case, "--host-config", skips).exit_code == 1
