@@ -8,6 +8,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["tests.checkout_guard"]
+
 
 @pytest.fixture
 def repo_root() -> Path:

@@ -1,14 +1,10 @@
-"""The README's two commands: the first is run exactly as written; CI runs the second."""
+"""The README's two commands: tests/test_docs.py runs the first as pasted in a copy of the
+checkout (it writes sevro-results/ where it runs); CI runs the second."""
 
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
-
-import pytest
-
-from sevro_core.testing import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,23 +29,3 @@ def test_readme_first_screen_has_both_commands() -> None:
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert readme_commands()[1] in ci
-
-
-@pytest.mark.slow
-def test_quickstart_command_runs_as_written() -> None:
-    require_sandbox()  # the quickstart's scripted host runs a command in the sandbox
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", readme_commands()[0]],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (ROOT / ".venv" / "bin" / "sevro").exists()
-    lines = done.stdout.splitlines()
-    assert lines[2].split()[0] == "greeting" and lines[2].split()[-1] == "passed", done.stdout
-    assert lines[3].split()[0] == "summary" and lines[3].split()[-1] == "passed", done.stdout
-    evidence = Path(lines[-1].removeprefix("evidence="))
-    assert evidence.is_file() and evidence.name == "run.json"

@@ -25,7 +25,10 @@ CASE = {
             "gone.txt": "bye\n",
         }
     },
-    "checks": [{"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}],
+    "checks": [
+        {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}},
+        {"id": "skill", "grader": "sevro.skill-activation", "configuration": {"expect": "read"}},
+    ],
 }
 
 

@@ -41,7 +41,9 @@ def test_examples_are_valid_cases_whose_checks_compile(case: dict[str, Any]) -> 
         available[check["grader"]].compile(check["configuration"])
 
 
-@pytest.mark.parametrize("name", ["regex", "json", "schema", "output", "shell", "git-head"])
+@pytest.mark.parametrize(
+    "name", ["regex", "json", "schema", "output", "shell", "git-head", "skill-activation"]
+)
 def test_every_configuration_key_is_documented(name: str) -> None:
     text = DOC.read_text("utf-8")
     schema_file = resources.files("sevro_graders").joinpath("schemas", f"{name}.v1.schema.json")

@@ -15,8 +15,8 @@ from sevro_core.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head"]
-SCHEMAS = ["regex", "json", "schema", "output", "shell", "git-head"]
+EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation"]
+SCHEMAS = ["regex", "json", "schema", "output", "shell", "git-head", "skill-activation"]
 
 
 def registered() -> list[Grader]:
@@ -28,7 +28,7 @@ def registered() -> list[Grader]:
 def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
     graders = registered()
     assert [g.id for g in graders] == EXPECTED
-    for grader in graders[: len(OUTPUT)]:
+    for grader in graders[: len(OUTPUT) + 1]:
         assert isinstance(grader, Plugin)
         assert grader.version == "1.0.0"
         assert grader.capabilities == frozenset()
@@ -42,10 +42,18 @@ def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
 
 
 def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
-    grader = registered()[-1]
+    grader = registered()[-2]
     assert isinstance(grader, Plugin)
     assert (grader.id, grader.version, grader.stage) == ("sevro.git-head", "1.0.0", 30)
     assert grader.requires == frozenset({"sevro.fixture.git"})
+    assert grader.capabilities == frozenset()
+
+
+def test_skill_activation_needs_the_skills_observation() -> None:
+    grader = registered()[-1]
+    assert isinstance(grader, Plugin)
+    assert (grader.id, grader.version, grader.stage) == ("sevro.skill-activation", "1.0.0", 10)
+    assert grader.requires == frozenset({"sevro.skills"})
     assert grader.capabilities == frozenset()
 
 

@@ -12,6 +12,7 @@ from sevro_graders.output_grader import OutputGrader
 from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
+from sevro_graders.skill_activation_grader import SkillActivationGrader
 
 
 @hookimpl
@@ -22,3 +23,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(OutputGrader())
     register(ShellGrader())
     register(GitHeadGrader())
+    register(SkillActivationGrader())

@@ -3,7 +3,9 @@
 It performs the steps its configuration lists for each turn (write, run, read, reply, fail,
 sleep) in the real workspace, with real processes, so the whole engine is exercised without any
 model or credential. ``run`` steps go through the trial's sandbox, so demos and tests exercise
-the same boundary as real agents. Usage is reported as unknown.
+the same boundary as real agents. It reports ``sevro.skills`` by the same rules as the agent-CLI
+hosts, over both hosts' skill directories, so one skill case runs on every host. Usage is
+reported as unknown.
 """
 
 from __future__ import annotations
@@ -34,12 +36,18 @@ from sevro_core.models import (
 )
 from sevro_core.protocols import ConfiguredHost, Host, HostOptions
 from sevro_core.schemas import describe_first_error, validator
+from sevro_core.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
+from sevro_core.skills import skills_data as make_skills_data
 from sevro_core.states import Completeness
 from sevro_core.workspace import WorkspaceEscapeError, read_confined, write_confined
 
 HOST_ID = "sevro.host.scripted"
 COMMANDS_OBSERVATION = "sevro.commands"
 FILE_READS_OBSERVATION = "sevro.file-reads"
+
+SKILLS_DIRS = (".agents/skills", ".claude/skills")
+"""Where the scripted host discovers skills: Codex's directory, then Claude Code's."""
+MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
 TRIAL_TOKEN = "{{sevro.trial}}"  # noqa: S105 - a template token, not a secret
@@ -61,7 +69,12 @@ class ScriptedHost:
     id = HOST_ID
     version = "1.0.0"
     capabilities = frozenset(
-        {"sevro.host.continuation", COMMANDS_OBSERVATION, FILE_READS_OBSERVATION}
+        {
+            "sevro.host.continuation",
+            COMMANDS_OBSERVATION,
+            FILE_READS_OBSERVATION,
+            SKILLS_OBSERVATION,
+        }
     )
     requires: frozenset[str] = frozenset()
 
@@ -171,6 +184,8 @@ class _TrialState:
         self.commands: list[dict[str, JsonValue]] = []
         self.reads: list[dict[str, JsonValue]] = []
         self.ordinal = 0
+        self.skills, self.skills_complete = _discover(request)
+        self.skill_reads: list[dict[str, JsonValue]] = []
 
     def perform(self, turn: int, step: Step) -> str | None:
         ((action, body),) = step.items()
@@ -209,17 +224,28 @@ class _TrialState:
                 complete=len(data) == size, byteLength=size, sha256=hashlib.sha256(data).hexdigest()
             )
         self.reads.append(entry)
+        for skill in self.skills:
+            if path == skill.path:
+                whole = entry.get("complete") is True and entry.get("sha256") == skill.sha256
+                exact = whole and skill.body is not None
+                self._skill_touch(skill, turn, "read" if exact else "partial")
+
+    def _skill_touch(self, skill: MountedSkill, turn: int, status: str) -> None:
+        self.skill_reads.append(
+            {"skill": skill.name, "turn": turn, "ordinal": self.ordinal, "status": status}
+        )
 
     def _run(self, turn: int, body: Mapping[str, Any]) -> None:
         """Run the command in the trial's sandbox, as a real agent's commands would run."""
         request = self.request
         if request.isolation is None:
             raise _TurnFailed("run steps need the trial's sandbox, and the request carries none")
+        timeout_ms = body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS)
         try:
             outcome = request.isolation.run(
                 ["/bin/sh", "-c", body["command"]],
                 role="candidate",
-                timeout_s=body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS) / 1000,
+                timeout_s=timeout_ms / 1000,
                 output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
                 environment=request.environment,
             )
@@ -238,6 +264,21 @@ class _TrialState:
                 "durationMs": round(outcome.duration_ms, 3),
             }
         )
+        if self.skills:
+            text = outcome.output.decode("utf-8", "replace")
+            for skill in self.skills:
+                status = classify_read(
+                    skill, request.workspace, body["command"], text, outcome.exit_code
+                )
+                if status is not None:
+                    self._skill_touch(skill, turn, status)
+        if outcome.timed_out:
+            command = body["command"]
+            if len(command) > MAX_REASON_COMMAND_CHARS:
+                command = command[:MAX_REASON_COMMAND_CHARS] + "..."
+            raise _TurnFailed(
+                f"run step {self.ordinal} timed out after {timeout_ms} ms: {command!r}"
+            )
 
     def result(
         self, final: str | None, *, turns: int, error: str | None = None, cancelled: bool = False
@@ -250,6 +291,12 @@ class _TrialState:
             Observation(
                 FILE_READS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"reads": self.reads}
             ),
+            Observation(
+                SKILLS_OBSERVATION,
+                HOST_ID,
+                Completeness.COMPLETE if self.skills_complete else Completeness.PARTIAL,
+                make_skills_data(self.skills, self.skill_reads),
+            ),
         )
         return HostResult(
             final_message=final,
@@ -261,6 +308,17 @@ class _TrialState:
             usage=UNKNOWN_USAGE,
             turns_completed=turns,
         )
+
+
+def _discover(request: HostRequest) -> tuple[tuple[MountedSkill, ...], bool]:
+    """Skills mounted at the start of the trial, in every directory an agent CLI looks in."""
+    found: list[MountedSkill] = []
+    complete = True
+    for skills_dir in SKILLS_DIRS:
+        skills, listed = discover_skills(request.workspace, skills_dir)
+        found.extend(skills)
+        complete = complete and listed
+    return tuple(found), complete
 
 
 _HOST: Host = ScriptedHost()

@@ -1,0 +1,119 @@
+"""``sevro.skill-activation``: the target skill was read in full, or was not touched at all.
+
+It reads the host's ``sevro.skills`` observation (:mod:`sevro_core.skills` owns the rules: a
+completed, direct, whole-file read of the exact body is ``read``; any other touch is
+``partial``). Evidence that is missing or partial is ``unavailable``, never a pass; a touch sevro
+cannot classify as a full read makes ``not-read`` unavailable too, because it may have been one.
+The expectation is an ``expect`` keyword so later expectations (read by a turn, read before a
+command) extend the same configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from attrs import frozen
+
+from sevro_core.errors import GradingError
+from sevro_core.jsonio import JsonValue
+from sevro_core.models import CheckOutcome, TrialView
+from sevro_core.skills import SKILLS_OBSERVATION
+from sevro_core.states import CheckStatus, Completeness
+from sevro_graders.configuration import check_shape
+
+GRADER_ID = "sevro.skill-activation"
+EVIDENCE_REFS = (SKILLS_OBSERVATION,)
+READ = "read"
+NOT_READ = "not-read"
+
+
+@frozen
+class SkillActivationCheck:
+    expect: str
+    skill: str | None
+    """None: the case's target skill, the only one the workspace offers."""
+
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        observation = view.observations.get(SKILLS_OBSERVATION)
+        if observation is None or observation.completeness is not Completeness.COMPLETE:
+            state = "unavailable" if observation is None else observation.completeness.value
+            return self._outcome(check_id, CheckStatus.UNAVAILABLE, f"skills observation {state}")
+        offered, reads, read = _parse(observation.data)
+        name = self._target(offered)
+        touches = [r for r in reads if r.get("skill") == name]
+        if self.expect == READ:
+            if name in read:
+                return self._outcome(check_id, CheckStatus.PASSED)
+            partial = len(touches)
+            suffix = f" ({partial} partial touch(es) only)" if partial else ""
+            return self._outcome(
+                check_id, CheckStatus.FAILED, f"skill {name!r} was not read in full{suffix}"
+            )
+        if name in read:
+            first = next((r for r in touches if r.get("status") == READ), {})
+            where = f"turn {first.get('turn')}, ordinal {first.get('ordinal')}"
+            return self._outcome(check_id, CheckStatus.FAILED, f"skill {name!r} was read ({where})")
+        if touches:
+            first = touches[0]
+            return self._outcome(
+                check_id,
+                CheckStatus.UNAVAILABLE,
+                f"skill {name!r} was touched by a command sevro cannot classify as a full read "
+                f"or not (turn {first.get('turn')}, ordinal {first.get('ordinal')})",
+            )
+        return self._outcome(check_id, CheckStatus.PASSED)
+
+    def _target(self, offered: Sequence[str]) -> str:
+        if self.skill is None:
+            if len(offered) != 1:
+                listed = ", ".join(offered) or "none"
+                raise GradingError(
+                    f"no target skill: the workspace offers {len(offered)} skills ({listed}); "
+                    "name one with 'skill'"
+                )
+            return offered[0]
+        if self.skill not in offered:
+            listed = ", ".join(offered) or "none"
+            raise GradingError(f"skill {self.skill!r} was not offered (offered: {listed})")
+        return self.skill
+
+    def _outcome(
+        self, check_id: str, status: CheckStatus, detail: str | None = None
+    ) -> CheckOutcome:
+        return CheckOutcome(check_id, GRADER_ID, status, detail=detail, evidence_refs=EVIDENCE_REFS)
+
+
+def _parse(
+    data: Mapping[str, JsonValue],
+) -> tuple[list[str], list[Mapping[str, JsonValue]], list[str]]:
+    """The observation's three lists; a malformed document is a grading error, never a pass."""
+    offered, reads, read = data.get("offered"), data.get("reads"), data.get("read")
+    if not (isinstance(offered, list) and isinstance(reads, list) and isinstance(read, list)):
+        raise GradingError("malformed sevro.skills observation")
+    names = [s.get("name") for s in offered if isinstance(s, dict)]
+    entries: list[Mapping[str, JsonValue]] = [r for r in reads if isinstance(r, dict)]
+    if (
+        len(names) != len(offered)
+        or len(entries) != len(reads)
+        or not all(isinstance(n, str) for n in [*names, *read])
+    ):
+        raise GradingError("malformed sevro.skills observation")
+    # A skill mounted for several hosts (.agents/skills and .claude/skills) is one skill.
+    return list(dict.fromkeys(str(n) for n in names)), entries, [str(n) for n in read]
+
+
+class SkillActivationGrader:
+    """Plugin facts: stage 10 (host evidence, like the output graders); hosts that report
+    ``sevro.skills`` only, so a case on another host is refused at planning."""
+
+    id = GRADER_ID
+    version = "1.0.0"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset({SKILLS_OBSERVATION})
+    stage = 10
+
+    def compile(self, configuration: Mapping[str, JsonValue]) -> SkillActivationCheck:
+        config = check_shape("skill-activation.v1", configuration)
+        expect, skill = config["expect"], config.get("skill")
+        assert isinstance(expect, str) and (skill is None or isinstance(skill, str))
+        return SkillActivationCheck(expect=expect, skill=skill)

@@ -1,0 +1,299 @@
+"""Every documented example checks what it claims: it passes with a host that does what the
+example says, and fails with one that does not.
+
+Case examples in README and docs run on the scripted host with a script per control (below);
+the Codex and Claude examples run on the real CLIs against the mock model; the cases in
+``examples/`` run with their documented host and with that host minus the claimed behaviour.
+A new case example without controls fails :func:`test_every_documented_case_has_controls`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.mockmodel import Message, ToolCall, reply
+from sevro_core.testing import (
+    SevroProject,
+    require_claude,
+    require_codex,
+    require_sandbox,
+    require_tool,
+)
+from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
+from tests.hosts_codex.helpers import run_codex, shell
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+Steps = list[dict[str, Any]]
+
+
+def documented_cases() -> dict[str, dict[str, Any]]:
+    """Case-shaped JSON blocks by ``doc#id``."""
+    found = {}
+    for doc in DOCS:
+        for body in JSON_BLOCK.findall(doc.read_text("utf-8")):
+            block = json.loads(body)
+            if isinstance(block, dict) and {"prompt", "checks"} <= set(block):
+                found[f"{doc.relative_to(ROOT)}#{block['id']}"] = block
+    return found
+
+
+def replying(text: str, *before: dict[str, Any]) -> Steps:
+    return [*before, {"reply": {"text": text}}]
+
+
+GREET_SKILL = {"read": {"path": ".agents/skills/greet/SKILL.md"}}
+SCRIPTED: dict[str, tuple[Steps, Steps]] = {
+    # doc#id: (a host that does what the example claims, one that does not)
+    "docs/cases.md#basic-graded": (replying("ready"), replying("blocked")),
+    "docs/graders.md#says-ready": (replying("ready"), replying("Sorry, I cannot.")),
+    "docs/graders.md#json-result": (
+        replying('{"status": "ready", "files": [{"path": "README.md"}]}'),
+        replying('{"status": "ready", "files": [{"path": "docs/x.md"}]}'),
+    ),
+    "docs/graders.md#schema-result": (
+        replying('{"status": "ready", "notes": ["all good"]}'),
+        replying('{"status": "done", "notes": ["all good"]}'),
+    ),
+    "docs/graders.md#combined": (
+        replying('{"status": "ready"}'),
+        replying('{"status": "ready", "detail": "Exception"}'),
+    ),
+    "docs/graders.md#fix-the-bug": (
+        replying("done", {"write": {"path": "answer.txt", "content": "42\n"}}),
+        replying("done"),
+    ),
+    "docs/graders.md#fix-and-commit": (
+        replying(
+            "done",
+            {"write": {"path": "app.py", "content": "x = 2\n"}},
+            {"run": {"command": "git commit -qam 'Fix x'"}},
+        ),
+        replying("done", {"write": {"path": "app.py", "content": "x = 2\n"}}),
+    ),
+    "docs/graders.md#uses-the-skill": (
+        replying("Hello, Ada!", GREET_SKILL),
+        replying("Hello, Ada!"),
+    ),
+}
+CAUGHT_BY = {
+    # doc#id: the checks the host that does not do it must fail (the rest pass)
+    "docs/cases.md#basic-graded": {"ready"},
+    "docs/graders.md#says-ready": {"ready-line", "no-apology"},
+    "docs/graders.md#json-result": {"touched-readme"},
+    "docs/graders.md#schema-result": {"shape"},
+    "docs/graders.md#combined": {"contract"},
+    "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
+    "docs/graders.md#fix-and-commit": {"committed"},
+    "docs/graders.md#uses-the-skill": {"skill-read"},
+}
+REAL_CLI = {"docs/hosts/codex.md#release-notes", "docs/hosts/claude.md#release-notes"}
+
+
+def test_every_documented_case_has_controls() -> None:
+    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI
+    assert set(CAUGHT_BY) == set(SCRIPTED)
+
+
+def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps) -> Any:
+    case_file = project.write_json("case.json", case)
+    host = project.script(default=[steps])
+    shutil.rmtree(project.results, ignore_errors=True)
+    return project.run(case_file, "--host-config", host)
+
+
+def _task(done: Any) -> tuple[int, str, dict[str, str]]:
+    result = done.json()
+    (case,) = result["cases"]
+    (trial,) = case["trials"]
+    document = json.loads(Path(trial["artifactPath"]).read_text())
+    checks = {c["id"]: c["status"] for c in document["evidence"]["checks"]}
+    return done.exit_code, case["task"], checks
+
+
+@pytest.mark.parametrize("where", sorted(SCRIPTED))
+def test_documented_case_passes_only_when_the_host_does_what_it_claims(
+    where: str, sevro_project: SevroProject
+) -> None:
+    require_sandbox()  # scripted run steps and shell checks run in the sandbox
+    case = documented_cases()[where]
+    does, does_not = SCRIPTED[where]
+    passed = _run_scripted(sevro_project, case, does)
+    assert _task(passed)[:2] == (0, "passed"), passed.stdout + passed.stderr
+    failed = _run_scripted(sevro_project, case, does_not)
+    code, task, checks = _task(failed)
+    assert (code, task) == (1, "failed"), failed.stdout + failed.stderr
+    assert {c for c, status in checks.items() if status != "passed"} == CAUGHT_BY[where], checks
+    assert {c for c, status in checks.items() if status == "failed"} == CAUGHT_BY[where], checks
+
+
+# ---- the Codex and Claude examples, on the real CLIs with the mock model ------------------
+
+NOTES = "printf '# Release notes\\n\\nFixed the login timeout.\\n' > NOTES.md"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("works", [True, False], ids=["does-it", "only-replies"])
+def test_the_codex_example_checks_what_it_claims(
+    works: bool, sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    codex = require_codex()
+    require_sandbox()
+    case = documented_cases()["docs/hosts/codex.md#release-notes"]
+    work = [
+        reply(shell("cat .agents/skills/release-notes/SKILL.md")),
+        reply(shell(NOTES)),
+    ]
+    server = mock_model([*(work if works else []), reply(Message("done"))])
+    done = run_codex(sevro_project, codex, server, sevro_project.write_json("case.json", case))
+    _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("works", [True, False], ids=["does-it", "only-replies"])
+def test_the_claude_example_checks_what_it_claims(
+    works: bool, sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    require_sandbox()
+    case = documented_cases()["docs/hosts/claude.md#release-notes"]
+    work = [
+        reply(ToolCall("Read", {"file_path": ".claude/skills/release-notes/SKILL.md"})),
+        reply(bash(NOTES)),
+    ]
+    server = mock_model([*(work if works else []), reply(Message("done"))], protocols=PROTOCOLS)
+    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    _assert_release_notes(done, works)
+
+
+def _assert_release_notes(done: Any, works: bool) -> None:
+    code, task, checks = _task(done)
+    if works:
+        assert (code, task) == (0, "passed"), done.stdout + done.stderr
+        return
+    assert (code, task) == (1, "failed"), done.stdout + done.stderr
+    assert checks == {
+        "skill-read": "failed",
+        "notes-follow-the-skill": "failed",
+        "done": "passed",
+    }, checks
+
+
+# ---- examples/ -----------------------------------------------------------------------------
+
+QUICKSTART = ROOT / "examples" / "quickstart"
+
+
+def _without(host: dict[str, Any], case_id: str, drop: Callable[[dict[str, Any]], bool]) -> Any:
+    changed = copy.deepcopy(host)
+    turns = changed["cases"][case_id]["turns"]
+    kept = [step for step in turns[0] if not drop(step)]
+    assert len(kept) < len(turns[0]), "the control must remove a step"
+    turns[0] = kept
+    return changed
+
+
+def _case_results(done: Any) -> dict[str, str]:
+    return {c["caseId"]: c["task"] for c in done.json()["cases"]}
+
+
+def test_the_quickstart_checks_what_it_claims(sevro_project: SevroProject) -> None:
+    require_sandbox()
+    host = json.loads((QUICKSTART / "host.json").read_text())
+    cases = QUICKSTART / "cases"
+    documented = sevro_project.run(cases, "--host-config", QUICKSTART / "host.json")
+    assert documented.exit_code == 0, documented.stdout + documented.stderr
+    assert _case_results(documented) == {"greeting": "passed", "summary": "passed"}
+
+    def skill_read(step: dict[str, Any]) -> bool:
+        return "SKILL.md" in step.get("read", {}).get("path", "")
+
+    def summary_written(step: dict[str, Any]) -> bool:
+        return step.get("write", {}).get("path") == "SUMMARY.md"
+
+    careless = _without(_without(host, "greeting", skill_read), "summary", summary_written)
+    path = sevro_project.write_json("careless.json", careless)
+    done = sevro_project.run(cases, "--host-config", path)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    assert _case_results(done) == {"greeting": "failed", "summary": "failed"}
+    failing = {}
+    for case_id, trial in ((c["caseId"], c["trials"][0]) for c in done.json()["cases"]):
+        document = json.loads(Path(trial["artifactPath"]).read_text())
+        checks = document["evidence"]["checks"]
+        failing[case_id] = [c["id"] for c in checks if c["status"] != "passed"]
+    assert failing == {"greeting": ["skill-read"], "summary": ["one-line-summary"]}
+
+
+GIT_CODING = ROOT / "examples" / "git-coding"
+
+
+def _greeter_source(root: Path) -> list[str]:
+    """The clean source repository docs/git-fixtures.md makes, and the flags that declare it."""
+    require_tool("git")
+    source = root / "sources" / "greeter"
+    (source / "tests").mkdir(parents=True)
+    (source / "greet.sh").write_text('#!/bin/sh\necho "Hello, world"\n')
+    (source / "tests" / "greet.test.sh").write_text(
+        '#!/bin/sh\nset -e\ntest "$(sh greet.sh Ada)" = "Hello, Ada!"\n'
+    )
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=D", "-c", "user.email=d@d.invalid", "commit", "-qm", "greeter"],
+    ):
+        subprocess.run(argv, cwd=source, env=env, check=True)
+    source_map = root / "sources.json"
+    source_map.write_text(json.dumps({"greeter": f"file://{source}"}))
+    return ["--case-source-root", str(root / "sources"), "--case-source-map-file", str(source_map)]
+
+
+@pytest.mark.parametrize("host", ["host.json", "host-careless.json"])
+def test_the_git_coding_repository_variant_checks_what_it_claims(
+    host: str, sevro_project: SevroProject
+) -> None:
+    """docs/git-fixtures.md runs the repository variant with host.json only."""
+    require_sandbox()
+    flags = _greeter_source(sevro_project.root)
+    done = sevro_project.run(GIT_CODING / "repository", "--host-config", GIT_CODING / host, *flags)
+    expected = (0, "passed") if host == "host.json" else (1, "failed")
+    assert _task(done)[:2] == expected, done.stdout + done.stderr
+
+
+def test_the_git_coding_example_needs_passing_tests_not_just_a_commit(
+    sevro_project: SevroProject,
+) -> None:
+    """host.json and host-careless.json run in docs/git-fixtures.md; this control commits a
+    broken fix past the hook with --no-verify, which only the tests-pass check catches."""
+    require_sandbox()
+    host = json.loads((GIT_CODING / "host.json").read_text())
+    steps = host["default"]["turns"][0]
+    for step in steps:
+        if "write" in step:
+            step["write"]["content"] = '#!/bin/sh\necho "Hello, $1"\n'
+        if "run" in step and step["run"]["command"].startswith("git commit"):
+            step["run"]["command"] = "git commit --no-verify -qam 'Fix greeting'"
+    steps[:] = [s for s in steps if s.get("run", {}).get("command") != "run-tests"]
+    path = sevro_project.write_json("sneaky.json", host)
+    done = sevro_project.run(GIT_CODING / "cases", "--host-config", path)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    (trial,) = done.json()["cases"][0]["trials"]
+    document = json.loads(Path(trial["artifactPath"]).read_text())
+    statuses = {c["id"]: c["status"] for c in document["evidence"]["checks"]}
+    assert statuses == {
+        "tests-pass": "failed",
+        "committed": "passed",
+        "history-kept": "passed",
+        "replied": "passed",
+    }
