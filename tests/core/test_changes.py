@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from sevro_core.changes import changes, snapshot
-from tests.core.test_workspace import make_deep_tree
+from tests.core.test_workspace import deep_tree
 
 
 def test_a_tree_deeper_than_the_recursion_limit_is_digested(tmp_path: Path) -> None:
     before = snapshot(tmp_path)
-    make_deep_tree(tmp_path, 1100)  # 2200-byte paths: deeper than recursion, within PATH_MAX
-    after = snapshot(tmp_path)
+    with deep_tree(tmp_path, 1100):  # 2200-byte paths: deeper than recursion, within PATH_MAX
+        after = snapshot(tmp_path)
     assert before.complete and after.complete
     leaf = "d/" * 1100 + "f"
     assert after.entries[leaf][0] == "file"
@@ -21,8 +21,8 @@ def test_a_tree_deeper_than_the_recursion_limit_is_digested(tmp_path: Path) -> N
 
 
 def test_beyond_path_max_the_account_is_partial(tmp_path: Path) -> None:
-    make_deep_tree(tmp_path, 3000)
-    after = snapshot(tmp_path)
+    with deep_tree(tmp_path, 3000):
+        after = snapshot(tmp_path)
     assert not after.complete
     assert all(path.startswith("d/") for path in after.entries)
 

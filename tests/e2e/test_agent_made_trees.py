@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -56,11 +57,18 @@ def run_hostile(project: SevroProject, command: str, fixture: dict[str, Any]) ->
     host = project.script(
         default=[[{"run": {"command": command, "timeoutMs": 120_000}}, {"reply": {"text": "done"}}]]
     )
-    done = project.run(case, "--host-config", host, "--trials", "2", "--workspace-root", workspaces)
+    try:
+        done = project.run(
+            case, "--host-config", host, "--trials", "2", "--workspace-root", workspaces
+        )
+    finally:
+        leaked = list(workspaces.iterdir())
+        # pytest's own tmp_path cleanup recurses: never leave it a deep tree, whatever failed
+        subprocess.run(["rm", "-rf", *map(str, leaked)], check=False)
     assert done.exit_code in (0, 4), (done.stdout, done.stderr)  # a verdict, never a crash
     result: dict[str, Any] = done.json()
     assert_valid_evidence(result)  # also: every trial's workspace is gone
-    assert list(workspaces.iterdir()) == [], "a workspace or private directory leaked"
+    assert leaked == [], "a workspace or private directory leaked"
     evidence = trial_evidence(result)
     assert [c["status"] for c in evidence["checks"]] == ["passed", "passed"]
     return result
