@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,52 @@ def test_atomic_write_is_private_and_leaves_no_temp(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert path.read_text() == '{\n  "b": 2\n}\n'
     assert os.listdir(tmp_path) == ["out.json"]
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """A regression that blocks in open() fails the test after 5 s instead of hanging it."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked on a special file")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(5)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.usefixtures("no_hang")
+def test_special_files_are_refused_without_opening_them(tmp_path: Path) -> None:
+    fifo = tmp_path / "case.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InvocationError, match=r"case file is not a regular file \(a FIFO\)"):
+        read_json_file(fifo, 100, what="case file")
+    with pytest.raises(InvocationError, match=r"not a regular file \(a device\)"):
+        read_json_file(Path("/dev/zero"), 100)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "s.json"))
+        with pytest.raises(InvocationError, match=r"not a regular file \(a socket\)"):
+            read_json_file(tmp_path / "s.json", 100)
+
+
+@pytest.mark.usefixtures("no_hang")
+def test_a_fifo_swapped_in_after_the_check_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "host.json"
+    path.write_text("{}")
+    real_lstat = os.lstat
+
+    def lstat_then_swap(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        info = real_lstat(target, *args, **kwargs)  # type: ignore[arg-type]
+        path.unlink()
+        os.mkfifo(path)
+        return info
+
+    monkeypatch.setattr(os, "lstat", lstat_then_swap)
+    with pytest.raises(InvocationError, match="not a regular file"):
+        read_json_file(path, 100)

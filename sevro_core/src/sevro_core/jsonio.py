@@ -135,16 +135,34 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
 
 
 def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
-    """Read a regular file of at most ``limit`` bytes without following a final symlink."""
+    """Read a regular file of at most ``limit`` bytes without following a final symlink.
+
+    Nothing but a regular file is opened: a FIFO, socket or device named as input is refused
+    before ``open`` (which would block on a FIFO), and ``O_NONBLOCK`` plus a re-check of the
+    opened descriptor cover a file swapped in between.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        before = os.lstat(path)
+    except FileNotFoundError:
+        raise InvocationError(f"{what} does not exist", source=path) from None
+    except OSError as exc:
+        raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
+    if not stat.S_ISREG(before.st_mode) and not stat.S_ISLNK(before.st_mode):
+        raise InvocationError(
+            f"{what} is not a regular file ({_kind(before.st_mode)})", source=path
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InvocationError(f"{what} does not exist", source=path) from None
     except OSError as exc:
         raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (
+            before.st_dev,
+            before.st_ino,
+        ):
             raise InvocationError(f"{what} is not a regular file", source=path)
         if info.st_size > limit:
             raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
@@ -154,6 +172,16 @@ def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
     if len(data) > limit:
         raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
     return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
 
 
 def read_json_file(path: Path, limit: int, *, what: str = "file") -> JsonValue:
