@@ -61,22 +61,19 @@ def secret_strings(data: bytes) -> list[str]:
     """String values of a credential file, to keep them out of any retained text."""
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
         text = data.decode("utf-8", "replace").strip()
         return [text] if len(text) >= 8 else []
     found: list[str] = []
-
-    def walk(value: Any) -> None:
+    pending = [document]  # iterative: a deeply nested credential file must not crash start-up
+    while pending:
+        value = pending.pop()
         if isinstance(value, str) and len(value) >= 8:
             found.append(value)
         elif isinstance(value, dict):
-            for inner in value.values():
-                walk(inner)
+            pending.extend(reversed(list(value.values())))
         elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-
-    walk(document)
+            pending.extend(reversed(value))
     return found
 
 
