@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import sevro_core.changes as changes_module
 from sevro_core.changes import changes, snapshot
 from tests.core.test_workspace import deep_tree
 
@@ -35,3 +38,15 @@ def test_every_file_but_git_internals_is_digested(tmp_path: Path) -> None:
     (tmp_path / ".git" / "HEAD").write_text("ignored")
     whole = snapshot(tmp_path)
     assert whole.complete and set(whole.entries) == {"a/y", "a/z/w", "b/x", "c"}
+
+
+def test_directories_count_toward_the_scan_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(changes_module, "MAX_CHANGE_SCAN_FILES", 50)
+    for index in range(60):
+        (tmp_path / f"empty-{index}").mkdir()
+    assert not snapshot(tmp_path).complete
+    for index in range(20):
+        (tmp_path / f"empty-{index}").rmdir()
+    assert snapshot(tmp_path).complete

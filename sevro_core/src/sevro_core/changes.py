@@ -31,6 +31,7 @@ def snapshot(workspace: Path) -> Snapshot:
     entries: dict[str, tuple[str, str, int]] = {}
     budget = MAX_CHANGE_SCAN_BYTES
     complete = True
+    visited = 0
     pending = [(workspace, "")]
     while pending:
         directory, prefix = pending.pop()
@@ -44,7 +45,8 @@ def snapshot(workspace: Path) -> Snapshot:
             relative = f"{prefix}{name}"
             if relative == ".git":
                 continue
-            if len(entries) >= MAX_CHANGE_SCAN_FILES:
+            visited += 1  # directories count too: a million empty ones is no cheaper to walk
+            if visited > MAX_CHANGE_SCAN_FILES:
                 return Snapshot(entries, False)
             path = directory / name
             try:
