@@ -312,7 +312,7 @@ def test_a_fifo_source_map_is_refused(sevro_project: SevroProject, host: Path) -
 def test_a_fifo_in_a_non_git_project_root_is_recorded_not_opened(
     sevro_project: SevroProject, host: Path
 ) -> None:
-    """Documented in docs/results.md: special files enter the project digest by kind only."""
+    """Documented in docs/identity.md: special files enter the project digest by kind only."""
     fifo(sevro_project.root / "src" / "pipe")
     done = sevro_project.sevro(
         "run", sevro_project.case(), "--host-config", host, "--json",
