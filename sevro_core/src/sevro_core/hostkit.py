@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -106,11 +107,16 @@ class NativeBinary:
 
 def is_native_executable(path: Path) -> bool:
     """ELF or Mach-O, not a script or a Node launcher."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _NATIVE_MAGIC
+    try:  # O_NONBLOCK and a regular-file check: an executable FIFO on PATH must not block
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) in _NATIVE_MAGIC
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def candidate_binary(configured: str | None, command: str, flag: str, package: str) -> Path:
