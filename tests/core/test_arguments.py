@@ -59,17 +59,3 @@ def test_unwritable_directories_are_refused(
         check_writable_directory(tmp_path, "--workspace-root")
     with pytest.raises(InvocationError, match=r"cannot be created or written \(.* is not writable"):
         check_results_root(tmp_path / "new" / "results")
-
-
-def test_an_executable_fifo_is_not_a_native_binary_and_never_blocks(tmp_path: Path) -> None:
-    import os
-    import shutil
-
-    from sevro_core.hostkit import is_native_executable
-
-    fifo = tmp_path / "codex"
-    os.mkfifo(fifo)
-    os.chmod(fifo, 0o755)
-    assert is_native_executable(fifo) is False  # a blocking open() would hang here
-    native = shutil.which("ls")
-    assert native is not None and is_native_executable(Path(native))
