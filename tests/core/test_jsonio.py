@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,11 @@ def test_parses_plain_json() -> None:
     assert parse('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
 
 
+def test_numbers_at_the_edges_of_the_double_range_are_kept() -> None:
+    text = "[9007199254740991, -9007199254740991, 1.7976931348623157e308, 5e-324, 1e-400, -0.0]"
+    assert parse(text) == [2**53 - 1, -(2**53 - 1), 1.7976931348623157e308, 5e-324, 0.0, -0.0]
+
+
 @pytest.mark.parametrize(
     ("text", "pointer", "fragment"),
     [
@@ -26,6 +34,14 @@ def test_parses_plain_json() -> None:
         ('{"x": {"b": [{"k": 1, "k": 1}]}}', "/x/b/0/k", "duplicate key 'k'"),
         ('{"a/b": {"c~d": 1, "c~d": 2}}', "/a~1b/c~0d", "duplicate key"),
         ('{"s": "\\ud800"}', "/s", "lone surrogate"),
+        ('{"a": NaN}', "/a", "number NaN is not finite"),
+        ('{"a": [-Infinity]}', "/a/0", "number -Infinity is not finite"),
+        ('{"equals": 1e400}', "/equals", "number 1e400 overflows a double"),
+        ('{"equals": -1e400}', "/equals", "number -1e400 overflows a double"),
+        ('{"x": [1, {"y": 1E+999}]}', "/x/1/y", "number 1E+999 overflows"),
+        ('{"n": 9007199254740992}', "/n", "outside the exact integer range"),
+        ('{"n": -9007199254740992}', "/n", "outside the exact integer range"),
+        ('{"n": ' + "9" * 5000 + "}", "/n", "outside the exact integer range"),
     ],
 )
 def test_refusals_name_the_pointer(text: str, pointer: str, fragment: str) -> None:
@@ -39,8 +55,6 @@ def test_refusals_name_the_pointer(text: str, pointer: str, fragment: str) -> No
 @pytest.mark.parametrize(
     ("data", "fragment"),
     [
-        (b'{"a": NaN}', "non-finite"),
-        (b'{"a": Infinity}', "non-finite"),
         (b"\xef\xbb\xbf{}", "byte-order mark"),
         (b'{"a": "\xff"}', "not valid UTF-8 at byte 7"),
         (b'{"a": 1', "line 1 column 8"),
@@ -86,3 +100,52 @@ def test_atomic_write_is_private_and_leaves_no_temp(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert path.read_text() == '{\n  "b": 2\n}\n'
     assert os.listdir(tmp_path) == ["out.json"]
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """A regression that blocks in open() fails the test after 5 s instead of hanging it."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked on a special file")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(5)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.usefixtures("no_hang")
+def test_special_files_are_refused_without_opening_them(tmp_path: Path) -> None:
+    fifo = tmp_path / "case.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InvocationError, match=r"case file is not a regular file \(a FIFO\)"):
+        read_json_file(fifo, 100, what="case file")
+    with pytest.raises(InvocationError, match=r"not a regular file \(a device\)"):
+        read_json_file(Path("/dev/zero"), 100)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "s.json"))
+        with pytest.raises(InvocationError, match=r"not a regular file \(a socket\)"):
+            read_json_file(tmp_path / "s.json", 100)
+
+
+@pytest.mark.usefixtures("no_hang")
+def test_a_fifo_swapped_in_after_the_check_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "host.json"
+    path.write_text("{}")
+    real_lstat = os.lstat
+
+    def lstat_then_swap(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        info = real_lstat(target, *args, **kwargs)  # type: ignore[arg-type]
+        path.unlink()
+        os.mkfifo(path)
+        return info
+
+    monkeypatch.setattr(os, "lstat", lstat_then_swap)
+    with pytest.raises(InvocationError, match="not a regular file"):
+        read_json_file(path, 100)

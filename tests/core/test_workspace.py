@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,78 @@ def test_confined_access_refuses_paths_that_are_not_plain(tmp_path: Path, relati
     with pytest.raises(WorkspaceEscapeError):
         write_confined(ws, relative, b"no")
     assert (tmp_path / "x").read_text() == "outside"
+
+
+@contextlib.contextmanager
+def deep_tree(root: Path, depth: int) -> Iterator[None]:
+    """``root/d/d/.../d/f`` for the block; removed after it (pytest's own cleanup would recurse)."""
+    make_deep_tree(root, depth)
+    try:
+        yield
+    finally:
+        remove_tree(root / "d")
+
+
+def make_deep_tree(root: Path, depth: int) -> None:
+    """``root/d/d/.../d/f`` ``depth`` levels deep, built by descriptor so no path is too long."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        leaf = os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+        os.close(leaf)
+        os.mkfifo("fifo", dir_fd=fd)
+        os.symlink("/", "up", dir_fd=fd)
+        os.chmod(fd, 0o500)
+    finally:
+        os.close(fd)
+
+
+def test_remove_tree_removes_a_tree_deeper_than_recursion_and_path_limits(
+    tmp_path: Path,
+) -> None:
+    ws = create_workspace(tmp_path)
+    make_deep_tree(ws, 3000)  # deeper than the recursion limit and 4096-byte PATH_MAX
+    try:
+        remove_tree(ws)
+    finally:
+        if ws.exists():  # keep pytest's recursive cleanup of tmp_path working for everyone
+            subprocess.run(["rm", "-rf", str(ws)], check=False)
+    assert not ws.exists()
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_remove_tree_removes_a_wide_tree(tmp_path: Path) -> None:
+    ws = create_workspace(tmp_path)
+    for index in range(3000):
+        (ws / f"dir-{index}").mkdir()
+        (ws / f"dir-{index}" / "f").write_text("x")
+        (ws / f"file-{index}").write_text("x")
+    remove_tree(ws)
+    assert not ws.exists()
+
+
+def test_remove_tree_stops_when_a_directory_is_swapped_under_it(tmp_path: Path) -> None:
+    """Climbing back through ``..`` checks identity, so a moved directory is never misremoved."""
+    import sevro_core.workspace as workspace
+
+    ws = create_workspace(tmp_path)
+    (ws / "a" / "b").mkdir(parents=True)
+    keep = tmp_path / "elsewhere"
+    keep.mkdir()
+    real_enter = workspace._enter
+
+    def enter_and_move(parent_fd: int, name: str) -> tuple[int, object]:
+        opened = real_enter(parent_fd, name)
+        if name == "b":
+            (ws / "a").rename(keep / "a")
+        return opened
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(workspace, "_enter", enter_and_move)
+        with pytest.raises(OSError, match="moved during removal"):
+            remove_tree(ws)
+    assert (keep / "a").is_dir()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sevro_core.schemas import validator
-from sevro_core.testing import CliResult, SevroProject
-from tests.e2e.helpers import regex_check
+from sevro_core.testing import CliResult, SevroProject, require_tool
+from tests.e2e.helpers import load, regex_check
 
 
 def assert_refused(done: CliResult, fragment: str, project: SevroProject) -> dict[str, object]:
@@ -214,3 +217,230 @@ def test_validate_command(sevro_project: SevroProject) -> None:
     done = sevro_project.sevro("validate", good, bad)
     assert done.exit_code == 64
     assert done.stderr.startswith(f"sevro: error: {bad}#/checks/0/configuration/pattern")
+
+
+# --- red-team findings (issue 12): each refused at load, exit 64, one line, nothing written ---
+
+
+def assert_refused_anywhere(done: CliResult, fragment: str, project: SevroProject) -> None:
+    """``assert_refused`` for commands that name their own results root (or none)."""
+    before = sorted(p.relative_to(project.root) for p in project.root.rglob("*"))
+    assert_refused(done, fragment, project)
+    after = sorted(p.relative_to(project.root) for p in project.root.rglob("*"))
+    assert after == before, "nothing may be written before validation passes"
+
+
+@pytest.mark.parametrize(
+    ("literal", "fragment"),
+    [
+        ("1e400", "number 1e400 overflows a double (not finite)"),
+        ("-1e400", "number -1e400 overflows a double (not finite)"),
+        ("NaN", "number NaN is not finite"),
+        ("-Infinity", "number -Infinity is not finite"),
+        ("9007199254740993", "number 9007199254740993 is outside the exact integer range"),
+    ],
+)
+def test_non_finite_and_inexact_numbers_are_refused_with_a_pointer(
+    sevro_project: SevroProject, host: Path, literal: str, fragment: str
+) -> None:
+    case = sevro_project.root / "case.json"
+    case.write_text(
+        '{"id": "n", "prompt": "p", "fixture": {"files": {}}, "requiredEvidence": [],'
+        ' "checks": [{"id": "j", "grader": "sevro.json",'
+        f' "configuration": {{"pointer": "/v", "equals": {literal}}}}}]}}'
+    )
+    where = f"{case}#/checks/0/configuration/equals: "
+    assert_refused(sevro_project.run(case, "--host-config", host), where + fragment, sevro_project)
+    validated = sevro_project.sevro("validate", case)
+    assert validated.exit_code == 64, validated.stderr
+    assert validated.stderr.startswith(f"sevro: error: {where}{fragment}")
+    assert len(validated.stderr.splitlines()) == 1
+
+
+def fifo(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def test_a_fifo_case_file_is_refused_without_blocking(
+    sevro_project: SevroProject, host: Path
+) -> None:
+    case = fifo(sevro_project.root / "case.json")
+    done = sevro_project.sevro(
+        "run", case, "--host-config", host, "--json", "--results-root", sevro_project.results,
+        timeout=30,
+    )  # fmt: skip
+    assert_refused(done, f"{case}: case file is not a regular file (a FIFO)", sevro_project)
+
+
+def test_a_fifo_in_a_case_directory_is_refused(sevro_project: SevroProject, host: Path) -> None:
+    sevro_project.case("cases/a.json")
+    entry = fifo(sevro_project.root / "cases" / "b.json")
+    done = sevro_project.sevro(
+        "run", sevro_project.root / "cases", "--host-config", host, "--json",
+        "--results-root", sevro_project.results, timeout=30,
+    )  # fmt: skip
+    assert_refused(done, f"{entry}: case file is not a regular file (a FIFO)", sevro_project)
+
+
+def test_a_fifo_host_config_is_refused(sevro_project: SevroProject) -> None:
+    config = fifo(sevro_project.root / "host.json")
+    done = sevro_project.sevro(
+        "run", sevro_project.case(), "--host-config", config, "--json",
+        "--results-root", sevro_project.results, timeout=30,
+    )  # fmt: skip
+    assert_refused(
+        done, f"{config}: host configuration is not a regular file (a FIFO)", sevro_project
+    )
+
+
+def test_a_fifo_source_map_is_refused(sevro_project: SevroProject, host: Path) -> None:
+    sources = sevro_project.root / "sources"
+    sources.mkdir()
+    source_map = fifo(sevro_project.root / "map.json")
+    done = sevro_project.sevro(
+        "run", sevro_project.case(), "--host-config", host, "--json",
+        "--results-root", sevro_project.results, "--case-source-root", sources,
+        "--case-source-map-file", source_map, timeout=30,
+    )  # fmt: skip
+    assert_refused(
+        done, f"{source_map}: case source map is not a regular file (a FIFO)", sevro_project
+    )
+
+
+def test_a_fifo_in_a_non_git_project_root_is_recorded_not_opened(
+    sevro_project: SevroProject, host: Path
+) -> None:
+    """Documented in docs/identity.md: special files enter the project digest by kind only."""
+    fifo(sevro_project.root / "src" / "pipe")
+    done = sevro_project.sevro(
+        "run", sevro_project.case(), "--host-config", host, "--json",
+        "--results-root", sevro_project.results, timeout=60,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    first = load(done.json()["evidencePath"])["evaluationIdentity"]["dimensions"]
+    (sevro_project.root / "src" / "pipe").unlink()
+    (sevro_project.root / "src" / "pipe").write_text("")
+    again = sevro_project.run(sevro_project.case(), "--host-config", host)
+    second = load(again.json()["evidencePath"])["evaluationIdentity"]["dimensions"]
+    assert first["projectDigest"] != second["projectDigest"]
+
+
+def test_a_read_only_workspace_root_is_refused_up_front(
+    sevro_project: SevroProject, host: Path
+) -> None:
+    """Even root cannot write a read-only mount; bubblewrap makes one for the test."""
+    bwrap = require_tool("bwrap")
+    workspaces = sevro_project.root / "workspaces"
+    workspaces.mkdir()
+    done = subprocess.run(
+        [
+            bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--ro-bind", str(workspaces), str(workspaces),
+            sys.executable, "-m", "sevro_core", "run", str(sevro_project.case()),
+            "--host-config", str(host), "--json", "--results-root", str(sevro_project.results),
+            "--workspace-root", str(workspaces),
+        ],
+        cwd=sevro_project.root, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert_refused(
+        CliResult(done.returncode, done.stdout, done.stderr),
+        f"{workspaces}: --workspace-root is not writable",
+        sevro_project,
+    )
+
+
+def test_nul_in_a_shell_command_is_refused(sevro_project: SevroProject, host: Path) -> None:
+    case = sevro_project.case(
+        checks=[{"id": "s", "grader": "sevro.shell", "configuration": {"run": "true\u0000x"}}]
+    )
+    assert_refused(
+        sevro_project.run(case, "--host-config", host),
+        f"{case}#/checks/0/configuration/run: run must not contain a NUL character",
+        sevro_project,
+    )
+    script = sevro_project.script(
+        "nul.json", default=[[{"run": {"command": "echo\u0000x"}}, {"reply": {"text": "ok"}}]]
+    )
+    assert_refused(
+        sevro_project.run(sevro_project.case(), "--host-config", script),
+        f"{script}#/default/turns/0/0/run/command: command must not contain a NUL character",
+        sevro_project,
+    )
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#"},
+        {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}},
+        {"not": {"$ref": "#"}},
+    ],
+    ids=["self", "a-b-a", "not-self"],
+)
+def test_a_self_referencing_schema_is_refused(
+    sevro_project: SevroProject, host: Path, schema: dict[str, object]
+) -> None:
+    if "$defs" in schema:
+        schema = {**schema, "$ref": "#/$defs/a"}
+    case = sevro_project.case(
+        checks=[{"id": "s", "grader": "sevro.schema", "configuration": {"schema": schema}}]
+    )
+    assert_refused(
+        sevro_project.run(case, "--host-config", host),
+        f"{case}#/checks/0/configuration/schema: $ref cycle",
+        sevro_project,
+    )
+
+
+def test_a_recursive_schema_that_descends_is_accepted(sevro_project: SevroProject) -> None:
+    """The negative control: recursion through ``properties`` consumes the document."""
+    tree = {"type": "object", "properties": {"child": {"$ref": "#"}}}
+    case = sevro_project.case(
+        checks=[{"id": "s", "grader": "sevro.schema", "configuration": {"schema": tree}}]
+    )
+    done = sevro_project.sevro("validate", case)
+    assert done.exit_code == 0, done.stderr
+
+
+def test_fixture_paths_equal_under_unicode_normalization_are_refused(
+    sevro_project: SevroProject, host: Path
+) -> None:
+    nfc, nfd = "caf\u00e9.txt", "cafe\u0301.txt"
+    case = sevro_project.case(fixture={"files": {nfc: "a", nfd: "b"}})
+    assert_refused(
+        sevro_project.run(case, "--host-config", host),
+        f"path {nfc!r} collides with {nfd!r} (the same path, ignoring case and Unicode "
+        "normalization)",
+        sevro_project,
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "fragment"),
+    [
+        ("--results-root", "", "--results-root must not be empty"),
+        ("--workspace-root", "", "--workspace-root must not be empty"),
+        ("--project-root", " ", "--project-root must not be empty"),
+        ("--host-config", "", "--host-config must not be empty"),
+        ("--model", "", "--model must not be empty"),
+        ("--model", "gpt\nrm -rf", "--model must be one line of printable text"),
+        ("--model", " gpt", "--model must be one line of printable text"),
+        ("--effort", "", "--effort must not be empty"),
+        ("--effort", "high\n", "--effort must be one line of printable text"),
+    ],
+)
+def test_empty_and_multi_line_flag_values_are_refused(
+    sevro_project: SevroProject, host: Path, flag: str, value: str, fragment: str
+) -> None:
+    case = sevro_project.case()
+    done = sevro_project.sevro("run", case, "--host-config", host, "--json", flag, value)
+    assert_refused_anywhere(done, fragment, sevro_project)
+    joined = sevro_project.sevro("run", case, "--host-config", host, "--json", f"{flag}={value}")
+    assert_refused_anywhere(joined, fragment, sevro_project)
+
+
+def test_an_empty_case_argument_is_refused(sevro_project: SevroProject, host: Path) -> None:
+    done = sevro_project.sevro("run", "", "--host-config", host, "--json")
+    assert_refused_anywhere(done, "an argument must not be empty", sevro_project)

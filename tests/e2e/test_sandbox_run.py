@@ -192,7 +192,7 @@ def test_sandbox_none_is_loud_recorded_and_changes_the_identity(
         (["--protected-root", "/no/such/root"], "--protected-root does not exist"),
         (["--protected-root", "/"], "--protected-root must not be /"),
         (["--workspace-root", "/"], "--workspace-root must not be /"),
-        (["--sandbox", " "], "--sandbox must be auto, none or a sandbox backend name"),
+        (["--sandbox", " "], "--sandbox must not be empty"),
         (["--sandbox", "chroot"], "--sandbox 'chroot' is not installed"),
     ],
 )

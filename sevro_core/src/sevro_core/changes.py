@@ -27,48 +27,47 @@ class Snapshot:
 
 
 def snapshot(workspace: Path) -> Snapshot:
+    """Digest every file below ``workspace``; iterative, so no tree depth can exhaust the stack."""
     entries: dict[str, tuple[str, str, int]] = {}
-    budget = [MAX_CHANGE_SCAN_BYTES]
-    complete = _walk(workspace, "", entries, budget)
-    return Snapshot(entries, complete)
-
-
-def _walk(
-    directory: Path, prefix: str, entries: dict[str, tuple[str, str, int]], budget: list[int]
-) -> bool:
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return False
+    budget = MAX_CHANGE_SCAN_BYTES
     complete = True
-    for name in names:
-        relative = f"{prefix}{name}"
-        if relative == ".git":
-            continue
-        if len(entries) >= MAX_CHANGE_SCAN_FILES:
-            return False
-        path = directory / name
+    visited = 0
+    pending = [(workspace, "")]
+    while pending:
+        directory, prefix = pending.pop()
         try:
-            info = os.lstat(path)
-        except OSError:
+            names = sorted(os.listdir(directory))
+        except OSError:  # unreadable, or a path beyond PATH_MAX: the account is partial
             complete = False
             continue
-        if stat.S_ISDIR(info.st_mode):
-            complete = _walk(path, f"{relative}/", entries, budget) and complete
-        elif stat.S_ISLNK(info.st_mode):
-            target = os.readlink(path).encode("utf-8", "surrogateescape")
-            entries[relative] = ("symlink", hashlib.sha256(target).hexdigest(), len(target))
-        elif stat.S_ISREG(info.st_mode):
-            if info.st_size > budget[0]:
+        subdirectories = []
+        for name in names:
+            relative = f"{prefix}{name}"
+            if relative == ".git":
+                continue
+            visited += 1  # directories count too: a million empty ones is no cheaper to walk
+            if visited > MAX_CHANGE_SCAN_FILES:
+                return Snapshot(entries, False)
+            path = directory / name
+            try:
+                info = os.lstat(path)
+            except OSError:
                 complete = False
                 continue
-            digest = _digest(path)
-            if digest is None:
-                complete = False
-                continue
-            budget[0] -= info.st_size
-            entries[relative] = ("file", digest, info.st_size)
-    return complete
+            if stat.S_ISDIR(info.st_mode):
+                subdirectories.append((path, f"{relative}/"))
+            elif stat.S_ISLNK(info.st_mode):
+                target = os.readlink(path).encode("utf-8", "surrogateescape")
+                entries[relative] = ("symlink", hashlib.sha256(target).hexdigest(), len(target))
+            elif stat.S_ISREG(info.st_mode):
+                digest = _digest(path) if info.st_size <= budget else None
+                if digest is None:
+                    complete = False
+                    continue
+                budget -= info.st_size
+                entries[relative] = ("file", digest, info.st_size)
+        pending.extend(reversed(subdirectories))  # depth-first, in name order
+    return Snapshot(entries, complete)
 
 
 def _digest(path: Path) -> str | None:

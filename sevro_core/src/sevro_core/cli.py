@@ -384,6 +384,7 @@ def _run_settings(
 ) -> Any:
     import math
 
+    from sevro_core.arguments import check_results_root, check_writable_directory
     from sevro_core.errors import InvocationError
     from sevro_core.jsonio import read_json_file
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
@@ -405,8 +406,8 @@ def _run_settings(
     project = (project_root or Path.cwd()).resolve()
     if not project.is_dir():
         raise InvocationError("--project-root is not a directory", source=project_root)
-    if workspace_root is not None and not workspace_root.is_dir():
-        raise InvocationError("--workspace-root is not a directory", source=workspace_root)
+    if workspace_root is not None:
+        check_writable_directory(workspace_root, "--workspace-root")  # read-only: 64, not 70
     if workspace_root is not None and workspace_root.resolve() == Path("/"):
         raise InvocationError(
             "--workspace-root must not be /: it is hidden from sandboxed commands"
@@ -415,8 +416,7 @@ def _run_settings(
         raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
     protected = _protected_roots(protected_roots or [])
     results = results_root.expanduser().resolve()
-    if results.exists() and not results.is_dir():
-        raise InvocationError("--results-root exists and is not a directory", source=results_root)
+    check_results_root(results)
     return RunSettings(
         trials=trials,
         threshold=float(threshold),
@@ -720,9 +720,14 @@ def main() -> None:
     """Console entry point: turns usage errors into one-line exit-64 diagnostics."""
     from click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
+    from sevro_core.errors import SevroError
+
     os.environ.setdefault("_TYPER_STANDARD_TRACEBACK", "1")
     as_json = "--json" in sys.argv[1:]
     try:
+        from sevro_core.arguments import check_arguments
+
+        check_arguments(sys.argv[1:])  # empty values, multi-line --model: before any command
         code = app(prog_name="sevro", standalone_mode=False)
     except NoArgsIsHelpError as exc:
         sys.stdout.write(exc.format_message() + "\n")
@@ -733,6 +738,8 @@ def main() -> None:
         from sevro_core.errors import InvocationError
 
         _main_fail(InvocationError(exc.format_message()), as_json)
+    except SevroError as exc:  # from check_arguments
+        _main_fail(exc, as_json)
     except ClickException as exc:
         from sevro_core.errors import InvocationError
 

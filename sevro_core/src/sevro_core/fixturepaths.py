@@ -5,6 +5,7 @@ Shared by every fixture kind, so the same rules hold for inline files, Git overl
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 from sevro_core.errors import ConfigurationError, join_pointer
@@ -48,12 +49,13 @@ def check_collisions(
 ) -> None:
     """Refuse paths equal under case folding, or where one is a directory prefix of another.
 
-    Workspaces may live on case-insensitive file systems (macOS), so the rule holds everywhere.
+    Workspaces may live on case-insensitive, normalization-insensitive file systems (macOS
+    APFS/HFS+: ``é`` as NFC and as NFD are one name), so the rule holds everywhere.
     ``pointers`` maps a path to where it was declared, when that is not ``base_pointer/path``.
     """
     seen: dict[tuple[str, ...], str] = {}
     for path in sorted(paths, key=lambda p: (p.count("/"), p)):
-        folded = tuple(part.casefold() for part in path.split("/"))
+        folded = tuple(_fold(part) for part in path.split("/"))
         for depth in range(1, len(folded) + 1):
             prefix = folded[:depth]
             if prefix in seen:
@@ -61,6 +63,13 @@ def check_collisions(
                 relation = "the same path" if depth == len(folded) else "a parent of it"
                 pointer = (pointers or {}).get(path) or join_pointer(base_pointer, path)
                 raise ConfigurationError(
-                    f"path {path!r} collides with {other!r} ({relation}, ignoring case)", pointer
+                    f"path {path!r} collides with {other!r} ({relation}, ignoring case and "
+                    "Unicode normalization)",
+                    pointer,
                 )
         seen[folded] = path
+
+
+def _fold(part: str) -> str:
+    """One spelling per name a case- and normalization-insensitive file system would merge."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", part).casefold())

@@ -83,6 +83,8 @@ class GitOutput:
     exit_code: int
     stdout: bytes
     truncated: bool
+    stderr: bytes = b""
+    """Warnings of a command that succeeded (bounded): some mean part of the tree was skipped."""
 
 
 @frozen
@@ -141,7 +143,7 @@ class Git:
             raise GitError(f"{command} exited {outcome.exit_code}: {detail or 'no message'}")
         if outcome.truncated and not truncate:
             raise GitError(f"{command} wrote more than {limit} bytes")
-        return GitOutput(outcome.exit_code, outcome.output, outcome.truncated)
+        return GitOutput(outcome.exit_code, outcome.output, outcome.truncated, outcome.stderr)
 
     def text(
         self, *args: str, cwd: Path, cancel: CancelToken | None = None, stdin: bytes | None = None

@@ -141,7 +141,9 @@ class GitProbe:
             "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ws,
             cancel=cancel, limit=MAX_WORKSPACE_LISTING_BYTES, truncate=True,
         )  # fmt: skip
-        complete = complete and not listing.truncated
+        # Git warns and goes on past a directory it cannot open (unreadable, beyond PATH_MAX):
+        # files there are unlisted, so the account is partial.
+        complete = complete and not listing.truncated and not listing.stderr.strip()
         names = {n for n in _records(listing.stdout) if _tree_path(n)}
         candidates = sorted(names | {n for n in base_entries if _tree_path(n)})
         if len(candidates) > MAX_WORKSPACE_FILES:

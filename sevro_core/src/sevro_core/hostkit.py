@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -61,22 +62,19 @@ def secret_strings(data: bytes) -> list[str]:
     """String values of a credential file, to keep them out of any retained text."""
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
         text = data.decode("utf-8", "replace").strip()
         return [text] if len(text) >= 8 else []
     found: list[str] = []
-
-    def walk(value: Any) -> None:
+    pending = [document]  # iterative: a deeply nested credential file must not crash start-up
+    while pending:
+        value = pending.pop()
         if isinstance(value, str) and len(value) >= 8:
             found.append(value)
         elif isinstance(value, dict):
-            for inner in value.values():
-                walk(inner)
+            pending.extend(reversed(list(value.values())))
         elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-
-    walk(document)
+            pending.extend(reversed(value))
     return found
 
 
@@ -109,11 +107,16 @@ class NativeBinary:
 
 def is_native_executable(path: Path) -> bool:
     """ELF or Mach-O, not a script or a Node launcher."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _NATIVE_MAGIC
+    try:  # O_NONBLOCK and a regular-file check: an executable FIFO on PATH must not block
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) in _NATIVE_MAGIC
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def candidate_binary(configured: str | None, command: str, flag: str, package: str) -> Path:

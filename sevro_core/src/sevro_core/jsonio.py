@@ -1,12 +1,15 @@
 """Strict, bounded JSON reading and atomic, private JSON writing.
 
-Input files are untrusted: sizes are bounded before parsing, duplicate keys, non-finite numbers,
-lone surrogates and excessive nesting are refused with a JSON pointer to the offending place.
+Input files are untrusted: sizes are bounded before parsing, duplicate keys, non-finite numbers
+(``NaN``, ``Infinity``, and literals such as ``1e400`` that overflow a double), integers beyond
++/-(2**53 - 1) (not exact as doubles, refused by canonical JSON), lone surrogates and excessive
+nesting are refused with a JSON pointer to the offending place.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import uuid
@@ -39,8 +42,33 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name} is not JSON")
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Beyond this an integer is not exact as a double, and RFC 8785 canonical JSON refuses it."""
+
+
+class _RefusedNumber:
+    """Stands in for a number JSON digests cannot carry, so the walk can report its pointer."""
+
+    def __init__(self, text: str, problem: str) -> None:
+        self.problem = f"number {text[:40]} {problem}"
+
+
+def _refuse_constant(name: str) -> _RefusedNumber:
+    return _RefusedNumber(name, "is not finite (not JSON)")
+
+
+def _parse_float(text: str) -> float | _RefusedNumber:
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    return _RefusedNumber(text, "overflows a double (not finite)")
+
+
+def _parse_int(text: str) -> int | _RefusedNumber:
+    # the length check first: Python refuses int() of very long digit strings
+    if len(text.lstrip("-")) <= 16 and abs(value := int(text)) <= MAX_SAFE_INTEGER:
+        return value
+    return _RefusedNumber(text, f"is outside the exact integer range (+/-{MAX_SAFE_INTEGER})")
 
 
 def _walk(value: Any, pointer: str, depth: int) -> Iterator[tuple[str, str]]:
@@ -61,6 +89,8 @@ def _walk(value: Any, pointer: str, depth: int) -> Iterator[tuple[str, str]]:
             yield from _walk(item, join_pointer(pointer, index), depth + 1)
     elif isinstance(value, str) and not _valid_text(value):
         yield pointer, "string is not valid Unicode (lone surrogate)"
+    elif isinstance(value, _RefusedNumber):
+        yield pointer, value.problem
 
 
 def _valid_text(text: str) -> bool:
@@ -82,7 +112,13 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
     except UnicodeDecodeError as exc:
         raise InvocationError(f"not valid UTF-8 at byte {exc.start}", source=source) from None
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_refuse_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_refuse_constant,
+            parse_float=_parse_float,
+            parse_int=_parse_int,
+        )
     except json.JSONDecodeError as exc:
         raise InvocationError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
@@ -99,16 +135,34 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
 
 
 def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
-    """Read a regular file of at most ``limit`` bytes without following a final symlink."""
+    """Read a regular file of at most ``limit`` bytes without following a final symlink.
+
+    Nothing but a regular file is opened: a FIFO, socket or device named as input is refused
+    before ``open`` (which would block on a FIFO), and ``O_NONBLOCK`` plus a re-check of the
+    opened descriptor cover a file swapped in between.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        before = os.lstat(path)
+    except FileNotFoundError:
+        raise InvocationError(f"{what} does not exist", source=path) from None
+    except OSError as exc:
+        raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
+    if not stat.S_ISREG(before.st_mode) and not stat.S_ISLNK(before.st_mode):
+        raise InvocationError(
+            f"{what} is not a regular file ({_kind(before.st_mode)})", source=path
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InvocationError(f"{what} does not exist", source=path) from None
     except OSError as exc:
         raise InvocationError(f"cannot open {what}: {exc.strerror}", source=path) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (
+            before.st_dev,
+            before.st_ino,
+        ):
             raise InvocationError(f"{what} is not a regular file", source=path)
         if info.st_size > limit:
             raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
@@ -118,6 +172,16 @@ def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
     if len(data) > limit:
         raise InvocationError(f"{what} is larger than {limit} bytes", source=path)
     return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
 
 
 def read_json_file(path: Path, limit: int, *, what: str = "file") -> JsonValue:

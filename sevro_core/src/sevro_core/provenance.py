@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -109,44 +110,87 @@ def _dirty_patch_digest(root: Path, excluded: list[str], *, has_head: bool) -> s
         path = root / name
         if path.is_symlink():
             untracked.append({"path": name, "symlink": os.readlink(path)})
-        elif path.is_file():
-            untracked.append(
-                {"path": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-            )
+        elif (data := _read_regular(path)) is not None:
+            untracked.append({"path": name, "sha256": hashlib.sha256(data).hexdigest()})
     if not tracked and not untracked:
         return None
     return hash_json({"trackedPatch": hashlib.sha256(tracked).hexdigest(), "untracked": untracked})
 
 
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file; ``None`` for anything else, which is never opened."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_PROJECT_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "other"
+
+
 def _project_files(root: Path, excluded: list[str]) -> list[dict[str, object]]:
+    """Every entry below ``root`` (iteratively, any depth), without Git.
+
+    Files come in ``os.walk`` order (a directory's files, then its subdirectories). Symlinks are
+    recorded by their target text; FIFOs, sockets and devices by their kind only, never opened
+    (a FIFO would block start-up); directories count toward the bound too.
+    """
     files: list[dict[str, object]] = []
     total = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d != ".git" and (f"{rel_dir}/{d}" if rel_dir != "." else d) not in excluded
-        )
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                files.append({"path": rel, "symlink": os.readlink(path)})
-                continue
-            data = path.read_bytes()
-            total += len(data)
-            files.append(
-                {
-                    "path": rel,
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                    "executable": os.access(path, os.X_OK),
-                }
-            )
-            if len(files) > MAX_PROJECT_FILES or total > MAX_PROJECT_BYTES:
+    seen = 0
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        directory = root / rel_dir if rel_dir else root
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:  # recorded, so the identity still changes when it becomes readable
+            files.append({"path": rel_dir, "unreadable": True})
+            continue
+        subdirectories = []
+        for name in names:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            seen += 1
+            if seen > MAX_PROJECT_FILES or total > MAX_PROJECT_BYTES:
                 raise InvocationError(
                     f"project root {root} is not a Git repository and holds more than "
-                    f"{MAX_PROJECT_FILES} files or {MAX_PROJECT_BYTES} bytes; pass a smaller "
+                    f"{MAX_PROJECT_FILES} entries or {MAX_PROJECT_BYTES} bytes; pass a smaller "
                     "--project-root"
                 )
+            path = directory / name
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue  # gone since the listing
+            if stat.S_ISDIR(mode):
+                if name != ".git" and rel not in excluded:
+                    subdirectories.append(rel)
+            elif stat.S_ISLNK(mode):
+                files.append({"path": rel, "symlink": os.readlink(path)})
+            elif not stat.S_ISREG(mode):
+                files.append({"path": rel, "special": _special_kind(mode)})
+            elif (data := _read_regular(path)) is not None:
+                total += len(data)
+                files.append(
+                    {
+                        "path": rel,
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                        "executable": os.access(path, os.X_OK),
+                    }
+                )
+        pending.extend(reversed(subdirectories))
     return files

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from attrs import frozen
+
 from sevro_core.fileio import read_at_most, write_all
 
 WORKSPACE_PREFIX = "sevro-case-"
@@ -115,7 +117,11 @@ def read_confined(root: Path, relative: str, limit: int) -> tuple[bytes, int]:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete ``path`` recursively, repairing owner permissions, never following symlinks."""
+    """Delete ``path`` and everything below it, repairing owner permissions, following no symlink.
+
+    The walk is iterative and holds at most two descriptors, so a tree thousands of levels deep
+    (deeper than Python's recursion limit, the descriptor limit, or ``PATH_MAX``) is removed too.
+    """
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -125,23 +131,67 @@ def remove_tree(path: Path) -> None:
         return
     parent_fd = os.open(path.parent, _DIR_FLAGS)
     try:
-        _remove_entry(parent_fd, path.name)
+        _remove_directory(parent_fd, path.name)
     finally:
         os.close(parent_fd)
 
 
-def _remove_entry(parent_fd: int, name: str) -> None:
+@frozen
+class _Level:
+    """A directory being emptied: its name in its parent, its identity, subdirectories left."""
+
+    name: str
+    identity: tuple[int, int]
+    pending: list[str]
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _enter(parent_fd: int, name: str) -> tuple[int, _Level]:
+    """Open subdirectory ``name`` (owner rwx repaired), unlink its files, list its directories."""
     info = os.lstat(name, dir_fd=parent_fd)
-    if not stat.S_ISDIR(info.st_mode):
-        os.unlink(name, dir_fd=parent_fd)
-        return
     if info.st_mode & 0o700 != 0o700:
         # lstat said directory (not a link); every process of the trial is dead by now.
         os.chmod(name, stat.S_IMODE(info.st_mode) | 0o700, dir_fd=parent_fd)
     fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
     try:
-        for entry in os.listdir(fd):
-            _remove_entry(fd, entry)
+        pending = []
+        with os.scandir(fd) as entries:
+            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        for entry_name, is_dir in names:
+            if is_dir:
+                pending.append(entry_name)
+            else:
+                os.unlink(entry_name, dir_fd=fd)
+        return fd, _Level(name, _identity(fd), pending)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _remove_directory(parent_fd: int, name: str) -> None:
+    """Depth-first removal that climbs back through ``..``, checking each directory's identity."""
+    top = _identity(parent_fd)
+    fd, level = _enter(parent_fd, name)
+    levels = [level]
+    try:
+        while levels:
+            current = levels[-1]
+            if current.pending:
+                child_fd, child = _enter(fd, current.pending.pop())
+                os.close(fd)
+                fd = child_fd
+                levels.append(child)
+                continue
+            levels.pop()
+            up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            if _identity(fd) != (levels[-1].identity if levels else top):
+                raise OSError(errno.EXDEV, f"{current.name!r} was moved during removal")
+            os.rmdir(current.name, dir_fd=fd)
     finally:
         os.close(fd)
-    os.rmdir(name, dir_fd=parent_fd)

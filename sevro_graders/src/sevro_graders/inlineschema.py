@@ -9,7 +9,7 @@ final newline and ``\\d`` matches any Unicode digit; so every ``pattern`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
@@ -77,6 +77,7 @@ def compile_inline_schema(schema: Mapping[str, JsonValue], pointer: str) -> Inli
     patterns: dict[str, str] = {}
     translated = _translate(schema, pointer, patterns)
     _check_references(translated, pointer)
+    _refuse_reference_cycles(translated, pointer)
     return InlineSchema(
         Draft202012Validator(translated, registry=Registry()), tuple(patterns.items())
     )
@@ -148,6 +149,72 @@ def _check_references(schema: JsonValue, pointer: str) -> None:
                     pointer,
                 ) from None
         pending.extend((sub, current.in_subresource(sub)) for sub in resource.subresources())
+
+
+_IN_PLACE = ("not", "if", "then", "else")
+_IN_PLACE_ARRAYS = ("allOf", "anyOf", "oneOf")
+"""Applicators that apply a subschema to the same instance (no descent into the document)."""
+
+
+def _in_place(
+    contents: Mapping[str, Any], resolver: Any
+) -> Iterator[tuple[Mapping[str, Any], Any]]:
+    """The subschemas ``contents`` applies to the instance it is applied to, with resolvers."""
+    for keyword in ("$ref", "$dynamicRef"):
+        reference = contents.get(keyword)
+        if isinstance(reference, str):
+            resolved = resolver.lookup(reference)  # _check_references proved it resolves
+            if isinstance(resolved.contents, Mapping):
+                yield resolved.contents, resolved.resolver
+    subschemas: list[Any] = [contents.get(k) for k in _IN_PLACE]
+    for keyword in _IN_PLACE_ARRAYS:
+        if isinstance(contents.get(keyword), list):
+            subschemas.extend(contents[keyword])
+    if isinstance(contents.get("dependentSchemas"), Mapping):
+        subschemas.extend(contents["dependentSchemas"].values())
+    for sub in subschemas:
+        if isinstance(sub, Mapping):
+            yield sub, resolver.in_subresource(DRAFT202012.create_resource(sub))
+
+
+def _refuse_reference_cycles(schema: JsonValue, pointer: str) -> None:
+    """A ``$ref`` chain that returns to itself without descending into the document would
+    recurse forever on every instance; refuse it at load (``{"$ref": "#"}``, ``a -> b -> a``).
+    A reference under ``properties``/``items`` descends, so recursive schemas stay allowed."""
+    if not isinstance(schema, Mapping):
+        return
+    root: Resource[Any] = DRAFT202012.create_resource(schema)
+    start_resolver = Registry().resolver_with_root(root)
+    starts = [(root, start_resolver)]
+    nodes: list[tuple[Mapping[str, Any], Any]] = []
+    while starts:  # every subschema of the document, each with its resolver
+        resource, resolver = starts.pop()
+        if isinstance(resource.contents, Mapping):
+            nodes.append((resource.contents, resolver))
+        starts.extend((sub, resolver.in_subresource(sub)) for sub in resource.subresources())
+    finished: set[int] = set()
+    for node in nodes:
+        if id(node[0]) in finished:
+            continue
+        on_path = {id(node[0])}
+        stack = [(node[0], iter(list(_in_place(*node))))]
+        while stack:
+            contents, successors = stack[-1]
+            step = next(successors, None)
+            if step is None:
+                stack.pop()
+                on_path.discard(id(contents))
+                finished.add(id(contents))
+                continue
+            if id(step[0]) in on_path:
+                raise ConfigurationError(
+                    "$ref cycle: the schema refers back to itself without descending into the "
+                    "document, so validation would never end",
+                    pointer,
+                )
+            if id(step[0]) not in finished:
+                on_path.add(id(step[0]))
+                stack.append((step[0], iter(list(_in_place(*step)))))
 
 
 def _shorten(message: str) -> str:

@@ -138,6 +138,8 @@ class ShellGrader:
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> ShellCheck:
         config = check_shape("shell.v1", configuration)
+        if "\0" in config["run"]:  # no command line can carry it: exec would fail every trial
+            raise ConfigurationError("run must not contain a NUL character", "/run")
         if "flags" in config and "expectRegex" not in config and "notRegex" not in config:
             raise ConfigurationError("flags needs expectRegex or notRegex", "/flags")
         flags = config.get("flags", "")

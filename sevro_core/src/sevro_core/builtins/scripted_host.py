@@ -122,6 +122,11 @@ def _compile_script(script: Mapping[str, Any], pointer: str) -> _Script:
                 check_relative_path(
                     body["path"], join_pointer(pointer, "turns", t, s, action, "path")
                 )
+            if action == "run" and "\0" in body["command"]:
+                raise ConfigurationError(
+                    "command must not contain a NUL character",
+                    join_pointer(pointer, "turns", t, s, action, "command"),
+                )
         turns.append(tuple(turn))
     return _Script(turns=tuple(turns), pointer=pointer)
 
