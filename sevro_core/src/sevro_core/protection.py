@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import stat
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -47,6 +49,11 @@ HOST_HOME_VARIABLES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
 OPERATOR = "operator"
 PEER_WORKSPACES = "peer-workspaces"
 PRIVATE_STATE = "private-state"
+SYSTEM_TEMP = "system-temp"
+
+SYSTEM_TEMP_DIRECTORIES = ("/tmp", "/var/tmp", "/usr/tmp")  # noqa: S108 (hidden, never used)
+"""Where a sevro started with any ``TMPDIR`` may keep its workspaces by default (the candidates
+Python's :func:`tempfile.gettempdir` tries)."""
 
 
 @frozen
@@ -109,6 +116,53 @@ def engine_roots(
         if value and os.path.isabs(value):
             roots.append(ProtectedRoot(name.lower().replace("_", "-"), Path(value)))
     return tuple(roots)
+
+
+def default_workspace_roots() -> tuple[Path, ...]:
+    """Where sevro runs keep their workspaces unless told otherwise, as far as a run can know.
+
+    The default root of this process (the temp directory its ``TMPDIR`` names) and the system
+    temp directories, the default of a concurrent run started with another ``TMPDIR``. A
+    concurrent run with a custom ``--workspace-root`` elsewhere cannot be known here;
+    `docs/security.md` says so.
+    """
+    return (Path(tempfile.gettempdir()), *map(Path, SYSTEM_TEMP_DIRECTORIES))
+
+
+def readable_temp_entries(
+    temp_dirs: Sequence[Path], protected: Sequence[Path], limit: int
+) -> tuple[Path, ...]:
+    """What of the hidden temp directories a run with its own workspace root may still read.
+
+    Their plain files and directories as they are now, except sevro's own (``sevro-*``: other
+    runs' workspaces and private directories) and anything protected. Symlinks, sockets and
+    other special files stay hidden, and so does whatever appears later, which is where a
+    concurrent run's new workspaces would be.
+    """
+    out = []
+    for directory in temp_dirs:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            path = directory / name
+            if name.startswith("sevro-") or any(
+                p not in temp_dirs and path.is_relative_to(p) for p in protected
+            ):
+                continue
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                out.append(path)
+            if len(out) > limit:
+                raise OSError(
+                    f"the temp directories hold more than {limit} entries to keep readable; "
+                    "clean them up or use the default --workspace-root"
+                )
+    return tuple(out)
 
 
 def existing_canonical(paths: Iterable[Path]) -> tuple[Path, ...]:

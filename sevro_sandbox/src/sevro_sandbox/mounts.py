@@ -3,7 +3,9 @@
 Parents come before children and, on the same path, hiding comes before exposing, so a
 writable workspace inside a hidden directory of workspaces stays visible and a protected root
 inside an exposed one stays hidden. A hidden root already inside another hidden root (and not
-re-exposed in between) needs no mount of its own.
+re-exposed in between) needs no mount of its own, unless it holds an exposed root: the
+directories leading to a mount point would otherwise be created listable (bwrap makes them
+0755), and hiding it keeps its listing hidden.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ def _within(path: Path, root: Path) -> bool:
 def _redundant(
     mount: PlannedMount, hidden: list[PlannedMount], exposed: list[PlannedMount]
 ) -> bool:
-    """Already hidden by a hidden parent directory, with nothing re-exposed in between."""
+    """Already hidden by a hidden parent directory, with nothing re-exposed in or below it."""
+    if mount.kind is Mount.HIDE_DIRECTORY and any(
+        e.path != mount.path and _within(e.path, mount.path) for e in exposed
+    ):
+        return False
     for parent in hidden:
         if parent.kind is not Mount.HIDE_DIRECTORY or parent.path == mount.path:
             continue
