@@ -6,6 +6,7 @@ whether a backend "works", so the selection rules can be tested on any machine.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,73 @@ def test_callers_cannot_override_the_sandbox_variables(tmp_path: Path) -> None:
     isolation = bound(select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, ()), tmp_path)
     with pytest.raises(IsolationError, match="HOME"):
         isolation.run(["true"], role="c", timeout_s=10, output_limit=0, environment={"HOME": "/"})
+
+
+class FlakyBackend(Backend):
+    """Fails to start the first sandbox only, as bwrap does when a socket it was to cover
+    vanished between the scan and the mount."""
+
+    def wrap(self, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+        self.policies.append(policy)
+        if len(self.policies) == 1:
+            return ["/bin/sh", "-c", "echo 'fake: cannot create file' >&2; exit 1"]
+        return list(argv)
+
+
+def test_a_sandbox_that_failed_to_start_is_built_once_more(tmp_path: Path) -> None:
+    backend = FlakyBackend("a.b")
+    isolation = bound(select_sandbox(Registry(backend), "auto", NETWORK_NONE, ()), tmp_path)
+    out = isolation.run(["echo", "ran"], role="checks", timeout_s=10, output_limit=100)
+    assert out.exit_code == 0 and out.output == b"ran\n"
+    assert len(backend.policies) == 2
+
+
+@pytest.fixture
+def system_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process's default workspace root, moved to a scratch directory with a planted
+    peer run's workspace and private directory, a plain file and directory, and special files."""
+    temp = tmp_path / "system-temp"
+    (temp / "sevro-case-peer").mkdir(parents=True)
+    (temp / "sevro-private-peer").mkdir()
+    (temp / "data").mkdir()
+    (temp / "notes.txt").write_text("public\n")
+    (temp / "link").symlink_to(tmp_path)
+    (temp / "secret").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return temp.resolve()
+
+
+def test_every_default_workspace_root_is_hidden_whatever_the_runs_own(
+    tmp_path: Path, system_temp: Path
+) -> None:
+    backend = Backend("a.b")
+    selection = select_sandbox(
+        Registry(backend),
+        "auto",
+        NETWORK_NONE,
+        (ProtectedRoot(OPERATOR, system_temp / "secret"),),
+    )
+    isolation = bound(selection, tmp_path)  # its own root: tmp_path / "workspaces"
+    policy = isolation.policy("checks")
+    own_root = isolation.workspace.parent
+    for root in (own_root, system_temp, *(Path(p).resolve() for p in ("/tmp", "/var/tmp"))):
+        if root.exists():
+            assert root in policy.protected_roots, root
+    readable = {p for p in policy.read_only_roots if p.parent == system_temp}
+    assert readable == {system_temp / "data", system_temp / "notes.txt"}, (
+        "peers, protected roots, symlinks stay hidden"
+    )
+    assert selection.policy()["hostSockets"] == []
+    assert "system-temp" in selection.policy()["protected"]
+
+
+def test_with_the_default_root_the_whole_temp_directory_stays_hidden(system_temp: Path) -> None:
+    selection = select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, ())
+    isolation = selection.bind(
+        workspace=create_workspace(system_temp),
+        private_root=create_workspace(system_temp, prefix=PRIVATE_PREFIX),
+        cancel=CancelToken(),
+    )
+    policy = isolation.policy("checks")
+    assert system_temp in policy.protected_roots
+    assert policy.read_only_roots == ()
