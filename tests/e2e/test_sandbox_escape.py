@@ -5,8 +5,11 @@ Each attempt runs twice per trial: as a scripted-host ``run`` step (role ``candi
 exit code lands in ``sevro.commands``) and as a ``sevro.shell`` check that passes only when
 the attempt fails inside a sandbox that really started. Two trials run at once, so each one
 also probes a live peer. Secrets are planted in a fake HOME, the project, the results root, an
-operator-protected root and a fake peer workspace, and put in sevro's own environment; at the
-end not one retained file may contain them, and nothing planted may have changed.
+operator-protected root, a fake peer workspace under this run's own root and another under the
+default root (the system temp directory a concurrent run uses), and put in sevro's own
+environment; at the end not one retained file may contain them, and nothing planted may have
+changed. Real Unix-socket listeners wait in the host's ``/run``, the temp directory, a readable
+directory, the workspace root and the abstract namespace; not one may see a connection.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
+import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sevro_core.testing import SevroProject, require_tool
@@ -36,9 +43,67 @@ def snapshot(*roots: Path) -> dict[Path, bytes | None]:
     }
 
 
+CONNECT = (
+    "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
+    'a = sys.argv[1]; s.connect("\\0" + a[1:] if a[0] == "@" else a)\' '
+)
+
+
+@contextmanager
+def unix_listener(address: str) -> Iterator[socket.socket]:
+    """A real listener; ``@name`` is an abstract socket."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0" + address[1:] if address.startswith("@") else address)
+    server.listen(16)
+    try:
+        yield server
+    finally:
+        server.close()
+        if not address.startswith("@"):
+            Path(address).unlink(missing_ok=True)
+
+
+def accepted(server: socket.socket) -> int:
+    """How many connections are waiting, taking them all."""
+    server.settimeout(0.1)
+    count = 0
+    while True:
+        try:
+            connection, _ = server.accept()
+        except TimeoutError:
+            return count
+        connection.close()
+        count += 1
+
+
+@contextmanager
+def default_root_peer(secret: str) -> Iterator[Path]:
+    """A peer workspace under the default workspace root, as a concurrent run leaves it."""
+    peer = Path(tempfile.mkdtemp(prefix="sevro-case-"))
+    try:
+        plant(peer / "peer.txt", f"{secret}\n")
+        yield peer
+    finally:
+        shutil.rmtree(peer)
+
+
+def runtime_directory() -> Path | None:
+    """The host's /run, or the user's runtime directory under it, when a test may bind there."""
+    for candidate in (Path("/run"), Path(f"/run/user/{os.getuid()}")):
+        if os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
+
+
 def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path) -> None:
     require_tool("bwrap")
     require_tool("bash")
+    require_tool("python3")
+    with ExitStack() as stack:
+        escape_attempts(sevro_project, tmp_path, stack)
+
+
+def escape_attempts(sevro_project: SevroProject, tmp_path: Path, stack: ExitStack) -> None:
     secret = f"sevro-escape-{secrets.token_hex(16)}"
     home = tmp_path / "home"
     credential = plant(home / ".ssh" / "id_rsa", f"-----BEGIN KEY-----\n{secret}\n")
@@ -57,6 +122,18 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     account_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
+    default_peer = stack.enter_context(default_root_peer(secret))
+    token = secrets.token_hex(6)
+    sockets = {
+        "connect-tmp-socket": f"{tempfile.gettempdir()}/sevro-escape-{token}.sock",
+        "connect-readable-dir-socket": str(outside / "daemon.sock"),
+        "connect-workspace-root-socket": str(workspaces / "daemon.sock"),
+        "connect-abstract-socket": f"@sevro-escape-{token}",
+    }
+    runtime = runtime_directory()
+    if runtime is not None:
+        sockets["connect-run-socket"] = str(runtime / f"sevro-escape-{token}.sock")
+    listeners = {name: stack.enter_context(unix_listener(a)) for name, a in sockets.items()}
 
     targets = {
         "P": project,
@@ -99,6 +176,9 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
         "outbound-tcp": "bash -c 'exec 3<>/dev/tcp/192.0.2.1/80'",
         "follow-symlink": "cat planted-link",
         "follow-symlink-dir": "ls planted-dir-link/",
+        "read-default-root-peer": f'cat "{default_peer}/peer.txt"',
+        "list-default-root": f'ls -a "{default_peer.parent}" | grep -q "^{default_peer.name}$"',
+        **{name: CONNECT + f'"{address}"' for name, address in sockets.items()},
     }
     if account_home == Path("/") or not account_home.is_dir():
         del attempts["list-account-home"]
@@ -131,11 +211,14 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     case = sevro_project.case(fixture={"files": {"README.md": "fixture\n"}}, checks=checks)
     before = snapshot(home, project, results, extra, peer, outside)
     for name, command in attempts.items():
-        if name.startswith(("read-", "list-")) and name != "read-live-peer":
+        if name.startswith(("read-", "list-", "connect-")) and name != "read-live-peer":
             control = subprocess.run(
                 ["sh", "-c", f"{prelude}; {command}"], capture_output=True, check=False
             )
             assert control.returncode == 0, f"{name} must work without a sandbox: {control}"
+    assert {name: accepted(server) for name, server in listeners.items()} == dict.fromkeys(
+        listeners, 1
+    ), "each control reached its listener once"
 
     done = sevro_project.run(
         case,
@@ -160,6 +243,8 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
         pass
     finally:
         listener.close()
+    reached = {name: accepted(server) for name, server in listeners.items()}
+    assert reached == dict.fromkeys(listeners, 0), "a sandboxed command reached a host socket"
 
     assert done.exit_code == 0, (done.stdout, done.stderr)
     result = done.json()
@@ -182,7 +267,7 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     assert_only_this_run_was_added(before, snapshot(home, project, results, extra, peer, outside))
     assert not (workspaces / "sevro-case-forged").exists()
     assert not Path("/etc/sevro-pwned").exists()
-    assert sorted(p.name for p in workspaces.iterdir()) == ["sevro-case-planted"]
+    assert sorted(p.name for p in workspaces.iterdir()) == ["daemon.sock", "sevro-case-planted"]
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
     assert "sleep 7391" not in ps.stdout and "sleep 7392" not in ps.stdout
 
