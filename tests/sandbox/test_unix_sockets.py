@@ -99,8 +99,16 @@ def test_sockets_in_runtime_directories_are_hidden_even_when_created_later(
     script = f'while [ ! -e go ]; do sleep 0.02; done; exec {python()} -c "$1" "$2" "$3"'
     with listening(early):
         sandbox = subprocess.Popen(
-            [*inside(binary, layout, (runtime,)), "/bin/sh", "-c", script, "sh", CLIENT]
-            + [early, late],
+            [
+                *inside(binary, layout, (runtime,)),
+                "/bin/sh",
+                "-c",
+                script,
+                "sh",
+                CLIENT,
+                early,
+                late,
+            ],
             cwd=layout.workspace,
             env={"PATH": DEFAULT_PATH},
             stdout=subprocess.PIPE,
