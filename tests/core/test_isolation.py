@@ -215,41 +215,59 @@ def test_a_sandbox_that_failed_to_start_is_built_once_more(tmp_path: Path) -> No
 
 @pytest.fixture
 def system_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This process's default workspace root, moved to a scratch directory with a planted
-    peer run's workspace and private directory, a plain file and directory, and special files."""
+    """This process's default workspace root, moved to a scratch directory."""
     temp = tmp_path / "system-temp"
-    (temp / "sevro-case-peer").mkdir(parents=True)
-    (temp / "sevro-private-peer").mkdir()
-    (temp / "data").mkdir()
-    (temp / "notes.txt").write_text("public\n")
-    (temp / "link").symlink_to(tmp_path)
-    (temp / "secret").mkdir()
+    temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     return temp.resolve()
+
+
+def custom_root_isolation(root: Path, *roots: ProtectedRoot) -> Any:
+    root.mkdir(parents=True)
+    selection = select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, roots)
+    return selection.bind(
+        workspace=create_workspace(root),
+        private_root=create_workspace(root, prefix=PRIVATE_PREFIX),
+        cancel=CancelToken(),
+    )
 
 
 def test_every_default_workspace_root_is_hidden_whatever_the_runs_own(
     tmp_path: Path, system_temp: Path
 ) -> None:
-    backend = Backend("a.b")
-    selection = select_sandbox(
-        Registry(backend),
-        "auto",
-        NETWORK_NONE,
-        (ProtectedRoot(OPERATOR, system_temp / "secret"),),
-    )
-    isolation = bound(selection, tmp_path)  # its own root: tmp_path / "workspaces"
+    isolation = custom_root_isolation(tmp_path / "elsewhere" / "workspaces")
     policy = isolation.policy("checks")
-    own_root = isolation.workspace.parent
-    for root in (own_root, system_temp, *(Path(p).resolve() for p in ("/tmp", "/var/tmp"))):
+    for root in (isolation.workspace.parent, system_temp, Path("/tmp"), Path("/var/tmp")):
         if root.exists():
-            assert root in policy.protected_roots, root
-    readable = {p for p in policy.read_only_roots if p.parent == system_temp}
-    assert readable == {system_temp / "data", system_temp / "notes.txt"}, (
-        "peers, protected roots, symlinks stay hidden"
-    )
-    assert selection.policy()["hostSockets"] == []
-    assert "system-temp" in selection.policy()["protected"]
+            assert root.resolve() in policy.protected_roots, root
+    assert not any(p.is_relative_to(system_temp) for p in policy.read_only_roots)
+    assert isolation.selection.policy()["hostSockets"] == []
+    assert "system-temp" in isolation.selection.policy()["protected"]
+
+
+def test_a_custom_root_inside_a_temp_directory_keeps_its_holder_readable(
+    system_temp: Path,
+) -> None:
+    """``/tmp/area/ws`` keeps ``/tmp/area`` readable and the rest of ``/tmp`` hidden."""
+    area = system_temp / "area"
+    isolation = custom_root_isolation(area / "ws")
+    policy = isolation.policy("checks")
+    assert area in policy.read_only_roots
+    assert system_temp in policy.protected_roots and area / "ws" in policy.protected_roots
+
+
+@pytest.mark.parametrize("where", ["directly", "protected"])
+def test_no_holder_is_readable_when_it_is_the_temp_directory_or_protected(
+    system_temp: Path, where: str
+) -> None:
+    area = system_temp / "area"
+    if where == "directly":
+        isolation = custom_root_isolation(system_temp / "ws")
+    else:
+        isolation = custom_root_isolation(area / "ws", ProtectedRoot(OPERATOR, area))
+    policy = isolation.policy("checks")
+    assert not any(p.is_relative_to(system_temp) for p in policy.read_only_roots)
+    assert system_temp in policy.protected_roots
 
 
 def test_with_the_default_root_the_whole_temp_directory_stays_hidden(system_temp: Path) -> None:

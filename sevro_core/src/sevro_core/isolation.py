@@ -22,7 +22,7 @@ from attrs import evolve, frozen
 
 from sevro_core.canonical import hash_json
 from sevro_core.errors import InvocationError
-from sevro_core.limits import MAX_READABLE_TEMP_ENTRIES, MAX_SANDBOX_DIAGNOSTIC_BYTES
+from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken
 from sevro_core.processes import DEFAULT_PATH, ProcessOutcome, run_bounded
 from sevro_core.protection import (
@@ -33,7 +33,7 @@ from sevro_core.protection import (
     canonical,
     default_workspace_roots,
     existing_canonical,
-    readable_temp_entries,
+    readable_holder,
 )
 from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
 
@@ -295,13 +295,10 @@ class Isolation:
             self.workspace
         ):
             read_only.append(self.fixture_bin_dir)
-        if own_root not in defaults:
-            # A run with its own root keeps what the temp directories hold now readable, as
-            # the rest of the system is; new entries (a concurrent run's workspaces) stay hidden.
-            try:
-                read_only += readable_temp_entries(temp_dirs, protected, MAX_READABLE_TEMP_ENTRIES)
-            except OSError as exc:
-                raise IsolationError(str(exc)) from None
+        custom = own_root not in defaults
+        holder = readable_holder(own_root, temp_dirs, protected) if custom else None
+        if holder is not None:
+            read_only.append(holder)
         return SandboxPolicy(
             workspace=self.workspace,
             home=home,

@@ -67,8 +67,6 @@ MAX_PROTECTED_ROOTS = 64
 SANDBOX_PROBE_TIMEOUT_SECONDS = 10.0
 MAX_SANDBOX_DIAGNOSTIC_BYTES = 4096
 MAX_HOST_SOCKET_LISTING_BYTES = 16 * MIB
-MAX_READABLE_TEMP_ENTRIES = 1024
-"""A run with its own workspace root keeps at most this many temp-directory entries readable."""
 """``/proc/net/unix`` beyond this refuses the sandbox: its sockets could not all be hidden."""
 
 # Scripted host

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -129,40 +128,22 @@ def default_workspace_roots() -> tuple[Path, ...]:
     return (Path(tempfile.gettempdir()), *map(Path, SYSTEM_TEMP_DIRECTORIES))
 
 
-def readable_temp_entries(
-    temp_dirs: Sequence[Path], protected: Sequence[Path], limit: int
-) -> tuple[Path, ...]:
-    """What of the hidden temp directories a run with its own workspace root may still read.
+def readable_holder(
+    own_root: Path, temp_dirs: Sequence[Path], protected: Sequence[Path]
+) -> Path | None:
+    """The directory holding a custom workspace root inside a temp directory, kept readable.
 
-    Their plain files and directories as they are now, except sevro's own (``sevro-*``: other
-    runs' workspaces and private directories) and anything protected. Symlinks, sockets and
-    other special files stay hidden, and so does whatever appears later, which is where a
-    concurrent run's new workspaces would be.
+    A run whose ``--workspace-root`` is ``/tmp/area/ws`` still reads ``/tmp/area``, where the
+    operator keeps what its checks need, while the rest of the temp directories, where a
+    concurrent run's workspaces would be, stays hidden. None when that directory is a temp
+    directory itself, lies outside them, or is protected.
     """
-    out = []
-    for directory in temp_dirs:
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            continue
-        for name in names:
-            path = directory / name
-            if name.startswith("sevro-") or any(
-                p not in temp_dirs and path.is_relative_to(p) for p in protected
-            ):
-                continue
-            try:
-                mode = os.lstat(path).st_mode
-            except OSError:
-                continue
-            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-                out.append(path)
-            if len(out) > limit:
-                raise OSError(
-                    f"the temp directories hold more than {limit} entries to keep readable; "
-                    "clean them up or use the default --workspace-root"
-                )
-    return tuple(out)
+    holder = own_root.parent
+    if holder in temp_dirs or not any(holder.is_relative_to(t) for t in temp_dirs):
+        return None
+    if any(p not in temp_dirs and holder.is_relative_to(p) for p in protected):
+        return None
+    return holder
 
 
 def existing_canonical(paths: Iterable[Path]) -> tuple[Path, ...]:

@@ -28,7 +28,7 @@ from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
 from sevro_core.processes import DEFAULT_PATH, run_bounded
 from sevro_core.protocols import SandboxPolicy, SandboxProbe
-from sevro_sandbox.mounts import Mount, plan_mounts
+from sevro_sandbox.mounts import Mount, plan_mounts, within
 from sevro_sandbox.sockets import host_sockets, runtime_directories
 
 BACKEND_ID = "sevro.sandbox.bwrap"
@@ -56,7 +56,7 @@ def without_host_sockets(
     exposed = (*policy.writable_roots, *policy.read_only_roots)
     hidden_dirs = [p for p in (*dirs, *policy.protected_roots) if p not in exposed]
     # Sockets below a hidden directory that re-exposes nothing need no mount of their own.
-    skip = [d for d in hidden_dirs if not any(e.is_relative_to(d) for e in exposed)]
+    skip = [d for d in hidden_dirs if not any(within(e, d) for e in exposed)]
     sockets = host_sockets(skip_under=skip)
     roots = dict.fromkeys((*policy.protected_roots, *dirs, *sockets))
     return evolve(policy, protected_roots=tuple(roots))

@@ -18,6 +18,7 @@ on a path the host shares. Sockets the sandboxed command makes itself stay usabl
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -38,13 +39,20 @@ RUNTIME_DIRECTORIES = (
 UNIX_SOCKET_TABLE = Path("/proc/net/unix")
 
 
+@functools.lru_cache(maxsize=64)
+def _canonical(candidate: str) -> str:
+    """Where a runtime directory really is; the machine's layout, resolved once per process."""
+    return os.path.realpath(candidate)
+
+
 def runtime_directories(candidates: Iterable[str] = RUNTIME_DIRECTORIES) -> tuple[Path, ...]:
-    """The candidates that exist as directories, canonical (``/var/run`` is usually ``/run``)."""
+    """The candidates that exist as directories now, canonical (``/var/run`` is usually
+    ``/run``)."""
     out: dict[Path, None] = {}
     for candidate in candidates:
-        resolved = Path(os.path.realpath(candidate))
-        if resolved != Path("/") and os.path.isdir(resolved):
-            out.setdefault(resolved, None)
+        resolved = _canonical(candidate)
+        if resolved != "/" and os.path.isdir(resolved):
+            out.setdefault(Path(resolved), None)
     return tuple(out)
 
 
