@@ -95,6 +95,58 @@ def runtime_directory() -> Path | None:
     return None
 
 
+def socket_addresses(readable: Path, workspace_root: Path) -> dict[str, str]:
+    """Where the host's listeners wait: the host's ``/run`` when a test may bind there, the
+    temp directory, a readable directory, the workspace root and the abstract namespace."""
+    token = secrets.token_hex(6)
+    sockets = {
+        "connect-tmp-socket": f"{tempfile.gettempdir()}/sevro-escape-{token}.sock",
+        "connect-readable-dir-socket": str(readable / "daemon.sock"),
+        "connect-workspace-root-socket": str(workspace_root / "daemon.sock"),
+        "connect-abstract-socket": f"@sevro-escape-{token}",
+    }
+    runtime = runtime_directory()
+    if runtime is not None:
+        sockets["connect-run-socket"] = str(runtime / f"sevro-escape-{token}.sock")
+    return sockets
+
+
+def test_without_the_sandbox_the_sockets_and_the_default_root_peer_are_reached(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """The control run: under ``--sandbox none`` the same run steps and shell checks reach every
+    listener and the peer under the default root, so their failure in the escape run is the
+    sandbox's doing, not a broken probe."""
+    require_tool("python3")
+    workspaces, readable = tmp_path / "workspaces", tmp_path / "outside"
+    workspaces.mkdir()
+    readable.mkdir()
+    with ExitStack() as stack:
+        peer = stack.enter_context(default_root_peer("peer data"))
+        sockets = socket_addresses(readable, workspaces)
+        listeners = {n: stack.enter_context(unix_listener(a)) for n, a in sockets.items()}
+        attempts = {name: CONNECT + f'"{address}"' for name, address in sockets.items()}
+        attempts["read-default-root-peer"] = f'cat "{peer}/peer.txt"'
+        steps = [{"run": {"command": c, "timeoutMs": 10_000}} for c in attempts.values()]
+        host = sevro_project.script(default=[[*steps, {"reply": {"text": "done"}}]])
+        checks = [
+            {"id": f"reached-{name}", "grader": "sevro.shell", "configuration": {"run": command}}
+            for name, command in attempts.items()
+        ]
+        case = sevro_project.case(fixture={"files": {"README.md": "fixture\n"}}, checks=checks)
+        done = sevro_project.run(
+            case, "--host-config", host, "--workspace-root", workspaces, "--sandbox", "none"
+        )
+        assert done.exit_code == 0, (done.stdout, done.stderr)
+        evidence = trial_evidence(done.json())
+        assert evidence["sandbox"]["isolated"] is False
+        commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
+        assert [c["exitCode"] for c in commands["data"]["commands"]] == [0] * len(attempts)
+        assert {c["status"] for c in evidence["checks"]} == {"passed"}
+        reached = {name: accepted(server) for name, server in listeners.items()}
+        assert reached == dict.fromkeys(listeners, 2), "one run step and one check each"
+
+
 def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path) -> None:
     require_tool("bwrap")
     require_tool("bash")
@@ -123,16 +175,7 @@ def escape_attempts(sevro_project: SevroProject, tmp_path: Path, stack: ExitStac
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     default_peer = stack.enter_context(default_root_peer(secret))
-    token = secrets.token_hex(6)
-    sockets = {
-        "connect-tmp-socket": f"{tempfile.gettempdir()}/sevro-escape-{token}.sock",
-        "connect-readable-dir-socket": str(outside / "daemon.sock"),
-        "connect-workspace-root-socket": str(workspaces / "daemon.sock"),
-        "connect-abstract-socket": f"@sevro-escape-{token}",
-    }
-    runtime = runtime_directory()
-    if runtime is not None:
-        sockets["connect-run-socket"] = str(runtime / f"sevro-escape-{token}.sock")
+    sockets = socket_addresses(outside, workspaces)
     listeners = {name: stack.enter_context(unix_listener(a)) for name, a in sockets.items()}
 
     targets = {
