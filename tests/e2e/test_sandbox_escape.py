@@ -14,13 +14,16 @@ directory, the workspace root and the abstract namespace; not one may see a conn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -336,3 +339,82 @@ def assert_only_this_run_was_added(
     assert all(
         p == run_dir or p.is_relative_to(run_dir) or p.is_relative_to(state) for p in added
     ), added
+
+
+def test_a_live_workspace_under_the_default_root_is_hidden_from_a_run_with_its_own_root(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """Two concurrent runs: one keeps a live workspace under the default root (the temp
+    directory) while the other, using its own ``--workspace-root``, tries to read it from a run
+    step and a shell check."""
+    require_tool("bwrap")
+    secret = f"sevro-live-peer-{secrets.token_hex(12)}"
+    peer_project = SevroProject((tmp_path / "peer-project").resolve())
+    peer_project.root.mkdir()
+    peer_host = peer_project.script(
+        default=[
+            [
+                {"write": {"path": "live-default.txt", "content": f"{secret}\n"}},
+                {"run": {"command": "while [ ! -e release ]; do sleep 0.1; done"}},
+                {"reply": {"text": "done"}},
+            ]
+        ]
+    )
+    peer_case = peer_project.case()
+    peer_argv = [sys.executable, "-m", "sevro_core", "run", str(peer_case), "--json"]
+    peer_argv += ["--host-config", str(peer_host), "--results-root", str(peer_project.results)]
+    peer = subprocess.Popen(
+        peer_argv,
+        cwd=peer_project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        live = wait_for_live_workspace(Path(tempfile.gettempdir()), secret, peer)
+        attempts = {
+            "read-live-default-peer": f'cat "{live}/live-default.txt"',
+            "list-default-root": f'ls -a "{live.parent}" | grep -q "^{live.name}$"',
+        }
+        for name, command in attempts.items():
+            control = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+            assert control.returncode == 0, f"{name} must work without a sandbox: {control}"
+        steps = [{"run": {"command": c, "timeoutMs": 10_000}} for c in attempts.values()]
+        host = sevro_project.script(default=[[*steps, {"reply": {"text": "done"}}]])
+        checks = [
+            {
+                "id": f"blocked-{name}",
+                "grader": "sevro.shell",
+                "configuration": {"run": f"! ( {command} ) >/dev/null 2>&1"},
+            }
+            for name, command in attempts.items()
+        ]
+        workspaces = tmp_path / "workspaces"
+        workspaces.mkdir()
+        done = sevro_project.run(
+            sevro_project.case(checks=checks), "--host-config", host, "--workspace-root", workspaces
+        )
+        (live / "release").touch()
+        assert peer.wait(timeout=120) == 0, peer.communicate()
+    finally:
+        peer.kill()
+        peer.communicate()
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    evidence = trial_evidence(done.json())
+    commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
+    assert all(c["exitCode"] != 0 for c in commands["data"]["commands"])
+    assert {c["status"] for c in evidence["checks"]} == {"passed"}
+    assert secret not in done.stdout
+
+
+def wait_for_live_workspace(root: Path, secret: str, peer: subprocess.Popen[str]) -> Path:
+    """The peer run's workspace under ``root``, found by the secret it wrote there."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert peer.poll() is None, peer.communicate()
+        for candidate in root.glob("sevro-case-*/live-default.txt"):
+            with contextlib.suppress(OSError):
+                if secret in candidate.read_text():
+                    return candidate.parent
+        time.sleep(0.1)
+    raise AssertionError("the peer run never wrote its live workspace")
