@@ -6,6 +6,7 @@ whether a backend "works", so the selection rules can be tested on any machine.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,91 @@ def test_callers_cannot_override_the_sandbox_variables(tmp_path: Path) -> None:
     isolation = bound(select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, ()), tmp_path)
     with pytest.raises(IsolationError, match="HOME"):
         isolation.run(["true"], role="c", timeout_s=10, output_limit=0, environment={"HOME": "/"})
+
+
+class FlakyBackend(Backend):
+    """Fails to start the first sandbox only, as bwrap does when a socket it was to cover
+    vanished between the scan and the mount."""
+
+    def wrap(self, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+        self.policies.append(policy)
+        if len(self.policies) == 1:
+            return ["/bin/sh", "-c", "echo 'fake: cannot create file' >&2; exit 1"]
+        return list(argv)
+
+
+def test_a_sandbox_that_failed_to_start_is_built_once_more(tmp_path: Path) -> None:
+    backend = FlakyBackend("a.b")
+    isolation = bound(select_sandbox(Registry(backend), "auto", NETWORK_NONE, ()), tmp_path)
+    out = isolation.run(["echo", "ran"], role="checks", timeout_s=10, output_limit=100)
+    assert out.exit_code == 0 and out.output == b"ran\n"
+    assert len(backend.policies) == 2
+
+
+@pytest.fixture
+def system_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process's default workspace root, moved to a scratch directory."""
+    temp = tmp_path / "system-temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return temp.resolve()
+
+
+def custom_root_isolation(root: Path, *roots: ProtectedRoot) -> Any:
+    root.mkdir(parents=True)
+    selection = select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, roots)
+    return selection.bind(
+        workspace=create_workspace(root),
+        private_root=create_workspace(root, prefix=PRIVATE_PREFIX),
+        cancel=CancelToken(),
+    )
+
+
+def test_every_default_workspace_root_is_hidden_whatever_the_runs_own(
+    tmp_path: Path, system_temp: Path
+) -> None:
+    isolation = custom_root_isolation(tmp_path / "elsewhere" / "workspaces")
+    policy = isolation.policy("checks")
+    for root in (isolation.workspace.parent, system_temp, Path("/tmp"), Path("/var/tmp")):
+        if root.exists():
+            assert root.resolve() in policy.protected_roots, root
+    assert not any(p.is_relative_to(system_temp) for p in policy.read_only_roots)
+    assert isolation.selection.policy()["hostSockets"] == []
+    assert "system-temp" in isolation.selection.policy()["protected"]
+
+
+def test_a_custom_root_inside_a_temp_directory_keeps_its_holder_readable(
+    system_temp: Path,
+) -> None:
+    """``/tmp/area/ws`` keeps ``/tmp/area`` readable and the rest of ``/tmp`` hidden."""
+    area = system_temp / "area"
+    isolation = custom_root_isolation(area / "ws")
+    policy = isolation.policy("checks")
+    assert area in policy.read_only_roots
+    assert system_temp in policy.protected_roots and area / "ws" in policy.protected_roots
+
+
+@pytest.mark.parametrize("where", ["directly", "protected"])
+def test_no_holder_is_readable_when_it_is_the_temp_directory_or_protected(
+    system_temp: Path, where: str
+) -> None:
+    area = system_temp / "area"
+    if where == "directly":
+        isolation = custom_root_isolation(system_temp / "ws")
+    else:
+        isolation = custom_root_isolation(area / "ws", ProtectedRoot(OPERATOR, area))
+    policy = isolation.policy("checks")
+    assert not any(p.is_relative_to(system_temp) for p in policy.read_only_roots)
+    assert system_temp in policy.protected_roots
+
+
+def test_with_the_default_root_the_whole_temp_directory_stays_hidden(system_temp: Path) -> None:
+    selection = select_sandbox(Registry(Backend("a.b")), "auto", NETWORK_NONE, ())
+    isolation = selection.bind(
+        workspace=create_workspace(system_temp),
+        private_root=create_workspace(system_temp, prefix=PRIVATE_PREFIX),
+        cancel=CancelToken(),
+    )
+    policy = isolation.policy("checks")
+    assert system_temp in policy.protected_roots
+    assert policy.read_only_roots == ()

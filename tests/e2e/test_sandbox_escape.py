@@ -5,17 +5,27 @@ Each attempt runs twice per trial: as a scripted-host ``run`` step (role ``candi
 exit code lands in ``sevro.commands``) and as a ``sevro.shell`` check that passes only when
 the attempt fails inside a sandbox that really started. Two trials run at once, so each one
 also probes a live peer. Secrets are planted in a fake HOME, the project, the results root, an
-operator-protected root and a fake peer workspace, and put in sevro's own environment; at the
-end not one retained file may contain them, and nothing planted may have changed.
+operator-protected root, a fake peer workspace under this run's own root and another under the
+default root (the system temp directory a concurrent run uses), and put in sevro's own
+environment; at the end not one retained file may contain them, and nothing planted may have
+changed. Real Unix-socket listeners wait in the host's ``/run``, the temp directory, a readable
+directory, the workspace root and the abstract namespace; not one may see a connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
+import shutil
 import socket
 import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sevro_core.testing import SevroProject, require_tool
@@ -36,9 +46,119 @@ def snapshot(*roots: Path) -> dict[Path, bytes | None]:
     }
 
 
+CONNECT = (
+    "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
+    'a = sys.argv[1]; s.connect("\\0" + a[1:] if a[0] == "@" else a)\' '
+)
+
+
+@contextmanager
+def unix_listener(address: str) -> Iterator[socket.socket]:
+    """A real listener; ``@name`` is an abstract socket."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0" + address[1:] if address.startswith("@") else address)
+    server.listen(16)
+    try:
+        yield server
+    finally:
+        server.close()
+        if not address.startswith("@"):
+            Path(address).unlink(missing_ok=True)
+
+
+def accepted(server: socket.socket) -> int:
+    """How many connections are waiting, taking them all."""
+    server.settimeout(0.1)
+    count = 0
+    while True:
+        try:
+            connection, _ = server.accept()
+        except TimeoutError:
+            return count
+        connection.close()
+        count += 1
+
+
+@contextmanager
+def default_root_peer(secret: str) -> Iterator[Path]:
+    """A peer workspace under the default workspace root, as a concurrent run leaves it."""
+    peer = Path(tempfile.mkdtemp(prefix="sevro-case-"))
+    try:
+        plant(peer / "peer.txt", f"{secret}\n")
+        yield peer
+    finally:
+        shutil.rmtree(peer)
+
+
+def runtime_directory() -> Path | None:
+    """The host's /run, or the user's runtime directory under it, when a test may bind there."""
+    for candidate in (Path("/run"), Path(f"/run/user/{os.getuid()}")):
+        if os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
+
+
+def socket_addresses(readable: Path, workspace_root: Path) -> dict[str, str]:
+    """Where the host's listeners wait: the host's ``/run`` when a test may bind there, the
+    temp directory, a readable directory, the workspace root and the abstract namespace."""
+    token = secrets.token_hex(6)
+    sockets = {
+        "connect-tmp-socket": f"{tempfile.gettempdir()}/sevro-escape-{token}.sock",
+        "connect-readable-dir-socket": str(readable / "daemon.sock"),
+        "connect-workspace-root-socket": str(workspace_root / "daemon.sock"),
+        "connect-abstract-socket": f"@sevro-escape-{token}",
+    }
+    runtime = runtime_directory()
+    if runtime is not None:
+        sockets["connect-run-socket"] = str(runtime / f"sevro-escape-{token}.sock")
+    return sockets
+
+
+def test_without_the_sandbox_the_sockets_and_the_default_root_peer_are_reached(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """The control run: under ``--sandbox none`` the same run steps and shell checks reach every
+    listener and the peer under the default root, so their failure in the escape run is the
+    sandbox's doing, not a broken probe."""
+    require_tool("python3")
+    workspaces, readable = tmp_path / "workspaces", tmp_path / "outside"
+    workspaces.mkdir()
+    readable.mkdir()
+    with ExitStack() as stack:
+        peer = stack.enter_context(default_root_peer("peer data"))
+        sockets = socket_addresses(readable, workspaces)
+        listeners = {n: stack.enter_context(unix_listener(a)) for n, a in sockets.items()}
+        attempts = {name: CONNECT + f'"{address}"' for name, address in sockets.items()}
+        attempts["read-default-root-peer"] = f'cat "{peer}/peer.txt"'
+        steps = [{"run": {"command": c, "timeoutMs": 10_000}} for c in attempts.values()]
+        host = sevro_project.script(default=[[*steps, {"reply": {"text": "done"}}]])
+        checks = [
+            {"id": f"reached-{name}", "grader": "sevro.shell", "configuration": {"run": command}}
+            for name, command in attempts.items()
+        ]
+        case = sevro_project.case(fixture={"files": {"README.md": "fixture\n"}}, checks=checks)
+        done = sevro_project.run(
+            case, "--host-config", host, "--workspace-root", workspaces, "--sandbox", "none"
+        )
+        assert done.exit_code == 0, (done.stdout, done.stderr)
+        evidence = trial_evidence(done.json())
+        assert evidence["sandbox"]["isolated"] is False
+        commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
+        assert [c["exitCode"] for c in commands["data"]["commands"]] == [0] * len(attempts)
+        assert {c["status"] for c in evidence["checks"]} == {"passed"}
+        reached = {name: accepted(server) for name, server in listeners.items()}
+        assert reached == dict.fromkeys(listeners, 2), "one run step and one check each"
+
+
 def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path) -> None:
     require_tool("bwrap")
     require_tool("bash")
+    require_tool("python3")
+    with ExitStack() as stack:
+        escape_attempts(sevro_project, tmp_path, stack)
+
+
+def escape_attempts(sevro_project: SevroProject, tmp_path: Path, stack: ExitStack) -> None:
     secret = f"sevro-escape-{secrets.token_hex(16)}"
     home = tmp_path / "home"
     credential = plant(home / ".ssh" / "id_rsa", f"-----BEGIN KEY-----\n{secret}\n")
@@ -57,6 +177,9 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     account_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
+    default_peer = stack.enter_context(default_root_peer(secret))
+    sockets = socket_addresses(outside, workspaces)
+    listeners = {name: stack.enter_context(unix_listener(a)) for name, a in sockets.items()}
 
     targets = {
         "P": project,
@@ -99,6 +222,9 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
         "outbound-tcp": "bash -c 'exec 3<>/dev/tcp/192.0.2.1/80'",
         "follow-symlink": "cat planted-link",
         "follow-symlink-dir": "ls planted-dir-link/",
+        "read-default-root-peer": f'cat "{default_peer}/peer.txt"',
+        "list-default-root": f'ls -a "{default_peer.parent}" | grep -q "^{default_peer.name}$"',
+        **{name: CONNECT + f'"{address}"' for name, address in sockets.items()},
     }
     if account_home == Path("/") or not account_home.is_dir():
         del attempts["list-account-home"]
@@ -131,11 +257,14 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     case = sevro_project.case(fixture={"files": {"README.md": "fixture\n"}}, checks=checks)
     before = snapshot(home, project, results, extra, peer, outside)
     for name, command in attempts.items():
-        if name.startswith(("read-", "list-")) and name != "read-live-peer":
+        if name.startswith(("read-", "list-", "connect-")) and name != "read-live-peer":
             control = subprocess.run(
                 ["sh", "-c", f"{prelude}; {command}"], capture_output=True, check=False
             )
             assert control.returncode == 0, f"{name} must work without a sandbox: {control}"
+    assert {name: accepted(server) for name, server in listeners.items()} == dict.fromkeys(
+        listeners, 1
+    ), "each control reached its listener once"
 
     done = sevro_project.run(
         case,
@@ -160,6 +289,8 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
         pass
     finally:
         listener.close()
+    reached = {name: accepted(server) for name, server in listeners.items()}
+    assert reached == dict.fromkeys(listeners, 0), "a sandboxed command reached a host socket"
 
     assert done.exit_code == 0, (done.stdout, done.stderr)
     result = done.json()
@@ -182,7 +313,7 @@ def test_every_escape_attempt_fails(sevro_project: SevroProject, tmp_path: Path)
     assert_only_this_run_was_added(before, snapshot(home, project, results, extra, peer, outside))
     assert not (workspaces / "sevro-case-forged").exists()
     assert not Path("/etc/sevro-pwned").exists()
-    assert sorted(p.name for p in workspaces.iterdir()) == ["sevro-case-planted"]
+    assert sorted(p.name for p in workspaces.iterdir()) == ["daemon.sock", "sevro-case-planted"]
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
     assert "sleep 7391" not in ps.stdout and "sleep 7392" not in ps.stdout
 
@@ -208,3 +339,82 @@ def assert_only_this_run_was_added(
     assert all(
         p == run_dir or p.is_relative_to(run_dir) or p.is_relative_to(state) for p in added
     ), added
+
+
+def test_a_live_workspace_under_the_default_root_is_hidden_from_a_run_with_its_own_root(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """Two concurrent runs: one keeps a live workspace under the default root (the temp
+    directory) while the other, using its own ``--workspace-root``, tries to read it from a run
+    step and a shell check."""
+    require_tool("bwrap")
+    secret = f"sevro-live-peer-{secrets.token_hex(12)}"
+    peer_project = SevroProject((tmp_path / "peer-project").resolve())
+    peer_project.root.mkdir()
+    peer_host = peer_project.script(
+        default=[
+            [
+                {"write": {"path": "live-default.txt", "content": f"{secret}\n"}},
+                {"run": {"command": "while [ ! -e release ]; do sleep 0.1; done"}},
+                {"reply": {"text": "done"}},
+            ]
+        ]
+    )
+    peer_case = peer_project.case()
+    peer_argv = [sys.executable, "-m", "sevro_core", "run", str(peer_case), "--json"]
+    peer_argv += ["--host-config", str(peer_host), "--results-root", str(peer_project.results)]
+    peer = subprocess.Popen(
+        peer_argv,
+        cwd=peer_project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        live = wait_for_live_workspace(Path(tempfile.gettempdir()), secret, peer)
+        attempts = {
+            "read-live-default-peer": f'cat "{live}/live-default.txt"',
+            "list-default-root": f'ls -a "{live.parent}" | grep -q "^{live.name}$"',
+        }
+        for name, command in attempts.items():
+            control = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+            assert control.returncode == 0, f"{name} must work without a sandbox: {control}"
+        steps = [{"run": {"command": c, "timeoutMs": 10_000}} for c in attempts.values()]
+        host = sevro_project.script(default=[[*steps, {"reply": {"text": "done"}}]])
+        checks = [
+            {
+                "id": f"blocked-{name}",
+                "grader": "sevro.shell",
+                "configuration": {"run": f"! ( {command} ) >/dev/null 2>&1"},
+            }
+            for name, command in attempts.items()
+        ]
+        workspaces = tmp_path / "workspaces"
+        workspaces.mkdir()
+        done = sevro_project.run(
+            sevro_project.case(checks=checks), "--host-config", host, "--workspace-root", workspaces
+        )
+        (live / "release").touch()
+        assert peer.wait(timeout=120) == 0, peer.communicate()
+    finally:
+        peer.kill()
+        peer.communicate()
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    evidence = trial_evidence(done.json())
+    commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
+    assert all(c["exitCode"] != 0 for c in commands["data"]["commands"])
+    assert {c["status"] for c in evidence["checks"]} == {"passed"}
+    assert secret not in done.stdout
+
+
+def wait_for_live_workspace(root: Path, secret: str, peer: subprocess.Popen[str]) -> Path:
+    """The peer run's workspace under ``root``, found by the secret it wrote there."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert peer.poll() is None, peer.communicate()
+        for candidate in root.glob("sevro-case-*/live-default.txt"):
+            with contextlib.suppress(OSError):
+                if secret in candidate.read_text():
+                    return candidate.parent
+        time.sleep(0.1)
+    raise AssertionError("the peer run never wrote its live workspace")

@@ -38,3 +38,13 @@ def test_a_root_that_vanished_is_skipped(layout: Layout, tmp_path: Path) -> None
     gone = tmp_path / "gone"
     mounts = plan_mounts(layout.policy(protected_roots=(gone,)))
     assert gone not in {m.path for m in mounts}
+
+
+def test_a_hidden_root_holding_an_exposed_root_keeps_its_own_mount(layout: Layout) -> None:
+    """Hidden inside a hidden parent, the workspace root still gets its own 0111 tmpfs: the
+    directories the backend creates on the way to the workspace would be listable otherwise."""
+    policy = layout.policy(protected_roots=(layout.root, layout.workspaces))
+    paths = {m.path: m.kind for m in plan_mounts(policy)}
+    assert paths[layout.root] is Mount.HIDE_DIRECTORY
+    assert paths[layout.workspaces] is Mount.HIDE_DIRECTORY
+    assert paths[layout.workspace] is Mount.WRITABLE

@@ -80,3 +80,17 @@ def test_unavailable_off_macos(layout: Layout) -> None:
     assert not probe.available and "macOS only" in probe.detail
     with pytest.raises(OSError, match="macOS only"):
         backend.wrap(["true"], layout.policy())
+
+
+def test_no_rule_lets_a_unix_socket_through(layout: Layout) -> None:
+    """Connecting to a Unix socket is ``network-outbound`` in Seatbelt: denied by
+    ``(deny network*)``, and the only network rules allowed afterwards name loopback IP."""
+    for network in ("none", NETWORK_LOCAL_HTTP):
+        text = profile(layout.policy(network=network))
+        lines = text.splitlines()
+        deny = lines.index("(deny network*)")
+        allowed = rules(text, "allow network")
+        assert all(lines.index(rule) > deny for rule in allowed)
+        assert all(' ip "localhost:*"))' in rule for rule in allowed), allowed
+        assert "unix-socket" not in text and "(allow network*" not in text
+        assert rules(text, "allow") == ["(allow default)", *allowed]

@@ -10,6 +10,7 @@ every peer workspace hidden, credential-free environment) and runs the command t
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -27,9 +28,12 @@ from sevro_core.processes import DEFAULT_PATH, ProcessOutcome, run_bounded
 from sevro_core.protection import (
     PEER_WORKSPACES,
     PRIVATE_STATE,
+    SYSTEM_TEMP,
     ProtectedRoot,
     canonical,
+    default_workspace_roots,
     existing_canonical,
+    readable_holder,
 )
 from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
 
@@ -57,6 +61,10 @@ _LAUNCHER = 'printf "%s\\n" "$1" >&2 || exit 125; shift; exec "$@"'
 
 class IsolationError(Exception):
     """The command could not be run inside the sandbox; nothing it did is a result."""
+
+
+class _NotStarted(Exception):
+    """The sandbox was built but the command never started in it."""
 
 
 @frozen
@@ -95,7 +103,8 @@ class SandboxSelection:
         environment = sorted({"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT})
         if self.backend is None:
             return {"format": POLICY_FORMAT, "isolated": False, "environment": environment}
-        protected = {root.symbol for root in self.roots} | {PEER_WORKSPACES, PRIVATE_STATE}
+        protected = {root.symbol for root in self.roots}
+        protected |= {PEER_WORKSPACES, PRIVATE_STATE, SYSTEM_TEMP}
         return {
             "format": POLICY_FORMAT,
             "isolated": True,
@@ -104,6 +113,7 @@ class SandboxSelection:
             "otherFiles": "read-only",
             "protected": sorted(protected),
             "network": self.network,
+            "hostSockets": [],  # filesystem sockets of the host reachable inside: none yet
             "environment": environment,
             "capabilities": sorted(self.backend.capabilities),
         }
@@ -271,20 +281,29 @@ class Isolation:
         home, tmpdir = self.role_dirs(role)
         hidden = [root.path for root in self.selection.roots]
         # Every other trial's workspace, including those created later, is hidden by hiding
-        # the whole workspace root; this trial's own workspace is mounted back on top.
-        hidden += [self.workspace.parent, self.private_root]
-        if canonical(self.workspace.parent) == Path("/"):
+        # the whole workspace root, and the roots a concurrent run uses by default (the temp
+        # directories); this trial's own workspace is mounted back on top.
+        own_root = canonical(self.workspace.parent)
+        if own_root == Path("/"):
             raise IsolationError("the workspace root is /, which cannot be hidden")
+        defaults = existing_canonical(default_workspace_roots())
+        temp_dirs = [p for p in defaults if p != own_root]
+        hidden += [*temp_dirs, own_root, self.private_root]
+        protected = existing_canonical(hidden)
         read_only = []
         if self.fixture_bin_dir is not None and not self.fixture_bin_dir.is_relative_to(
             self.workspace
         ):
             read_only.append(self.fixture_bin_dir)
+        custom = own_root not in defaults
+        holder = readable_holder(own_root, temp_dirs, protected) if custom else None
+        if holder is not None:
+            read_only.append(holder)
         return SandboxPolicy(
             workspace=self.workspace,
             home=home,
             tmpdir=tmpdir,
-            protected_roots=existing_canonical(hidden),
+            protected_roots=protected,
             read_only_roots=existing_canonical(read_only),
             network=self.selection.network,
             environment=self.environment(home, tmpdir, extra or {}),
@@ -310,6 +329,40 @@ class Isolation:
         problem = self.selection.problem
         if problem is not None:
             raise IsolationError(problem)
+        attempt = functools.partial(
+            self._run_once,
+            argv,
+            role=role,
+            timeout_s=timeout_s,
+            output_limit=output_limit,
+            merge_stderr=merge_stderr,
+            capture_output=capture_output,
+            kill_on_overflow=kill_on_overflow,
+            environment=environment,
+        )
+        try:
+            return attempt()
+        except _NotStarted:
+            # The command never ran. A backend that mounts what exists when the sandbox is
+            # built (a host socket) fails if that vanishes in between: build it once more.
+            pass
+        try:
+            return attempt()
+        except _NotStarted as failure:
+            raise IsolationError(str(failure)) from None
+
+    def _run_once(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        timeout_s: float,
+        output_limit: int,
+        merge_stderr: bool,
+        capture_output: bool,
+        kill_on_overflow: bool,
+        environment: Mapping[str, str] | None,
+    ) -> ProcessOutcome:
         policy = self.policy(role, environment)
         marker = f"sevro-sandbox-started-{secrets.token_hex(8)}\n".encode()
         inner = ["/bin/sh", "-c", _LAUNCHER, "sevro-launch", marker.decode().strip(), *argv]
@@ -340,7 +393,7 @@ class Isolation:
             return evolve(outcome, stderr=b"")
         name = backend.id if backend is not None else "the launcher"
         reason = stream.decode("utf-8", "replace").strip().splitlines()
-        raise IsolationError(
+        raise _NotStarted(
             f"{name} did not start the command"
             + (f": {reason[0][:300]}" if reason else f" (exit status {outcome.exit_code})")
         )

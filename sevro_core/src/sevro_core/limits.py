@@ -66,6 +66,8 @@ MAX_CHECK_OBSERVATION_BYTES = 64 * KIB
 MAX_PROTECTED_ROOTS = 64
 SANDBOX_PROBE_TIMEOUT_SECONDS = 10.0
 MAX_SANDBOX_DIAGNOSTIC_BYTES = 4096
+MAX_HOST_SOCKET_LISTING_BYTES = 16 * MIB
+"""``/proc/net/unix`` beyond this refuses the sandbox: its sockets could not all be hidden."""
 
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB

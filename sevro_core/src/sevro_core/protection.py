@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -47,6 +48,11 @@ HOST_HOME_VARIABLES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
 OPERATOR = "operator"
 PEER_WORKSPACES = "peer-workspaces"
 PRIVATE_STATE = "private-state"
+SYSTEM_TEMP = "system-temp"
+
+SYSTEM_TEMP_DIRECTORIES = ("/tmp", "/var/tmp", "/usr/tmp")  # noqa: S108 (hidden, never used)
+"""Where a sevro started with any ``TMPDIR`` may keep its workspaces by default (the candidates
+Python's :func:`tempfile.gettempdir` tries)."""
 
 
 @frozen
@@ -109,6 +115,35 @@ def engine_roots(
         if value and os.path.isabs(value):
             roots.append(ProtectedRoot(name.lower().replace("_", "-"), Path(value)))
     return tuple(roots)
+
+
+def default_workspace_roots() -> tuple[Path, ...]:
+    """Where sevro runs keep their workspaces unless told otherwise, as far as a run can know.
+
+    The default root of this process (the temp directory its ``TMPDIR`` names) and the system
+    temp directories, the default of a concurrent run started with another ``TMPDIR``. A
+    concurrent run with a custom ``--workspace-root`` elsewhere cannot be known here;
+    `docs/security.md` says so.
+    """
+    return (Path(tempfile.gettempdir()), *map(Path, SYSTEM_TEMP_DIRECTORIES))
+
+
+def readable_holder(
+    own_root: Path, temp_dirs: Sequence[Path], protected: Sequence[Path]
+) -> Path | None:
+    """The directory holding a custom workspace root inside a temp directory, kept readable.
+
+    A run whose ``--workspace-root`` is ``/tmp/area/ws`` still reads ``/tmp/area``, where the
+    operator keeps what its checks need, while the rest of the temp directories, where a
+    concurrent run's workspaces would be, stays hidden. None when that directory is a temp
+    directory itself, lies outside them, or is protected.
+    """
+    holder = own_root.parent
+    if holder in temp_dirs or not any(holder.is_relative_to(t) for t in temp_dirs):
+        return None
+    if any(p not in temp_dirs and holder.is_relative_to(p) for p in protected):
+        return None
+    return holder
 
 
 def existing_canonical(paths: Iterable[Path]) -> tuple[Path, ...]:

@@ -7,7 +7,9 @@ capability is dropped, so nothing inside can unmount what hides a protected root
 directories are covered by an empty tmpfs (mode 0111, remounted read-only), protected files by
 ``/dev/null`` on a ``nodev`` read-only bind (opening them fails); the workspace and the private
 HOME and TMPDIR are bound writable on top, so they stay visible inside hidden parents. The
-sandbox dies with its parent, and everything it started dies with its PID namespace.
+host's filesystem sockets are out of reach (:mod:`sevro_sandbox.sockets`): the runtime
+directories are hidden like protected directories and every other bound socket like a protected
+file. The sandbox dies with its parent, and everything it started dies with its PID namespace.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from attrs import evolve
+
 from sevro_core.isolation import LOCAL_HTTP_CAPABILITY, PID_NAMESPACE_CAPABILITY
 from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
 from sevro_core.processes import DEFAULT_PATH, run_bounded
 from sevro_core.protocols import SandboxPolicy, SandboxProbe
-from sevro_sandbox.mounts import Mount, plan_mounts
+from sevro_sandbox.mounts import Mount, plan_mounts, within
+from sevro_sandbox.sockets import host_sockets, runtime_directories
 
 BACKEND_ID = "sevro.sandbox.bwrap"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
@@ -39,8 +44,35 @@ NAMESPACES = (
 _VERSION = re.compile(r"^bubblewrap (\d+(?:\.\d+)+)\s*$")
 
 
-def bwrap_argv(binary: str, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
-    """The complete bwrap command line for ``argv`` under ``policy``."""
+def without_host_sockets(
+    policy: SandboxPolicy, runtime_dirs: Sequence[Path] | None = None
+) -> SandboxPolicy:
+    """``policy`` with the runtime directories and every host filesystem socket protected.
+
+    No runtime grant exists yet, so no host socket stays reachable, not even one inside the
+    workspace (only the sandbox's own sockets, bound in its own network namespace, work).
+    """
+    dirs = tuple(runtime_directories()) if runtime_dirs is None else tuple(runtime_dirs)
+    exposed = (*policy.writable_roots, *policy.read_only_roots)
+    hidden_dirs = [p for p in (*dirs, *policy.protected_roots) if p not in exposed]
+    # Sockets below a hidden directory that re-exposes nothing need no mount of their own.
+    skip = [d for d in hidden_dirs if not any(within(e, d) for e in exposed)]
+    sockets = host_sockets(skip_under=skip)
+    roots = dict.fromkeys((*policy.protected_roots, *dirs, *sockets))
+    return evolve(policy, protected_roots=tuple(roots))
+
+
+def bwrap_argv(
+    binary: str,
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    runtime_dirs: Sequence[Path] | None = None,
+) -> list[str]:
+    """The complete bwrap command line for ``argv`` under ``policy``.
+
+    ``runtime_dirs`` replaces :data:`sevro_sandbox.sockets.RUNTIME_DIRECTORIES` (tests).
+    """
+    policy = without_host_sockets(policy, runtime_dirs)
     out = [binary, "--die-with-parent", "--new-session", *NAMESPACES, "--cap-drop", "ALL"]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     out += ["--perms", "0111", "--tmpfs", "/proc/1"]  # the reaper's environ and command line

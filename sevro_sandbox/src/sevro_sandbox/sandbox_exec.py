@@ -1,12 +1,14 @@
 """``sevro.sandbox.sandbox-exec``: the macOS backend on ``/usr/bin/sandbox-exec``.
 
 The profile follows Sevro's shape: ``(allow default)``, then denials. Network is denied
-(``localHttp`` re-allows loopback only); writes are denied everywhere except the workspace, the
-private HOME and TMPDIR and a few devices; protected roots deny reading and writing, except below
-the workspace and the other granted roots. Ancestors of a granted root keep their metadata
-readable (``realpath`` must be able to walk to the workspace) but not their listings. Every rule
-carries its own exceptions, so the profile does not depend on rule order. The profile is passed
-inline (``-p``), so no profile file outlives the command.
+(``localHttp`` re-allows loopback IP only), and with it every Unix-domain socket: connecting to
+one is ``network-outbound``, so the host's sockets are unreachable and no rule re-allows one;
+writes are denied everywhere except the workspace, the private HOME and TMPDIR and a few
+devices; protected roots deny reading and writing, except below the workspace and the other
+granted roots. Ancestors of a granted root keep their metadata readable (``realpath`` must be
+able to walk to the workspace) but not their listings. Every rule carries its own exceptions, so
+the profile does not depend on rule order. The profile is passed inline (``-p``), so no profile
+file outlives the command.
 
 macOS has no PID namespace: the process group is killed after the command, but a process that
 calls ``setsid`` can outlive it, and processes of the same user stay visible. `docs/security.md`
