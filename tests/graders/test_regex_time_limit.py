@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 import regex
 
-from sevro_core.errors import GradingError
+from sevro_core.errors import ConfigurationError, GradingError
 from sevro_core.limits import REGEX_CHECK_TIMEOUT_SECONDS
 from sevro_graders import jsregex
+from sevro_graders.json_grader import JsonGrader
 from sevro_graders.jsregex import compile_js_regex, match_budget
 from sevro_graders.jsstrings import to_utf16_units
 from sevro_graders.output_grader import OutputGrader
 from sevro_graders.regex_grader import RegexGrader
+from sevro_graders.schema_grader import SchemaGrader
+from sevro_graders.shell_grader import ShellGrader
 from tests.graders.helpers import view
 from tests.graders.test_jsregex import JAVASCRIPT_ANSWERS
 
@@ -149,3 +153,69 @@ def test_graders_turn_a_pathological_match_into_a_grading_error(
     with pytest.raises(GradingError, match=r"^check 'c1': regex .* did not finish within"):
         check.grade("c1", view(PATHOLOGICAL_TEXT))
     assert check.grade("c2", view("a" * 200)).status.value in ("passed", "failed")
+
+
+SLOW_KEY = json.dumps({PATHOLOGICAL_TEXT: 1})
+SLOW_VALUE = json.dumps({"x": PATHOLOGICAL_TEXT})
+
+
+@pytest.mark.parametrize(
+    ("grader", "configuration", "message"),
+    [
+        (SchemaGrader(), {"schema": {"properties": {"x": {"pattern": PATHOLOGICAL}}}}, SLOW_VALUE),
+        (SchemaGrader(), {"schema": {"propertyNames": {"pattern": PATHOLOGICAL}}}, SLOW_KEY),
+        (SchemaGrader(), {"schema": {"patternProperties": {PATHOLOGICAL: {}}}}, SLOW_KEY),
+        (
+            SchemaGrader(),
+            {"schema": {"patternProperties": {PATHOLOGICAL: {}}, "additionalProperties": False}},
+            SLOW_KEY,
+        ),
+        (OutputGrader(), {"schema": {"properties": {"x": {"pattern": PATHOLOGICAL}}}}, SLOW_VALUE),
+        (
+            JsonGrader(),
+            {"pointer": "/x", "contains": {"$regex": PATHOLOGICAL}},
+            json.dumps({"x": [PATHOLOGICAL_TEXT]}),
+        ),
+    ],
+)
+def test_schema_and_json_regexes_are_bounded_too(
+    grader: Any, configuration: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    check = grader.compile(configuration)
+    with pytest.raises(GradingError, match=r"^check 'c1': regex /\^\(a\|aa\)\+\$/ did not finish"):
+        check.grade("c1", view(message))
+
+
+@pytest.mark.parametrize(
+    ("schema", "document", "status"),
+    [
+        ({"properties": {"x": {"pattern": PATHOLOGICAL}}}, {"x": "aaaa"}, "passed"),
+        ({"properties": {"x": {"pattern": PATHOLOGICAL}}}, {"x": "aab"}, "failed"),
+        ({"patternProperties": {"^a": {"type": "string"}}}, {"ab": 1}, "failed"),
+        ({"patternProperties": {"^a": {}}, "additionalProperties": False}, {"ab": 1}, "passed"),
+        ({"patternProperties": {"^a": {}}, "additionalProperties": False}, {"b": 1}, "failed"),
+        ({"properties": {"b": {}}, "additionalProperties": False}, {"b": 1}, "passed"),
+        ({"additionalProperties": {"type": "string"}}, {"b": 1}, "failed"),
+    ],
+)
+def test_the_bounded_schema_keywords_keep_their_meaning(
+    schema: dict[str, Any], document: Any, status: str
+) -> None:
+    check = SchemaGrader().compile({"schema": schema})
+    assert check.grade("c", view(json.dumps(document))).status.value == status
+
+
+def test_unevaluated_properties_with_pattern_properties_is_refused() -> None:
+    schema = {"patternProperties": {"^a": {}}, "unevaluatedProperties": False}
+    with pytest.raises(ConfigurationError, match="could not be bounded") as raised:
+        SchemaGrader().compile({"schema": schema})
+    assert raised.value.pointer == "/schema"
+    SchemaGrader().compile({"schema": {"unevaluatedProperties": False}})  # alone: accepted
+
+
+def test_shell_output_regexes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    check = ShellGrader().compile({"run": "true", "expectRegex": PATHOLOGICAL})
+    with match_budget("sh"), pytest.raises(GradingError, match=r"^check 'sh': regex"):
+        check.assess(0, PATHOLOGICAL_TEXT)

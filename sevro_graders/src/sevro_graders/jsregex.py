@@ -20,7 +20,7 @@ import functools
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import regex
@@ -123,28 +123,37 @@ class JsRegex:
     def test(self, text: str) -> bool:
         """``RegExp.prototype.test`` on a fresh regex (``lastIndex`` 0), within the time limit."""
         subject = text if self.unicode else to_utf16_units(text)
-        deadline = _budget.deadline
-        remaining = (
-            REGEX_CHECK_TIMEOUT_SECONDS if deadline is None else deadline - time.process_time()
-        )
-        try:
-            if remaining <= 0:
-                raise TimeoutError
-            if self.sticky:
-                return self.matcher.match(subject, timeout=remaining) is not None
-            return self.matcher.search(subject, timeout=remaining) is not None
-        except TimeoutError:
-            check = "" if _budget.check_id is None else f"check {_budget.check_id!r}: "
-            limit = REGEX_CHECK_TIMEOUT_SECONDS if _budget.seconds is None else _budget.seconds
-            raise GradingError(
-                f"{check}regex /{_preview(self.source)}/ did not finish within the {limit:g} s "
-                "regex time limit of a check (REGEX_CHECK_TIMEOUT_SECONDS; catastrophic "
-                "backtracking on this text?): rewrite the pattern so it cannot backtrack"
-            ) from None
-        except (RecursionError, MemoryError) as exc:
-            raise GradingError(
-                f"regex /{_preview(self.source)}/ exhausted the matcher: {type(exc).__name__}"
-            ) from None
+        if self.sticky:
+            return _bounded(self.source, lambda limit: self.matcher.match(subject, timeout=limit))
+        return _bounded(self.source, lambda limit: self.matcher.search(subject, timeout=limit))
+
+
+def search_schema_pattern(translated: str, text: str, source: str) -> bool:
+    """``re.search`` of a :func:`translate_schema_pattern` result, within the time limit."""
+    matcher = _schema_matcher(translated)
+    return _bounded(source, lambda limit: matcher.search(text, timeout=limit))
+
+
+def _bounded(source: str, match: Callable[[float], object]) -> bool:
+    """Run ``match(timeout)`` within what is left of the check's budget; True if it matched."""
+    deadline = _budget.deadline
+    remaining = REGEX_CHECK_TIMEOUT_SECONDS if deadline is None else deadline - time.process_time()
+    try:
+        if remaining <= 0:
+            raise TimeoutError
+        return match(remaining) is not None
+    except TimeoutError:
+        check = "" if _budget.check_id is None else f"check {_budget.check_id!r}: "
+        limit = REGEX_CHECK_TIMEOUT_SECONDS if _budget.seconds is None else _budget.seconds
+        raise GradingError(
+            f"{check}regex /{_preview(source)}/ did not finish within the {limit:g} s "
+            "regex time limit of a check (REGEX_CHECK_TIMEOUT_SECONDS; catastrophic "
+            "backtracking on this text?): rewrite the pattern so it cannot backtrack"
+        ) from None
+    except (RecursionError, MemoryError) as exc:
+        raise GradingError(
+            f"regex /{_preview(source)}/ exhausted the matcher: {type(exc).__name__}"
+        ) from None
 
 
 def parse_flags(flags: str) -> JsFlags:
@@ -188,11 +197,18 @@ def _compile(pattern: str, flags: str) -> JsRegex:
 def translate_schema_pattern(pattern: str) -> str:
     """Translate a JSON Schema ``pattern`` as Ajv runs it (``new RegExp(pattern, "u")``).
 
-    The result is a self-contained Python pattern for ``re.search``, usable by ``jsonschema``.
+    The result is a self-contained Python pattern for ``re.search``; sevro matches it with
+    :func:`search_schema_pattern`, which bounds the time.
     """
     translated = translate(pattern, JsFlags(unicode=True, multiline=False))
     _python_compile(translated, 0)
+    _schema_matcher(translated)
     return translated
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _schema_matcher(translated: str) -> regex.Pattern[str]:
+    return _bounded_compile(translated, 0)
 
 
 def translate(pattern: str, flags: JsFlags) -> str:
