@@ -69,3 +69,14 @@ def test_outside_the_main_thread_nothing_is_installed() -> None:
     thread.start()
     thread.join()
     assert seen == [signal.getsignal(signal.SIGTERM)]
+
+
+def test_a_failing_report_does_not_stop_the_watcher() -> None:
+    def broken(_name: str) -> None:
+        raise OSError("stderr is gone")
+
+    cancel = CancelToken()
+    with cancel_on_signals(cancel, broken):
+        os.kill(os.getpid(), signal.SIGINT)
+        assert cancel.wait(10)
+    assert cancel.reason == "SIGINT"

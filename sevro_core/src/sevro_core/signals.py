@@ -68,6 +68,7 @@ def _watch(read_end: int, cancel: CancelToken, on_first: Callable[[str], None]) 
             first = not cancel.cancelled
             cancel.cancel(name)
             if first:
-                on_first(name)
+                with suppress(Exception):  # a failed log line must not stop the watcher
+                    on_first(name)
         if not data:
             return
