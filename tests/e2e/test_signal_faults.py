@@ -7,6 +7,7 @@ machine; the bound users rely on is documented in docs/running.md.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -45,6 +46,12 @@ def sevro_run(project: SevroProject, case: Path, host: Path, *extra: str) -> sub
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_for_line(process: subprocess.Popen[str], needle: str) -> None:
@@ -90,7 +97,11 @@ def test_a_signal_during_a_pathological_regex_match_is_obeyed(
     host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
     process = sevro_run(sevro_project, case, host, "--trials", "3", "--jobs", "1", "-vv")
     wait_for_line(process, "run started")
-    time.sleep(1.0)  # the scripted reply is instant: the first trial is inside the match
+    started = cpu_seconds(process.pid)
+    deadline = time.monotonic() + HANG_LIMIT
+    while cpu_seconds(process.pid) < started + 1.0:  # only the match burns CPU: we are inside it
+        assert time.monotonic() < deadline, "the match never started"
+        time.sleep(0.02)
     process.send_signal(sig)
     try:
         stdout, _ = process.communicate(timeout=HANG_LIMIT)
