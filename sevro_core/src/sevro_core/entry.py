@@ -3,9 +3,9 @@
 Importing the CLI (typer, click, sevro's modules) takes tens of milliseconds; a Ctrl-C there
 used to print ``KeyboardInterrupt`` frames, and SIGTERM killed the process without a word. This
 module imports only ``signal`` and ``sys`` (not even ``typing``: it is the first sevro code to
-run), turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``), and catches both around
-the whole CLI. During a run, :mod:`sevro_core.signals` replaces these handlers with ones that
-cancel the run instead.
+run), turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``), records which signal
+came, and catches both around the whole CLI. During a run, :mod:`sevro_core.signals` replaces
+these handlers with ones that cancel the run instead.
 """
 
 from __future__ import annotations
@@ -18,27 +18,38 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import NoReturn
 
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+
+received: list[str] = []
+"""The signals that arrived outside a run, first first (``list.append`` takes no lock)."""
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived while no run was there to cancel."""
 
 
-def _terminate(_signum: int, _frame: FrameType | None) -> None:
-    raise Terminated
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    terminated = signum == signal.SIGTERM
+    received.append("SIGTERM" if terminated else "SIGINT")
+    raise Terminated if terminated else KeyboardInterrupt
 
 
 def main() -> None:
     """Console entry point: the CLI, with start-up signals ending in one line."""
-    signal.signal(signal.SIGTERM, _terminate)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup and `&` keep theirs ignored
+            signal.signal(sig, _on_signal)
     try:
         from sevro_core.cli import main as cli_main
 
         cli_main()
     except KeyboardInterrupt as exc:
         interrupted(exc)
+    except SystemExit:
+        # Typer turns a KeyboardInterrupt inside a command into a silent exit 130.
+        if received:
+            interrupted(Terminated() if received[0] == "SIGTERM" else KeyboardInterrupt())
+        raise
 
 
 def interrupted(exc: KeyboardInterrupt) -> NoReturn:
@@ -50,8 +61,7 @@ def interrupted(exc: KeyboardInterrupt) -> NoReturn:
             break
         except KeyboardInterrupt:
             continue
-    name, code = (
-        ("SIGTERM", EXIT_SIGTERM) if isinstance(exc, Terminated) else ("SIGINT", EXIT_SIGINT)
-    )
+    name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+    received.clear()  # reported here: the SystemExit below must pass main() unchanged
     sys.stderr.write(f"sevro: interrupted by {name}\n")
-    sys.exit(code)
+    sys.exit(EXIT_CODES[name])
