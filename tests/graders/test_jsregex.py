@@ -368,13 +368,14 @@ def test_translation_is_explicit_python() -> None:
 
 def test_matcher_exhaustion_is_a_grading_error() -> None:
     class Exhausted:
-        def search(self, text: str) -> None:
+        def search(self, text: str, timeout: float) -> None:
             raise RecursionError
 
     regex = JsRegex(
         source="(a*)*b",
         flags="",
-        compiled=Exhausted(),  # type: ignore[arg-type]
+        compiled=re.compile("(a*)*b"),
+        matcher=Exhausted(),  # type: ignore[arg-type]
         unicode=True,
         sticky=False,
     )

@@ -1,5 +1,5 @@
 """``python -m sevro_core`` runs the ``sevro`` CLI."""
 
-from sevro_core.cli import main
+from sevro_core.entry import main
 
 main()

@@ -15,6 +15,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from sevro_core.entry import interrupted
 from sevro_core.limits import (
     DEFAULT_JOBS,
     DEFAULT_STATUS_INTERVAL_SECONDS,
@@ -744,10 +745,11 @@ def main() -> None:
         from sevro_core.errors import InvocationError
 
         _main_fail(InvocationError(exc.format_message()), as_json)
-    except KeyboardInterrupt:
-        sys.stderr.write("sevro: interrupted before any trial started\n")
-        sys.exit(130)
-    except typer.Abort:
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (sevro_core.entry), outside a run
+        interrupted(exc)
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click wraps it
+            interrupted(exc.__cause__)
         sys.stderr.write("sevro: aborted\n")
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

@@ -8,12 +8,9 @@ evaluation and every persisted trial, so a crashed run can be resumed.
 from __future__ import annotations
 
 import datetime
-import signal
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import structlog
@@ -31,6 +28,7 @@ from sevro_core.resume import recover
 from sevro_core.runinfo import RunInfo
 from sevro_core.runstate import RunState, TrialCheckpoint
 from sevro_core.scheduler import run_trials
+from sevro_core.signals import cancel_on_signals
 from sevro_core.states import ExitCode
 
 log = structlog.get_logger("sevro.run")
@@ -51,24 +49,9 @@ def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSetting
     return plan_run(cases, registry, settings)
 
 
-@contextmanager
-def _signals(cancel: CancelToken) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if not cancel.cancelled:
-            log.warning("cancelling run", signal=name)
-        cancel.cancel(name)
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+def _signals(cancel: CancelToken) -> AbstractContextManager[None]:
+    """Cancel on SIGINT/SIGTERM; the handler itself never logs (see :mod:`sevro_core.signals`)."""
+    return cancel_on_signals(cancel, lambda name: log.warning("cancelling run", signal=name))
 
 
 def _hook(registry: Registry, name: str, **kwargs: Any) -> None:

@@ -2,7 +2,8 @@
 
 An output check only ever looks at the final message. A missing or incomplete message makes it
 ``unavailable`` (it never passes); otherwise the check's assertion decides ``passed`` or
-``failed``, and a failure carries a short detail naming what did not hold.
+``failed``, and a failure carries a short detail naming what did not hold. All the regex
+matching of one check shares one time limit (:func:`sevro_graders.jsregex.match_budget`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 
 from sevro_core.models import FINAL_MESSAGE_OBSERVATION, CheckOutcome, TrialView
 from sevro_core.states import CheckStatus
+from sevro_graders.jsregex import match_budget
 
 EVIDENCE_REFS = (FINAL_MESSAGE_OBSERVATION,)
 MESSAGE_MISSING = "final message unavailable"
@@ -40,7 +42,8 @@ def grade_final_message(
     elif not view.final_message_complete:
         status, detail = CheckStatus.UNAVAILABLE, MESSAGE_INCOMPLETE
     else:
-        failure = assertion(view.final_message)
+        with match_budget(check_id):
+            failure = assertion(view.final_message)
         status = CheckStatus.PASSED if failure is None else CheckStatus.FAILED
         detail = failure
     return CheckOutcome(

@@ -4,16 +4,20 @@ Sevro compiles inline schemas with Ajv (Draft 2020-12, ``strict: false``): no fo
 ``$ref`` only inside the schema, and ``pattern`` as a JavaScript regex with the ``u`` flag.
 ``jsonschema`` would run ``pattern`` with Python's ``re``, where ``$`` also matches before a
 final newline and ``\\d`` matches any Unicode digit; so every ``pattern`` and
-``patternProperties`` key is translated with :mod:`sevro_graders.jsregex` before validation.
+``patternProperties`` key is translated with :mod:`sevro_graders.jsregex` before validation,
+and the keywords that match them against the agent's document (``pattern``,
+``patternProperties``, ``additionalProperties``) are replaced by versions that match within the
+check's regex time limit. ``unevaluatedProperties`` next to ``patternProperties`` is refused:
+``jsonschema`` matches those property names with ``re``, which no time limit can stop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
@@ -21,7 +25,7 @@ from referencing.jsonschema import DRAFT202012
 
 from sevro_core.errors import ConfigurationError, GradingError, join_pointer
 from sevro_core.jsonio import JsonValue
-from sevro_graders.jsregex import JsRegexError, translate_schema_pattern
+from sevro_graders.jsregex import JsRegexError, search_schema_pattern, translate_schema_pattern
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 200
@@ -74,13 +78,88 @@ def compile_inline_schema(schema: Mapping[str, JsonValue], pointer: str) -> Inli
             f"invalid JSON Schema: {_shorten(exc.message)}",
             join_pointer(pointer, *exc.absolute_path),
         ) from None
+    if _uses(schema, "unevaluatedProperties") and _uses(schema, "patternProperties"):
+        raise ConfigurationError(
+            "unevaluatedProperties together with patternProperties is not supported: their "
+            "property-name matching could not be bounded in time",
+            pointer,
+        )
     patterns: dict[str, str] = {}
     translated = _translate(schema, pointer, patterns)
     _check_references(translated, pointer)
     _refuse_reference_cycles(translated, pointer)
-    return InlineSchema(
-        Draft202012Validator(translated, registry=Registry()), tuple(patterns.items())
-    )
+    bounded = _bounded_validator(dict(patterns))
+    return InlineSchema(bounded(translated, registry=Registry()), tuple(patterns.items()))
+
+
+def _uses(schema: JsonValue, keyword: str) -> bool:
+    """Whether ``keyword`` is a key anywhere in ``schema`` (over-approximates: any position)."""
+    if isinstance(schema, dict):
+        return keyword in schema or any(_uses(value, keyword) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_uses(item, keyword) for item in schema)
+    return False
+
+
+Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
+
+
+def _bounded_validator(sources: dict[str, str]) -> Any:
+    """Draft 2020-12 whose regex keywords match within the check's time limit."""
+
+    def search(translated: str, text: str) -> bool:
+        return search_schema_pattern(translated, text, sources.get(translated, translated))
+
+    def pattern(
+        validator: Any, patrn: str, instance: Any, _schema: Any
+    ) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not search(patrn, instance):
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(
+        validator: Any, by_pattern: dict[str, Any], instance: Any, _schema: Any
+    ) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in by_pattern.items():
+            for key, value in instance.items():
+                if search(patrn, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=patrn)
+
+    def additional_properties(
+        validator: Any, additional: Any, instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        declared = schema.get("properties", {})
+        by_pattern = schema.get("patternProperties", {})
+        extras = [
+            key
+            for key in instance
+            if key not in declared and not any(search(p, key) for p in by_pattern)
+        ]
+        if validator.is_type(additional, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], additional, path=extra)
+        elif not additional and extras:
+            if by_pattern:
+                verb = "does" if len(extras) == 1 else "do"
+                joined = ", ".join(repr(each) for each in sorted(extras))
+                regexes = ", ".join(repr(each) for each in sorted(by_pattern))
+                yield ValidationError(f"{joined} {verb} not match any of the regexes: {regexes}")
+            else:
+                listed = ", ".join(repr(each) for each in sorted(extras))
+                verb = "was" if len(extras) == 1 else "were"
+                yield ValidationError(
+                    f"Additional properties are not allowed ({listed} {verb} unexpected)"
+                )
+
+    keywords: dict[str, Keyword] = {
+        "pattern": pattern,
+        "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties,
+    }
+    return validators.extend(Draft202012Validator, keywords)  # type: ignore[no-untyped-call]
 
 
 def _translate(schema: JsonValue, pointer: str, patterns: dict[str, str]) -> JsonValue:

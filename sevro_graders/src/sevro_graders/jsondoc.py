@@ -8,6 +8,7 @@ the last value.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import json
 import math
@@ -27,7 +28,10 @@ MAX_DOCUMENT_DEPTH = MAX_JSON_DEPTH
 
 REGEX_KEY = "$regex"
 
-_FENCE = re.compile(r"```json[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.DOTALL)
+FENCE_PATTERN = r"```json[ \t]*\r?\n(.*?)\r?\n[ \t]*```"
+"""What a fence is (with DOTALL). Found by :func:`find_fences`, never by a regex engine: on a
+message with many unclosed openings, finditer backtracks in quadratic time."""
+_CLOSING = re.compile(r"\n[ \t]*```")
 _ARRAY_INDEX = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 _MAX_INT_DIGITS = 4000
 
@@ -95,7 +99,7 @@ def find_document(text: str) -> Document | NoDocument:
         return Document(parse_json(text), exact=True)
     except ValueError:
         pass
-    fences = list(_FENCE.finditer(text))
+    fences = find_fences(text)
     if not fences:
         return NoDocument("the message is not JSON and has no ```json fence")
     if len(fences) > 1:
@@ -104,10 +108,52 @@ def find_document(text: str) -> Document | NoDocument:
         )
     fence = fences[0]
     try:
-        value = parse_json(fence.group(1))
+        value = parse_json(fence.body)
     except ValueError as exc:
         return NoDocument(f"the ```json fence is not valid JSON ({_describe_error(exc)})")
-    return Document(value, exact=js_trim(text) == js_trim(fence.group(0)))
+    return Document(value, exact=js_trim(text) == js_trim(text[fence.start : fence.end]))
+
+
+@frozen
+class Fence:
+    """One fence: its span in the message and the text between its lines."""
+
+    start: int
+    end: int
+    body: str
+
+
+def find_fences(text: str) -> list[Fence]:
+    """What ``re.finditer(FENCE_PATTERN, text, re.DOTALL)`` finds, in linear time.
+
+    An opening takes the first closing line after it, so closings are located once; an opening
+    with no closing after it means no later opening has one either.
+    """
+    closings = [(m.start(), m.end()) for m in _CLOSING.finditer(text)]
+    fences: list[Fence] = []
+    position = 0
+    while (start := text.find("```json", position)) >= 0:
+        body_start = _after_opening_line(text, start + len("```json"))
+        if body_start is None:
+            position = start + 1
+            continue
+        index = bisect.bisect_left(closings, (body_start, -1))
+        if index == len(closings):
+            break
+        newline, end = closings[index]
+        body_end = newline - 1 if newline > body_start and text[newline - 1] == "\r" else newline
+        fences.append(Fence(start, end, text[body_start:body_end]))
+        position = end
+    return fences
+
+
+def _after_opening_line(text: str, index: int) -> int | None:
+    """Where the body starts after ``[ \\t]*\\r?\\n`` at ``index``, or None if that is not there."""
+    while index < len(text) and text[index] in " \t":
+        index += 1
+    if text.startswith("\r", index):
+        index += 1
+    return index + 1 if text.startswith("\n", index) else None
 
 
 NOT_EXACT = "the trimmed message is not exactly one JSON document or one ```json fence"

@@ -1,4 +1,4 @@
-"""JavaScript regular expressions, run on Python's ``re`` with JavaScript's meaning.
+"""JavaScript regular expressions, run with JavaScript's meaning and a time limit.
 
 Case files carry JavaScript RegExp patterns (Sevro tests them with ``new RegExp(pattern,
 "m" + flags)``). Python's ``re`` reads much of the same syntax differently: ``$`` also matches
@@ -6,16 +6,28 @@ before a final newline, ``\\d`` and ``\\w`` are Unicode-aware, ``{,5}`` is a qua
 is an anchor. A pattern is therefore parsed by a real JavaScript-grammar tokenizer and rewritten
 into explicit Python constructs; whatever cannot be rewritten faithfully is refused at load
 time, so a check never silently means something else. `docs/graders.md` lists the dialect.
+
+The translation is Python ``re`` syntax and ``re`` validates it (its refusals define the
+dialect), but matching runs on the ``regex`` package in its ``re``-compatible V0 mode: agent
+output meets the pattern there, and ``regex`` releases the GIL and honours a ``timeout``, so a
+catastrophically backtracking pattern becomes a grading error in bounded time instead of
+pinning the evaluator (:data:`sevro_core.limits.REGEX_CHECK_TIMEOUT_SECONDS`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+import regex
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, GradingError
+from sevro_core.limits import REGEX_CHECK_TIMEOUT_SECONDS
 from sevro_graders.jsstrings import JS_LINE_TERMINATORS, JS_WHITESPACE, CodeRange, to_utf16_units
 
 MAX_PATTERN_LENGTH = 4096
@@ -66,6 +78,35 @@ class JsFlags:
     multiline: bool = True
 
 
+class _MatchBudget(threading.local):
+    """The deadline shared by every match of the check graded on this thread, if any."""
+
+    deadline: float | None = None
+    seconds: float | None = None
+    check_id: str | None = None
+
+
+_budget = _MatchBudget()
+
+
+@contextmanager
+def match_budget(check_id: str, seconds: float | None = None) -> Iterator[None]:
+    """Give all the regex matches of one check one shared time limit (default: the limit).
+
+    A check may hold several patterns (``expectRegex`` and ``notRegex``, many ``$regex``), so a
+    per-match limit alone would let one check run for a multiple of it. The clock is the
+    process's CPU time, the clock ``regex`` itself measures its ``timeout`` with.
+    """
+    limit = REGEX_CHECK_TIMEOUT_SECONDS if seconds is None else seconds
+    saved = (_budget.deadline, _budget.seconds, _budget.check_id)
+    _budget.deadline, _budget.seconds = time.process_time() + limit, limit
+    _budget.check_id = check_id
+    try:
+        yield
+    finally:
+        _budget.deadline, _budget.seconds, _budget.check_id = saved
+
+
 @frozen
 class JsRegex:
     """A compiled JavaScript regex: the original source and flags, and its Python translation."""
@@ -73,20 +114,46 @@ class JsRegex:
     source: str
     flags: str
     compiled: re.Pattern[str]
+    """The translation as ``re`` validated it; matching uses :attr:`matcher`."""
+    matcher: regex.Pattern[str]
+    """The same translation in the ``regex`` package's V0 (``re``-compatible) mode."""
     unicode: bool
     sticky: bool
 
     def test(self, text: str) -> bool:
-        """``RegExp.prototype.test`` on a fresh regex (``lastIndex`` 0)."""
+        """``RegExp.prototype.test`` on a fresh regex (``lastIndex`` 0), within the time limit."""
         subject = text if self.unicode else to_utf16_units(text)
-        try:
-            if self.sticky:
-                return self.compiled.match(subject) is not None
-            return self.compiled.search(subject) is not None
-        except (RecursionError, MemoryError) as exc:
-            raise GradingError(
-                f"regex /{_preview(self.source)}/ exhausted the matcher: {type(exc).__name__}"
-            ) from None
+        if self.sticky:
+            return _bounded(self.source, lambda limit: self.matcher.match(subject, timeout=limit))
+        return _bounded(self.source, lambda limit: self.matcher.search(subject, timeout=limit))
+
+
+def search_schema_pattern(translated: str, text: str, source: str) -> bool:
+    """``re.search`` of a :func:`translate_schema_pattern` result, within the time limit."""
+    matcher = _schema_matcher(translated)
+    return _bounded(source, lambda limit: matcher.search(text, timeout=limit))
+
+
+def _bounded(source: str, match: Callable[[float], object]) -> bool:
+    """Run ``match(timeout)`` within what is left of the check's budget; True if it matched."""
+    deadline = _budget.deadline
+    remaining = REGEX_CHECK_TIMEOUT_SECONDS if deadline is None else deadline - time.process_time()
+    try:
+        if remaining <= 0:
+            raise TimeoutError
+        return match(remaining) is not None
+    except TimeoutError:
+        check = "" if _budget.check_id is None else f"check {_budget.check_id!r}: "
+        limit = REGEX_CHECK_TIMEOUT_SECONDS if _budget.seconds is None else _budget.seconds
+        raise GradingError(
+            f"{check}regex /{_preview(source)}/ did not finish within the {limit:g} s "
+            "regex time limit of a check (REGEX_CHECK_TIMEOUT_SECONDS; catastrophic "
+            "backtracking on this text?): rewrite the pattern so it cannot backtrack"
+        ) from None
+    except (RecursionError, MemoryError) as exc:
+        raise GradingError(
+            f"regex /{_preview(source)}/ exhausted the matcher: {type(exc).__name__}"
+        ) from None
 
 
 def parse_flags(flags: str) -> JsFlags:
@@ -114,11 +181,13 @@ def compile_js_regex(pattern: str, flags: str = "") -> JsRegex:
 def _compile(pattern: str, flags: str) -> JsRegex:
     parsed = parse_flags(flags)
     translated = translate(pattern, parsed)
-    compiled = _python_compile(translated, re.IGNORECASE if parsed.ignore_case else 0)
+    python_flags = re.IGNORECASE if parsed.ignore_case else 0
+    compiled = _python_compile(translated, python_flags)
     return JsRegex(
         source=pattern,
         flags=flags,
         compiled=compiled,
+        matcher=_bounded_compile(translated, python_flags),
         unicode=parsed.unicode,
         sticky=parsed.sticky,
     )
@@ -128,11 +197,18 @@ def _compile(pattern: str, flags: str) -> JsRegex:
 def translate_schema_pattern(pattern: str) -> str:
     """Translate a JSON Schema ``pattern`` as Ajv runs it (``new RegExp(pattern, "u")``).
 
-    The result is a self-contained Python pattern for ``re.search``, usable by ``jsonschema``.
+    The result is a self-contained Python pattern for ``re.search``; sevro matches it with
+    :func:`search_schema_pattern`, which bounds the time.
     """
     translated = translate(pattern, JsFlags(unicode=True, multiline=False))
     _python_compile(translated, 0)
+    _schema_matcher(translated)
     return translated
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _schema_matcher(translated: str) -> regex.Pattern[str]:
+    return _bounded_compile(translated, 0)
 
 
 def translate(pattern: str, flags: JsFlags) -> str:
@@ -161,6 +237,15 @@ def _python_compile(translated: str, python_flags: int) -> re.Pattern[str]:
         raise JsPatternError("a repetition count in the regex is too large") from None
     except RecursionError:
         raise JsPatternError("regex nests too deeply") from None
+
+
+def _bounded_compile(translated: str, python_flags: int) -> regex.Pattern[str]:
+    """The ``re``-validated translation for the ``regex`` package (V0: ``re``'s semantics)."""
+    flags = regex.V0 | (regex.IGNORECASE if python_flags & re.IGNORECASE else 0)
+    try:
+        return regex.compile(translated, flags)
+    except (regex.error, OverflowError, RecursionError) as exc:  # re accepted it: a defect
+        raise JsPatternError(f"regex cannot be run with a time limit ({exc})") from None
 
 
 def _is_decimal_digit(char: str) -> bool:

@@ -22,7 +22,7 @@ from sevro_core.jsonio import JsonValue
 from sevro_core.models import ENGINE_OBSERVATION_PREFIX, CheckOutcome, Observation, TrialView
 from sevro_core.states import CheckStatus, Completeness
 from sevro_graders.configuration import check_shape, regex_at
-from sevro_graders.jsregex import JsRegex
+from sevro_graders.jsregex import JsRegex, match_budget
 
 GRADER_ID = "sevro.shell"
 OBSERVATION_PREFIX = f"{ENGINE_OBSERVATION_PREFIX}shell."
@@ -101,7 +101,8 @@ class ShellCheck:
                 raise GradingError("stdout is not valid UTF-8") from None
             data["stdoutSha256"] = hashlib.sha256(outcome.output).hexdigest()
             data["stdoutByteLength"] = len(outcome.output)
-        failure = self.assess(outcome.exit_code, stdout)
+        with match_budget(check_id):
+            failure = self.assess(outcome.exit_code, stdout)
         obs = Observation(observation_id(check_id), GRADER_ID, Completeness.COMPLETE, data)
         return CheckOutcome(
             id=check_id,

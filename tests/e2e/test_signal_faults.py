@@ -1,0 +1,136 @@
+"""Fault suite: signals at any point of a run end it with 130/143 and never hang it.
+
+Each run gets a generous hang limit (``HANG_LIMIT``): exceeding it is a hang, not a slow
+machine; the bound users rely on is documented in docs/running.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from tests.e2e.helpers import regex_check, trial_evidence
+
+HANG_LIMIT = 60.0
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def sevro_run(project: SevroProject, case: Path, host: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "run",
+            str(case),
+            "--host-config",
+            str(host),
+            "--sandbox",
+            "none",
+            "--json",
+            "--results-root",
+            str(project.results),
+            *extra,
+        ],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_line(process: subprocess.Popen[str], needle: str) -> None:
+    assert process.stderr is not None
+    deadline = time.monotonic() + HANG_LIMIT
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if needle in line:
+            return
+        if not line and process.poll() is not None:
+            raise AssertionError(f"sevro ended before {needle!r}")
+    raise AssertionError(f"{needle!r} never logged")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_during_heavy_log_writing_always_end_the_run(
+    sevro_project: SevroProject, sig: signal.Signals
+) -> None:
+    """The handler used to log; a signal landing inside a log write deadlocked the runner."""
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    chance = random.Random(12)
+    for attempt in range(12):
+        process = sevro_run(sevro_project, case, host, "--trials", "1000", "--jobs", "3", "-vv")
+        wait_for_line(process, "trial finished")  # the main thread is writing log lines now
+        time.sleep(chance.uniform(0.0, 0.3))
+        process.send_signal(sig)
+        try:
+            process.communicate(timeout=HANG_LIMIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise AssertionError(f"attempt {attempt}: the run hung after {sig.name}") from None
+        assert process.returncode == EXIT_CODES[sig], attempt
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_pathological_regex_match_is_obeyed(
+    sevro_project: SevroProject, sig: signal.Signals
+) -> None:
+    """The match ends within REGEX_CHECK_TIMEOUT_SECONDS; the run then stops as interrupted."""
+    case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
+    process = sevro_run(sevro_project, case, host, "--trials", "3", "--jobs", "1", "-vv")
+    wait_for_line(process, "run started")
+    started = cpu_seconds(process.pid)
+    deadline = time.monotonic() + HANG_LIMIT
+    while cpu_seconds(process.pid) < started + 1.0:  # only the match burns CPU: we are inside it
+        assert time.monotonic() < deadline, "the match never started"
+        time.sleep(0.02)
+    process.send_signal(sig)
+    try:
+        stdout, _ = process.communicate(timeout=HANG_LIMIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError(f"the run ignored {sig.name} during a regex match") from None
+    assert process.returncode == EXIT_CODES[sig]
+    result = json.loads(stdout)
+    assert result["exitCode"] == EXIT_CODES[sig]
+    trials = result["cases"][0]["trials"]
+    assert [t["execution"] for t in trials] == ["cancelled"] * 3, trials
+
+
+def test_without_a_signal_the_pathological_match_is_a_grading_error(
+    sevro_project: SevroProject,
+) -> None:
+    """The positive control: the same run, uninterrupted, errors on the time limit."""
+    case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
+    process = sevro_run(sevro_project, case, host, "--trials", "1")
+    stdout, stderr = process.communicate(timeout=HANG_LIMIT)
+    result = json.loads(stdout)
+    assert result["grading"]["status"] == "error", stderr
+    evidence = trial_evidence(result)
+    assert evidence["grading"]["error"]["checkId"] == "slow"
+    (check,) = evidence["checks"]
+    assert check["status"] == "unavailable"
+    assert check["detail"].startswith(
+        "grader error: check 'slow': regex /^(a|aa)+$/ did not finish within the 5 s regex time "
+        "limit of a check (REGEX_CHECK_TIMEOUT_SECONDS"
+    )
