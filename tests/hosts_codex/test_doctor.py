@@ -25,7 +25,13 @@ def test_doctor_reports_binary_version_auth_and_a_working_sandbox(
     assert result.exit_code == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "sevro doctor: sevro.host.codex"
-    assert [line.split()[1] for line in lines[1:]] == ["binary:", "version:", "auth:", "sandbox:"]
+    assert [line.split()[1] for line in lines[1:]] == [
+        "binary:",
+        "version:",
+        "auth:",
+        "pid-namespace:",
+        "sandbox:",
+    ]
     assert "codex-cli 0.171.0" in result.stdout and "sk-doctor" not in result.stdout
 
 
@@ -39,3 +45,31 @@ def test_codex_flags_need_the_codex_host(sevro_project: SevroProject) -> None:
     case = sevro_project.case()
     result = sevro_project.run(case, "--codex-bin", "/x/codex")
     assert result.exit_code == 64 and "--codex-bin needs --host codex" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flags", "env", "reason"),
+    [
+        ((), {}, "no credential configured"),
+        (("--codex-api-key-env", "SEVRO_UNSET_KEY"), {}, "$SEVRO_UNSET_KEY is not set"),
+        (("--codex-api-key-env", "SEVRO_EMPTY_KEY"), {"SEVRO_EMPTY_KEY": ""}, "is not set"),
+        (("--codex-auth-file", "/nonexistent/auth.json"), {}, "is missing or empty"),
+    ],
+)
+def test_a_run_without_a_usable_credential_is_refused_before_any_trial(
+    sevro_project: SevroProject, flags: tuple[str, ...], env: dict[str, str], reason: str
+) -> None:
+    """The doctor's auth check, at plan time: exit 64 with its reason, never a silent retry."""
+    codex = require_codex()
+    case = sevro_project.case()
+    result = sevro_project.run(
+        case, "--host", "codex", "--codex-bin", codex, *flags, env={"SEVRO_UNSET_KEY": "", **env}
+    )
+    assert result.exit_code == 64, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("sevro: error: --host codex: ") and reason in line, line
+    assert "sevro doctor --host codex" in line
+    assert not sevro_project.results.exists() or not any(sevro_project.results.iterdir())
+    doctor = sevro_project.sevro("doctor", "--host", "codex", "--codex-bin", codex, *flags, env=env)
+    assert doctor.exit_code == 1 and "FAIL auth" in doctor.stdout and reason in doctor.stdout
