@@ -21,7 +21,13 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import credential_settings, seconds_setting
+from sevro_core.hostkit import (
+    Credentials,
+    DoctorCheck,
+    auth_check,
+    credential_settings,
+    seconds_setting,
+)
 from sevro_core.jsonio import JsonValue
 from sevro_core.limits import (
     DEFAULT_HOST_STALL_SECONDS,
@@ -94,6 +100,16 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         credential_file=credentials.file,
         api_key_env=credentials.api_key_env,
         raw=config,
+    )
+
+
+def credential_check(config: ClaudeConfig) -> DoctorCheck:
+    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
+    return auth_check(
+        Credentials(config.credential_file, config.api_key_env),
+        file_detail="credential file",
+        login_fix="run `claude` login",
+        none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
     )
 
 
