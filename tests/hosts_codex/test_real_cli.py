@@ -185,12 +185,14 @@ def test_a_stalled_cli_fails_naming_the_stall_and_its_stderr(
     server = mock_model([reply(hang=True)])
     case = sevro_project.case(checks=[READY])
     started = time.monotonic()
-    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 2})
+    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 6})
     assert time.monotonic() - started < 45  # the turn timeout is 60 s
+    (events,) = sevro_project.results.rglob("*sevro.codex.events*")
+    assert events.read_bytes(), "the CLI made progress before it stalled"
     execution = trial(sevro_project)["evidence"]["execution"]
     assert execution["status"] == "failed"
     message = execution["message"]
-    assert message.startswith("turn 1: codex stalled: no event for 2 s (stallTimeoutSeconds")
+    assert message.startswith("turn 1: codex stalled: no event for 6 s (stallTimeoutSeconds")
     assert "; stderr: " in message and API_KEY not in message
     assert result.json()["task"]["verdict"] == "not_assessed"
     assert not _codex_processes(codex)
@@ -199,18 +201,20 @@ def test_a_stalled_cli_fails_naming_the_stall_and_its_stderr(
 def test_a_slow_model_that_keeps_making_progress_is_not_stalled(
     sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
 ) -> None:
-    """Each event resets the stall clock: 4.5 s of slow replies pass a 3 s stall bound."""
+    """Each event resets the stall clock: 6 s of slow replies pass a 3.5 s stall bound (the
+    clock also runs while the CLI starts, so the first reply comes at once)."""
     server = mock_model(
         [
-            reply(shell("echo one"), delay_s=1.5),
-            reply(shell("echo two"), delay_s=1.5),
-            reply(Message("ready"), delay_s=1.5),
+            reply(shell("echo one")),
+            reply(shell("echo two"), delay_s=2),
+            reply(shell("echo three"), delay_s=2),
+            reply(Message("ready"), delay_s=2),
         ]
     )
     case = sevro_project.case(checks=[READY])
     started = time.monotonic()
-    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 3})
-    assert time.monotonic() - started > 4.5
+    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 3.5})
+    assert time.monotonic() - started > 6
     assert result.json()["task"]["verdict"] == "passed", result.stdout
 
 
