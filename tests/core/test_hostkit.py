@@ -8,12 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from sevro_core.hostkit import (
-    STDERR_TAIL_CHARS,
-    STDERR_TAIL_LINES,
-    pid_namespace_argv,
-    stderr_tail,
-)
+from sevro_core.hostkit import pid_namespace_argv, stderr_tail
+from sevro_core.limits import MAX_HOST_STDERR_TAIL_CHARS, MAX_HOST_STDERR_TAIL_LINES
 from sevro_core.models import CancelToken
 from sevro_core.processes import DEFAULT_PATH, run_bounded
 from sevro_core.testing import require_tool
@@ -24,7 +20,7 @@ SECRET = "sk-planted-secret-0123456789"
 def test_the_tail_keeps_the_last_lines_on_one_line() -> None:
     stderr = b"".join(f"line {i}\n".encode() for i in range(20))
     tail = stderr_tail(stderr, [])
-    kept = [f"line {i}" for i in range(20 - STDERR_TAIL_LINES, 20)]
+    kept = [f"line {i}" for i in range(20 - MAX_HOST_STDERR_TAIL_LINES, 20)]
     assert tail == " | ".join(kept)
     assert "line 0 " not in tail and "\n" not in tail
 
@@ -32,7 +28,7 @@ def test_the_tail_keeps_the_last_lines_on_one_line() -> None:
 def test_secrets_are_scrubbed_before_the_tail_is_cut() -> None:
     """A bound that falls inside a secret must not leave part of it behind."""
     for cut in range(1, len(SECRET)):
-        stderr = SECRET.encode() + b"x" * (STDERR_TAIL_CHARS - cut)
+        stderr = SECRET.encode() + b"x" * (MAX_HOST_STDERR_TAIL_CHARS - cut)
         tail = stderr_tail(stderr, [SECRET])
         assert not any(SECRET[i : i + 6] in tail for i in range(len(SECRET) - 5)), cut
     assert stderr_tail(f"auth failed for {SECRET}\n".encode(), [SECRET]).endswith("[redacted]")
@@ -44,7 +40,11 @@ def test_control_characters_are_escaped_and_the_tail_is_bounded() -> None:
     assert tail == "\\x1b[31mred\\x1b[0m\\tx\\x00boom"
     assert all(c.isprintable() for c in tail)
     long = stderr_tail(b"start " + b"y" * 10_000 + b" end\n", [])
-    assert len(long) == STDERR_TAIL_CHARS + 3 and long.startswith("...") and long.endswith("end")
+    assert (
+        len(long) == MAX_HOST_STDERR_TAIL_CHARS + 3
+        and long.startswith("...")
+        and long.endswith("end")
+    )
     assert stderr_tail(b"", []) == "(empty)" and stderr_tail(b"\n \n", []) == "(empty)"
 
 

@@ -18,7 +18,11 @@ from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.jsonio import read_bounded
-from sevro_core.limits import MAX_HOST_CREDENTIAL_FILE_BYTES
+from sevro_core.limits import (
+    MAX_HOST_CREDENTIAL_FILE_BYTES,
+    MAX_HOST_STDERR_TAIL_CHARS,
+    MAX_HOST_STDERR_TAIL_LINES,
+)
 
 REDACTED = "[redacted]"
 
@@ -92,10 +96,6 @@ def tail(stderr: bytes) -> str:
     return " ".join(text[-1500:].split()) or "(empty)"
 
 
-STDERR_TAIL_LINES = 8
-STDERR_TAIL_CHARS = 1200
-
-
 def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     """The last lines of a CLI's stderr for a failure reason: scrubbed, escaped, bounded.
 
@@ -103,10 +103,12 @@ def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     control characters are escaped so the reason stays one line a terminal shows as it is.
     """
     text = scrub(stderr.decode("utf-8", "replace"), list(secrets))
-    lines = [line.strip() for line in text.splitlines() if line.strip()][-STDERR_TAIL_LINES:]
+    lines = [line.strip() for line in text.splitlines() if line.strip()][
+        -MAX_HOST_STDERR_TAIL_LINES:
+    ]
     escaped = " | ".join(_escape(line) for line in lines)
-    if len(escaped) > STDERR_TAIL_CHARS:
-        escaped = "..." + escaped[-STDERR_TAIL_CHARS:]
+    if len(escaped) > MAX_HOST_STDERR_TAIL_CHARS:
+        escaped = "..." + escaped[-MAX_HOST_STDERR_TAIL_CHARS:]
     return escaped or "(empty)"
 
 
