@@ -93,6 +93,7 @@ def test_commands_files_and_skill_reads(
                 ".agents/skills/greet/SKILL.md": SKILL,
                 ".agents/skills/farewell/SKILL.md": OTHER,
                 ".agents/skills/unused/SKILL.md": "---\nname: unused\ndescription: x\n---\n",
+                "AGENTS.md": "Project rule 4f1c: be brief.\n",
                 "gone.txt": "bye\n",
             }
         },
@@ -108,9 +109,11 @@ def test_commands_files_and_skill_reads(
         ("farewell", "partial"),
     ]
     assert all(r["turn"] == 1 and r["ordinal"] >= 1 for r in skills["reads"])
-    # Codex itself offered every mounted skill to the model.
+    # Codex itself offered every mounted skill, and the workspace's AGENTS.md, to the model
+    # (the workspace is Codex's project root: `project_root_markers = []`).
     first = json.dumps(server.requests[0].json()["input"])
     assert all(name in first for name in ("greet", "farewell", "unused"))
+    assert "Project rule 4f1c" in first
     commands = observation(document, "sevro.commands")["data"]["commands"]
     assert [c["exitCode"] for c in commands] == [0, 0, 0]
     assert "out/hello.txt" in commands[2]["command"]

@@ -215,6 +215,10 @@ def render_config_toml(
         'approval_policy = "never"',
         "allow_login_shell = false",
         f"default_permissions = {q(PROFILE)}",
+        # The workspace is the project root: Codex reads AGENTS.md and skills there and never
+        # walks up into sevro's workspace root or `/` looking for markers (each probe outside
+        # the grants is a sandboxed helper process; about 0.35 s per trial here).
+        "project_root_markers = []",
         "",
         "[shell_environment_policy]",
         'inherit = "none"',
