@@ -90,12 +90,6 @@ def scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def tail(stderr: bytes) -> str:
-    """The end of a CLI's stderr on one line, for a diagnostic."""
-    text = stderr.decode("utf-8", "replace").strip()
-    return " ".join(text[-1500:].split()) or "(empty)"
-
-
 def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     """The last lines of a CLI's stderr for a failure reason: scrubbed, escaped, bounded.
 
