@@ -8,6 +8,7 @@ file and a network connection to fail.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -78,6 +79,10 @@ def diagnose(settings: Mapping[str, str]) -> list[Check]:
 
 def _pid_namespace() -> Check:
     """Each turn runs in a PID namespace of its own so nothing it starts survives the trial."""
+    if platform.system() != "Linux":
+        return Check(
+            "pid-namespace", True, "not on this platform: only the process group is killed"
+        )
     unshare = shutil.which("unshare")
     if unshare is None:
         return Check("pid-namespace", False, "unshare is not on PATH", "apt-get install util-linux")
