@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sevro_core.testing import SevroProject, require_codex
@@ -73,3 +75,20 @@ def test_a_run_without_a_usable_credential_is_refused_before_any_trial(
     assert not sevro_project.results.exists() or not any(sevro_project.results.iterdir())
     doctor = sevro_project.sevro("doctor", "--host", "codex", "--codex-bin", codex, *flags, env=env)
     assert doctor.exit_code == 1 and "FAIL auth" in doctor.stdout and reason in doctor.stdout
+
+
+@pytest.mark.slow
+def test_doctor_fails_the_pid_namespace_check_without_unshare(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    codex = require_codex()
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    flags = ("--codex-bin", codex, "--codex-api-key-env", "SEVRO_DOC_KEY")
+    env = {"SEVRO_DOC_KEY": "sk-doctor", "PATH": str(empty)}
+    result = sevro_project.sevro("doctor", "--host", "codex", *flags, env=env)
+    assert result.exit_code == 1
+    assert "FAIL pid-namespace" in result.stdout and "util-linux" in result.stdout
+    system = {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}  # the control: unshare is there
+    with_unshare = sevro_project.sevro("doctor", "--host", "codex", *flags, env=system)
+    assert "ok   pid-namespace: each turn runs in its own PID namespace" in with_unshare.stdout
