@@ -220,6 +220,20 @@ def test_an_api_error_result_is_an_execution_failure(
     assert events[-1]["type"] == "result" and events[-1]["is_error"] is True
 
 
+def test_a_failure_reason_quotes_the_clis_stderr(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    """What the CLI said on stderr is in the reason, where the user looks."""
+    server = model([reply(status=400)])
+    case = sevro_project.case(checks=[READY])
+    result = run_claude(sevro_project, claude, server, case, "--effort", "bogus-effort-7")
+    assert result.json()["execution"]["status"] == "failed", result.stdout
+    message = trial(sevro_project)["evidence"]["execution"]["message"]
+    stderr = message.split("; stderr: ", 1)[1]
+    assert "Unknown --effort value 'bogus-effort-7'" in stderr, message
+    assert API_KEY not in message
+
+
 def test_a_hanging_cli_times_out_and_its_group_dies(
     sevro_project: SevroProject, claude: str, model: Callable[..., Any]
 ) -> None:
