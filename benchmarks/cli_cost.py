@@ -13,7 +13,8 @@ noise), each in fresh private directories:
 * ``sevro config``: the same argv, environment and files as a trial, run bare;
 * ``-<setting>``: that configuration with one setting reverted, to find which settings cost time.
 
-Medians and ratios to ``raw`` are printed; ``--json`` writes them as a document too.
+Medians and ratios to ``raw`` are printed, with the processes each variant left running after its
+samples (killed at once); ``--json`` writes them as a document too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -307,12 +309,36 @@ CLAUDE_VARIANTS: dict[str, Variant] = {
 # -- driver --------------------------------------------------------------------------------
 
 
+LEAKED: dict[str, int] = {}
+"""Processes still running after a sample, by variant (killed; the ``-pid-namespace`` variant
+shows what the namespace prevents)."""
+
+
+def _reap_leftovers(root: Path) -> int:
+    """SIGKILL every process whose command line mentions ``root``; return how many there were."""
+    needle = str(root).encode()
+    found = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+                found += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return found
+
+
 @contextmanager
-def _scratch() -> Iterator[Path]:
+def _scratch(variant: str | None = None) -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="sevro-cli-cost-")).resolve()
     try:
         yield root
     finally:
+        if variant is not None and sys.platform == "linux":
+            time.sleep(0.2)
+            LEAKED[variant] = LEAKED.get(variant, 0) + _reap_leftovers(root)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -348,7 +374,7 @@ def measure(
         host = make_host(cli, server, base)
         for number in range(rounds + 1):  # round 0 warms caches and is discarded
             for key, values in samples.items():
-                with _scratch() as root:
+                with _scratch(key) as root:
                     if key == "raw":
                         elapsed = _run(raw(host, server, root))
                     elif key == "host trial":
@@ -369,12 +395,17 @@ def _report(name: str, samples: dict[str, list[float]]) -> dict[str, Any]:
     sevro = statistics.median(samples["sevro config"])
     rows = {}
     print(f"\n{name}: median of {len(samples['raw'])} interleaved rounds")
-    print(f"  {'variant':22} {'median s':>9} {'/ raw':>7} {'vs sevro config':>16}")
+    print(f"  {'variant':22} {'median s':>9} {'/ raw':>7} {'vs sevro config':>16} {'leaked':>7}")
     for key, values in samples.items():
         value = statistics.median(values)
-        rows[key] = {"medianSeconds": round(value, 4), "ratioToRaw": round(value / raw, 3)}
+        leaked = LEAKED.get(key, 0)
+        rows[key] = {
+            "medianSeconds": round(value, 4),
+            "ratioToRaw": round(value / raw, 3),
+            "leakedProcesses": leaked,
+        }
         delta = "" if key in ("raw", "host trial", "sevro config") else f"{value - sevro:+.3f} s"
-        print(f"  {key:22} {value:9.3f} {value / raw:7.2f} {delta:>16}")
+        print(f"  {key:22} {value:9.3f} {value / raw:7.2f} {delta:>16} {leaked:7d}")
     return rows
 
 
