@@ -143,3 +143,55 @@ def test_a_background_process_holding_the_pipe_does_not_stall_the_run(tmp_path: 
     assert time.monotonic() - started < 5
     time.sleep(0.1)
     assert not alive(marker)
+
+
+def test_a_silent_command_is_killed_as_stalled(tmp_path: Path) -> None:
+    """No output for ``stall_s`` while it runs: the group dies long before the timeout."""
+    marker = f"sleep 32{os.getpid() % 1000}"
+    started = time.monotonic()
+    outcome = run_bounded(
+        ["sh", "-c", f"echo started; echo 'waiting on the model' >&2; {marker} & {marker}"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=60,
+        cancel=CancelToken(),
+        output_limit=1000,
+        stderr="capture",
+        stderr_limit=1000,
+        stall_s=0.5,
+    )
+    assert outcome.stalled and not outcome.timed_out and outcome.exit_code is None
+    assert outcome.output == b"started\n" and outcome.stderr == b"waiting on the model\n"
+    assert time.monotonic() - started < 10
+    assert not alive(marker)
+
+
+def test_a_command_that_keeps_printing_is_not_stalled(tmp_path: Path) -> None:
+    """Each line resets the stall clock: 1.5 s of work in 0.3 s steps passes a 0.8 s bound."""
+    outcome = run_bounded(
+        ["sh", "-c", "for i in 1 2 3 4 5; do echo $i; sleep 0.3; done"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=60,
+        cancel=CancelToken(),
+        output_limit=1000,
+        stall_s=0.8,
+    )
+    assert not outcome.stalled and outcome.exit_code == 0
+    assert outcome.output == b"1\n2\n3\n4\n5\n"
+
+
+def test_stderr_output_is_not_progress(tmp_path: Path) -> None:
+    """A CLI that only logs (retries, reconnects) to stderr is still stalled."""
+    outcome = run_bounded(
+        ["sh", "-c", "while true; do echo reconnecting >&2; sleep 0.1; done"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=60,
+        cancel=CancelToken(),
+        output_limit=1000,
+        stderr="capture",
+        stderr_limit=100,
+        stall_s=0.6,
+    )
+    assert outcome.stalled and outcome.stderr.startswith(b"reconnecting\n")

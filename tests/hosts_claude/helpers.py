@@ -17,7 +17,7 @@ def bash(command: str) -> ToolCall:
     return ToolCall("Bash", {"command": command})
 
 
-def host_config(project: SevroProject, server: Any, *, timeout: float = 60) -> Path:
+def host_config(project: SevroProject, server: Any, *, timeout: float = 60, **extra: Any) -> Path:
     return project.write_json(
         "claude-host.json",
         {
@@ -25,16 +25,23 @@ def host_config(project: SevroProject, server: Any, *, timeout: float = 60) -> P
             "baseUrl": server.origin,
             "turnTimeoutSeconds": timeout,
             "maxRetries": 0,
+            **extra,
         },
     )
 
 
-def claude_args(project: SevroProject, claude: str, server: Any, timeout: float = 60) -> list[str]:
+def claude_args(
+    project: SevroProject,
+    claude: str,
+    server: Any,
+    timeout: float = 60,
+    config: dict[str, Any] | None = None,
+) -> list[str]:
     return [
         "--host",
         "claude",
         "--host-config",
-        str(host_config(project, server, timeout=timeout)),
+        str(host_config(project, server, timeout=timeout, **(config or {}))),
         "--model",
         "mock-model",
         "--claude-bin",
@@ -52,10 +59,11 @@ def run_claude(
     *args: str,
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> CliResult:
     return project.run(
         case,
-        *claude_args(project, claude, server, timeout),
+        *claude_args(project, claude, server, timeout, config),
         *args,
         env={API_KEY_ENV: API_KEY, **(env or {})},
         timeout=180,

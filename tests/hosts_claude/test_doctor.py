@@ -40,3 +40,28 @@ def test_claude_flags_need_the_claude_host(sevro_project: SevroProject) -> None:
     case = sevro_project.case()
     result = sevro_project.run(case, "--claude-bin", "/x/claude")
     assert result.exit_code == 64 and "--claude-bin needs --host claude" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flags", "env", "reason"),
+    [
+        ((), {}, "no credential configured"),
+        (("--claude-api-key-env", "SEVRO_UNSET_KEY"), {}, "$SEVRO_UNSET_KEY is not set"),
+        (("--claude-credential-file", "/nonexistent/c.json"), {}, "is missing or empty"),
+    ],
+)
+def test_a_run_without_a_usable_credential_is_refused_before_any_trial(
+    sevro_project: SevroProject, flags: tuple[str, ...], env: dict[str, str], reason: str
+) -> None:
+    """The doctor's auth check, at plan time: exit 64 with its reason, never a failed trial."""
+    claude = require_claude()
+    case = sevro_project.case()
+    result = sevro_project.run(case, "--host", "claude", "--claude-bin", claude, *flags, env=env)
+    assert result.exit_code == 64, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("sevro: error: --host claude: ") and reason in line, line
+    assert "sevro doctor --host claude" in line
+    assert not sevro_project.results.exists() or not any(sevro_project.results.iterdir())
+    doctor = sevro_project.sevro("doctor", "--host", "claude", "--claude-bin", claude, *flags)
+    assert doctor.exit_code == 1 and "FAIL auth" in doctor.stdout and reason in doctor.stdout

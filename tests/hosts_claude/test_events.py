@@ -114,7 +114,9 @@ def test_is_error_with_exit_code_zero_fails_execution(
     from sevro_hosts_claude import host as module
 
     claude = require_claude()
-    configured = module.ClaudeHost().configure(HostOptions(settings={"claude.bin": claude}))
+    monkeypatch.setenv("SEVRO_TEST_EVENTS_KEY", "sk-events-test")
+    settings = {"claude.bin": claude, "claude.apiKeyEnv": "SEVRO_TEST_EVENTS_KEY"}
+    configured = module.ClaudeHost().configure(HostOptions(settings=settings))
 
     def fake_run(argv: list[str], **kwargs: Any) -> ProcessOutcome:
         session = argv[argv.index("--session-id") + 1]

@@ -24,7 +24,7 @@ from tests.hosts_claude.helpers import (
     claude_args,
     run_claude,
 )
-from tests.hosts_codex.helpers import observation, retained_bytes, trial
+from tests.hosts_codex.helpers import observation, retained_bytes, survivors, trial
 
 pytestmark = pytest.mark.slow
 
@@ -220,6 +220,20 @@ def test_an_api_error_result_is_an_execution_failure(
     assert events[-1]["type"] == "result" and events[-1]["is_error"] is True
 
 
+def test_a_failure_reason_quotes_the_clis_stderr(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    """What the CLI said on stderr is in the reason, where the user looks."""
+    server = model([reply(status=400)])
+    case = sevro_project.case(checks=[READY])
+    result = run_claude(sevro_project, claude, server, case, "--effort", "bogus-effort-7")
+    assert result.json()["execution"]["status"] == "failed", result.stdout
+    message = trial(sevro_project)["evidence"]["execution"]["message"]
+    stderr = message.split("; stderr: ", 1)[1]
+    assert "Unknown --effort value 'bogus-effort-7'" in stderr, message
+    assert API_KEY not in message
+
+
 def test_a_hanging_cli_times_out_and_its_group_dies(
     sevro_project: SevroProject, claude: str, model: Callable[..., Any]
 ) -> None:
@@ -233,6 +247,71 @@ def test_a_hanging_cli_times_out_and_its_group_dies(
     assert "did not finish within 3 s" in evidence["execution"]["message"]
     assert result.json()["task"]["verdict"] == "not_assessed"
     assert not _claude_processes(sevro_project)
+
+
+def test_a_stalled_cli_fails_naming_the_stall_and_its_stderr(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    """No event for stallTimeoutSeconds ends the turn long before the turn timeout."""
+    server = model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_claude(sevro_project, claude, server, case, config={"stallTimeoutSeconds": 8})
+    assert time.monotonic() - started < 45  # the turn timeout is 60 s
+    (events,) = sevro_project.results.rglob("*sevro.claude.events*")
+    assert events.read_bytes(), "the CLI made progress before it stalled"
+    execution = trial(sevro_project)["evidence"]["execution"]
+    assert execution["status"] == "failed"
+    message = execution["message"]
+    assert message.startswith("turn 1: claude stalled: no event for 8 s (stallTimeoutSeconds")
+    assert "; stderr: " in message and API_KEY not in message
+    assert result.json()["task"]["verdict"] == "not_assessed"
+    assert not _claude_processes(sevro_project)
+
+
+def test_a_slow_model_that_keeps_making_progress_is_not_stalled(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    """Each event resets the stall clock: 12 s of slow replies pass an 8 s stall bound (the
+    clock also runs while Claude Code starts, 3-5 s here, so the first reply comes at once)."""
+    server = model(
+        [
+            reply(bash("echo one")),
+            reply(bash("echo two"), delay_s=3),
+            reply(bash("echo three"), delay_s=3),
+            reply(bash("echo four"), delay_s=3),
+            reply(Message("ready"), delay_s=3),
+        ]
+    )
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_claude(sevro_project, claude, server, case, config={"stallTimeoutSeconds": 8})
+    assert time.monotonic() - started > 12
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+
+
+def test_nothing_a_trial_starts_outlives_it(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Claude Code runs in the outer sandbox's PID namespace: a command that detaches with
+    setsid ends with the trial (the mechanism's negative control: tests/core/test_hostkit.py)."""
+    marker = f"sleep 87{os.getpid() % 10000}.5"
+    workspaces = tmp_path / "workspaces"
+    workspaces.mkdir()
+    server = model(
+        [
+            reply(bash(f"setsid -f {marker} >/dev/null 2>&1 </dev/null; echo detached")),
+            reply(bash("(setsid sh -c 'sleep 1; echo late' &) ; echo forked")),
+            reply(Message("ready")),
+        ]
+    )
+    case = sevro_project.case(checks=[READY])
+    result = run_claude(sevro_project, claude, server, case, "--workspace-root", str(workspaces))
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    sent = server.requests[-1].body
+    assert b"detached" in sent and b"forked" in sent
+    assert not survivors(marker)
+    assert not survivors(str(workspaces))
 
 
 def test_cancellation_kills_claude(

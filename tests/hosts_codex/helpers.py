@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +52,14 @@ def run_codex(
     *args: str,
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> CliResult:
     return project.run(
         case,
         "--host",
         "codex",
         "--host-config",
-        host_config(project, server, timeout=timeout),
+        host_config(project, server, timeout=timeout, **(config or {})),
         "--model",
         "mock-model",
         "--codex-bin",
@@ -83,3 +86,12 @@ def observation(document: dict[str, Any], obs_id: str) -> dict[str, Any]:
 def retained_bytes(project: SevroProject) -> bytes:
     """Everything sevro kept: every file under the results root."""
     return b"".join(p.read_bytes() for p in sorted(project.results.rglob("*")) if p.is_file())
+
+
+def survivors(text: str) -> list[str]:
+    """Processes whose command line mentions ``text`` (none may outlive a trial)."""
+    time.sleep(0.3)
+    out = subprocess.run(
+        ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False
+    ).stdout
+    return [line for line in out.splitlines() if text in line and "ps -eo" not in line]

@@ -24,6 +24,7 @@ from tests.hosts_codex.helpers import (
     retained_bytes,
     run_codex,
     shell,
+    survivors,
     trial,
 )
 
@@ -92,6 +93,7 @@ def test_commands_files_and_skill_reads(
                 ".agents/skills/greet/SKILL.md": SKILL,
                 ".agents/skills/farewell/SKILL.md": OTHER,
                 ".agents/skills/unused/SKILL.md": "---\nname: unused\ndescription: x\n---\n",
+                "AGENTS.md": "Project rule 4f1c: be brief.\n",
                 "gone.txt": "bye\n",
             }
         },
@@ -107,9 +109,11 @@ def test_commands_files_and_skill_reads(
         ("farewell", "partial"),
     ]
     assert all(r["turn"] == 1 and r["ordinal"] >= 1 for r in skills["reads"])
-    # Codex itself offered every mounted skill to the model.
+    # Codex itself offered every mounted skill, and the workspace's AGENTS.md, to the model
+    # (the workspace is Codex's project root: `project_root_markers = []`).
     first = json.dumps(server.requests[0].json()["input"])
     assert all(name in first for name in ("greet", "farewell", "unused"))
+    assert "Project rule 4f1c" in first
     commands = observation(document, "sevro.commands")["data"]["commands"]
     assert [c["exitCode"] for c in commands] == [0, 0, 0]
     assert "out/hello.txt" in commands[2]["command"]
@@ -175,6 +179,86 @@ def test_a_hanging_cli_times_out_and_its_group_dies(
     assert "did not finish within 3 s" in evidence["execution"]["message"]
     assert result.json()["task"]["verdict"] == "not_assessed"
     assert not _codex_processes(codex)
+
+
+def test_a_stalled_cli_fails_naming_the_stall_and_its_stderr(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    """No event for stallTimeoutSeconds ends the turn long before the turn timeout."""
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 6})
+    assert time.monotonic() - started < 45  # the turn timeout is 60 s
+    (events,) = sevro_project.results.rglob("*sevro.codex.events*")
+    assert events.read_bytes(), "the CLI made progress before it stalled"
+    execution = trial(sevro_project)["evidence"]["execution"]
+    assert execution["status"] == "failed"
+    message = execution["message"]
+    assert message.startswith("turn 1: codex stalled: no event for 6 s (stallTimeoutSeconds")
+    assert "; stderr: " in message and API_KEY not in message
+    assert result.json()["task"]["verdict"] == "not_assessed"
+    assert not _codex_processes(codex)
+
+
+def test_a_slow_model_that_keeps_making_progress_is_not_stalled(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    """Each event resets the stall clock: 6 s of slow replies pass a 3.5 s stall bound (the
+    clock also runs while the CLI starts, so the first reply comes at once)."""
+    server = mock_model(
+        [
+            reply(shell("echo one")),
+            reply(shell("echo two"), delay_s=2),
+            reply(shell("echo three"), delay_s=2),
+            reply(Message("ready"), delay_s=2),
+        ]
+    )
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_codex(sevro_project, codex, server, case, config={"stallTimeoutSeconds": 3.5})
+    assert time.monotonic() - started > 6
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+
+
+def test_nothing_a_trial_starts_outlives_it(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Codex runs as PID 1 of its own PID namespace: a command that detaches with setsid, and
+    Codex's own sandbox helpers (started with --new-session; without the namespace about one
+    trial in four left one running here), all end with the trial. The mechanism's negative
+    control is tests/core/test_hostkit.py."""
+    marker = f"sleep 86{os.getpid() % 10000}.5"
+    workspaces = tmp_path / "workspaces"
+    workspaces.mkdir()
+    per_trial = [
+        reply(shell(f"setsid -f {marker} >/dev/null 2>&1 </dev/null; echo detached")),
+        reply(shell("(setsid sh -c 'sleep 1; echo late' &) ; echo forked")),
+        reply(Message("ready")),
+    ]
+    server = mock_model(per_trial * 3)
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(
+        sevro_project,
+        codex,
+        server,
+        case,
+        "--workspace-root",
+        str(workspaces),
+        "--trials",
+        "3",
+        "--jobs",
+        "1",
+    )
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    outputs = [
+        item["output"]
+        for item in server.requests[-1].json()["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert "detached" in outputs[0] and "forked" in outputs[1]
+    assert not survivors(marker)
+    assert not survivors(str(workspaces))  # no sandbox helper of this trial is left either
 
 
 def test_cancellation_kills_codex(

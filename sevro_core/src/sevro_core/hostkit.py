@@ -11,7 +11,7 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,11 @@ from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.jsonio import read_bounded
-from sevro_core.limits import MAX_HOST_CREDENTIAL_FILE_BYTES
+from sevro_core.limits import (
+    MAX_HOST_CREDENTIAL_FILE_BYTES,
+    MAX_HOST_STDERR_TAIL_CHARS,
+    MAX_HOST_STDERR_TAIL_LINES,
+)
 
 REDACTED = "[redacted]"
 
@@ -84,10 +88,57 @@ def scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def tail(stderr: bytes) -> str:
-    """The end of a CLI's stderr on one line, for a diagnostic."""
-    text = stderr.decode("utf-8", "replace").strip()
-    return " ".join(text[-1500:].split()) or "(empty)"
+def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
+    """The last lines of a CLI's stderr for a failure reason: scrubbed, escaped, bounded.
+
+    Secrets are removed before anything is cut, so a bound can never leave half a secret behind;
+    control characters are escaped so the reason stays one line a terminal shows as it is.
+    """
+    text = scrub(stderr.decode("utf-8", "replace"), list(secrets))
+    lines = [line.strip() for line in text.splitlines() if line.strip()][
+        -MAX_HOST_STDERR_TAIL_LINES:
+    ]
+    escaped = " | ".join(_escape(line) for line in lines)
+    if len(escaped) > MAX_HOST_STDERR_TAIL_CHARS:
+        escaped = "..." + escaped[-MAX_HOST_STDERR_TAIL_CHARS:]
+    return escaped or "(empty)"
+
+
+def _escape(line: str) -> str:
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line
+    )
+
+
+def pid_namespace_argv(unshare: str) -> list[str]:
+    """A prefix that runs a CLI as PID 1 of a PID namespace of its own and changes nothing else.
+
+    The CLI sees the host's filesystem, devices and network as it would natively, and a fresh
+    ``/proc`` of its namespace (so sandboxes it starts itself still work). When it ends, or sevro
+    kills its process group (``--kill-child`` takes the CLI down with ``unshare``), the kernel
+    kills every process left in the namespace, including those that detached with ``setsid``
+    into a session of their own, which a process-group kill cannot reach. Without root a user
+    namespace mapping only the caller's own IDs is needed to create the PID namespace.
+    """
+    user = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]
+    return [unshare, *user, "--pid", "--fork", "--mount-proc", "--kill-child", "--"]
+
+
+def seconds_setting(config: Mapping[str, Any], key: str, default: float, maximum: float) -> float:
+    """A positive number of seconds from a host configuration (``ConfigurationError`` if not)."""
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= maximum:
+        raise ConfigurationError(f"must be a number in (0, {maximum:g}]", f"/{key}")
+    return float(value)
+
+
+def require_credential(check: DoctorCheck, host: str) -> None:
+    """Refuse a run before any trial when the doctor's credential check fails (exit 64)."""
+    if not check.ok:
+        fix = f"; {check.fix}" if check.fix else ""
+        raise InvocationError(
+            f"--host {host}: {check.detail}{fix} (see `sevro doctor --host {host}`)"
+        )
 
 
 _NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")

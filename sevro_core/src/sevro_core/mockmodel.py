@@ -57,7 +57,8 @@ class Reply:
 
     ``error`` streams a failure event after the items instead of completing; ``cut`` closes the
     connection after the items with no completion; ``hang`` keeps the connection open and silent
-    until the server stops; ``status`` other than 200 answers with that HTTP error.
+    until the server stops; ``status`` other than 200 answers with that HTTP error; ``delay_s``
+    waits that long before answering (a slow model that still makes progress).
     """
 
     items: tuple[Item, ...] = ()
@@ -68,6 +69,7 @@ class Reply:
     cut: bool = False
     hang: bool = False
     status: int = 200
+    delay_s: float = 0.0
 
 
 def reply(*items: Item, **kwargs: Any) -> Reply:
@@ -376,6 +378,8 @@ class MockModelServer:
                     server.requests.append(recorded)
                     if planned is None:
                         server.unexpected.append(recorded)
+                if planned is not None and planned.delay_s:
+                    server._stop.wait(planned.delay_s)
                 if protocol is None or planned is None:
                     self._plain(500, {"error": {"message": "mock model: no scripted reply"}})
                     return

@@ -41,6 +41,8 @@ class ProcessOutcome:
     stderr: bytes = b""
     overflowed: bool = False
     """The output passed its limit and the group was killed (``kill_on_overflow``)."""
+    stalled: bool = False
+    """No output for ``stall_s`` seconds while the process still ran; the group was killed."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -98,13 +100,15 @@ def run_bounded(
     stderr_limit: int = 0,
     capture_output: bool = True,
     kill_on_overflow: bool = False,
+    stall_s: float | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` keeping at most ``output_limit`` bytes of its output.
 
     By default stderr is merged into the output. ``capture_output=False`` sends stdout to
     /dev/null; ``stderr="capture"`` keeps the first ``stderr_limit`` bytes of stderr apart;
     ``kill_on_overflow`` kills the group as soon as the output passes its limit, for callers
-    to whom oversized output is an error anyway.
+    to whom oversized output is an error anyway. ``stall_s`` kills the group when the output
+    stream has been silent that long while the process runs (a CLI that makes no progress).
     """
     if stderr_limit and stderr != "capture":
         # A bound on stderr means the caller parses stdout: merging would corrupt it silently.
@@ -134,8 +138,9 @@ def run_bounded(
         pipes.append((process.stdout, out))
     if process.stderr is not None:
         pipes.append((process.stderr, err))
-    timed_out = cancelled = overflowed = False
+    timed_out = cancelled = overflowed = stalled = False
     deadline = started + timeout_s
+    last_progress = started
     with selectors.DefaultSelector() as selector:
         for pipe, sink in pipes:
             selector.register(pipe, selectors.EVENT_READ, sink)
@@ -155,6 +160,9 @@ def run_bounded(
                 quiet_after_exit = now + _DRAIN_AFTER_EXIT_SECONDS
             if quiet_after_exit is not None and now >= quiet_after_exit:
                 break
+            if stall_s is not None and quiet_after_exit is None and now - last_progress >= stall_s:
+                stalled = True
+                break
             for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -162,12 +170,14 @@ def run_bounded(
                     open_streams -= 1
                     continue
                 key.data.add(chunk)
+                if key.data is out:
+                    last_progress = time.monotonic()
                 if kill_on_overflow and key.data is out and out.total > output_limit:
                     overflowed = True
                     break
     if overflowed:
         kill_group(process.pid)
-    elif timed_out or cancelled:
+    elif timed_out or cancelled or stalled:
         terminate_group(process)
     else:
         while process.poll() is None:
@@ -184,7 +194,7 @@ def run_bounded(
         pipe.close()
     code = process.wait()
     return ProcessOutcome(
-        exit_code=None if (timed_out or cancelled or overflowed) else code,
+        exit_code=None if (timed_out or cancelled or overflowed or stalled) else code,
         timed_out=timed_out,
         cancelled=cancelled,
         output=out.data(),
@@ -192,4 +202,5 @@ def run_bounded(
         duration_ms=(time.monotonic() - started) * 1000,
         stderr=err.data(),
         overflowed=overflowed,
+        stalled=stalled,
     )

@@ -21,9 +21,19 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import credential_settings
+from sevro_core.hostkit import (
+    Credentials,
+    DoctorCheck,
+    auth_check,
+    credential_settings,
+    seconds_setting,
+)
 from sevro_core.jsonio import JsonValue
-from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+from sevro_core.limits import (
+    DEFAULT_HOST_STALL_SECONDS,
+    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
+    MAX_HOST_TURN_TIMEOUT_SECONDS,
+)
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
 TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
@@ -34,13 +44,14 @@ PERMISSION_MODE = "dontAsk"
 (``IS_SANDBOX``) to get around that."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
-_TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "maxRetries"}
+_TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
 
 
 @frozen
 class ClaudeConfig:
     base_url: str | None
     turn_timeout_s: float
+    stall_timeout_s: float
     max_retries: int | None
     bin: str | None
     credential_file: Path | None
@@ -59,15 +70,15 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     url = config.get("baseUrl")
     if url is not None and (not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url)):
         raise ConfigurationError("must be an http(s) URL", "/baseUrl")
-    timeout = config.get("turnTimeoutSeconds", DEFAULT_HOST_TURN_TIMEOUT_SECONDS)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not 0 < timeout <= MAX_HOST_TURN_TIMEOUT_SECONDS
-    ):
-        raise ConfigurationError(
-            f"must be a number in (0, {MAX_HOST_TURN_TIMEOUT_SECONDS}]", "/turnTimeoutSeconds"
-        )
+    timeout = seconds_setting(
+        config,
+        "turnTimeoutSeconds",
+        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
+        MAX_HOST_TURN_TIMEOUT_SECONDS,
+    )
+    stall = seconds_setting(
+        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+    )
     retries = config.get("maxRetries")
     if retries is not None and (
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
@@ -82,12 +93,23 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     )
     return ClaudeConfig(
         base_url=url,
-        turn_timeout_s=float(timeout),
+        turn_timeout_s=timeout,
+        stall_timeout_s=stall,
         max_retries=retries,
         bin=settings.get("claude.bin"),
         credential_file=credentials.file,
         api_key_env=credentials.api_key_env,
         raw=config,
+    )
+
+
+def credential_check(config: ClaudeConfig) -> DoctorCheck:
+    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
+    return auth_check(
+        Credentials(config.credential_file, config.api_key_env),
+        file_detail="credential file",
+        login_fix="run `claude` login",
+        none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
     )
 
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import Credentials, DoctorCheck, auth_check
+from sevro_core.hostkit import DoctorCheck
 from sevro_core.processes import DEFAULT_PATH
 from sevro_hosts_claude.binary import TESTED_VERSION, BinaryError, ClaudeBinary, locate, version
-from sevro_hosts_claude.configuration import TrialLayout, parse, sandbox_argv
+from sevro_hosts_claude.configuration import TrialLayout, credential_check, parse, sandbox_argv
 
 _PROBE = 'echo probe > probe.txt || exit 11; cat "$1" >/dev/null 2>&1 && exit 12; exit 0'
 
@@ -42,14 +42,7 @@ def diagnose(settings: Mapping[str, str]) -> list[Check]:
     else:
         note = "" if found == TESTED_VERSION else f" (sevro is tested with {TESTED_VERSION})"
         checks.append(Check("version", True, found + note))
-    checks.append(
-        auth_check(
-            Credentials(config.credential_file, config.api_key_env),
-            file_detail="credential file",
-            login_fix="run `claude` login",
-            none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
-        )
-    )
+    checks.append(credential_check(config))
     checks.append(_tools())
     checks.append(_sandbox(binary))
     return checks

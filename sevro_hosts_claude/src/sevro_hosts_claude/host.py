@@ -27,9 +27,10 @@ from sevro_core.hostkit import (
     HostFailure,
     inside,
     read_credential_file,
+    require_credential,
     scrub,
     secret_strings,
-    tail,
+    stderr_tail,
     write_private,
 )
 from sevro_core.jsonio import JsonValue
@@ -51,6 +52,7 @@ from sevro_hosts_claude.configuration import (
     TOOLS,
     ClaudeConfig,
     TrialLayout,
+    credential_check,
     parse,
     render_settings,
     sandbox_argv,
@@ -108,12 +110,11 @@ class ClaudeHost:
                 "bwrap (bubblewrap) is not on PATH: the Claude host runs only inside its sandbox "
                 "(run `sevro doctor --host claude`)"
             )
+        # A run without a usable credential would only fail or retry in every trial: refuse it
+        # now, with the doctor's own reason (no network involved).
+        require_credential(credential_check(config), "claude")
         if config.credential_file is not None:
             read_credential_file(config.credential_file, "--claude-credential-file")
-        if config.api_key_env is not None and not os.environ.get(config.api_key_env):
-            raise ConfigurationError(
-                f"--claude-api-key-env {config.api_key_env} is not set or empty"
-            )
         route = Route(
             host=HOST_ID,
             model=options.model or "claude-default",
@@ -269,13 +270,22 @@ class _Trial:
             stderr="capture",
             stderr_limit=MAX_HOST_STDERR_BYTES,
             kill_on_overflow=True,
+            stall_s=self.host.config.stall_timeout_s,
         )
         record = _TurnRecord(number, None, outcome.output)
         if outcome.cancelled:
             raise HostFailure("run cancelled", cancelled=True, records=(record,))
+        if outcome.stalled:
+            raise HostFailure(
+                f"turn {number}: claude stalled: no event for "
+                f"{self.host.config.stall_timeout_s:g} s (stallTimeoutSeconds; process group "
+                f"killed); stderr: {self._tail(outcome.stderr)}",
+                records=(record,),
+            )
         if outcome.timed_out:
             raise HostFailure(
-                f"turn {number}: claude did not finish within {timeout:g} s (process group killed)",
+                f"turn {number}: claude did not finish within {timeout:g} s (process group "
+                f"killed); stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             )
         if outcome.overflowed:
@@ -289,7 +299,7 @@ class _Trial:
         except StreamError as exc:
             raise HostFailure(
                 f"turn {number}: malformed claude event stream: {exc}; exit code "
-                f"{outcome.exit_code}; stderr: {tail(outcome.stderr)}",
+                f"{outcome.exit_code}; stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             ) from None
         record = _TurnRecord(number, turn, outcome.output)
@@ -300,16 +310,20 @@ class _Trial:
             )
         if not turn.completed:
             raise HostFailure(
-                f"turn {number} failed (claude exited {outcome.exit_code}): {turn.failure}",
+                f"turn {number} failed (claude exited {outcome.exit_code}): {turn.failure}; "
+                f"stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             )
         if outcome.exit_code != 0:
             raise HostFailure(
                 f"turn {number}: claude exited {outcome.exit_code} after a successful result; "
-                f"stderr: {tail(outcome.stderr)}",
+                f"stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             )
         return record
+
+    def _tail(self, stderr: bytes) -> str:
+        return stderr_tail(stderr, self.secrets)
 
     def run(self) -> HostResult:
         request = self.request

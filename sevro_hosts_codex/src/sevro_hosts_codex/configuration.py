@@ -18,14 +18,25 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import ENV_NAME, credential_settings
+from sevro_core.hostkit import (
+    ENV_NAME,
+    Credentials,
+    DoctorCheck,
+    auth_check,
+    credential_settings,
+    seconds_setting,
+)
 from sevro_core.jsonio import JsonValue
-from sevro_core.limits import DEFAULT_HOST_TURN_TIMEOUT_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+from sevro_core.limits import (
+    DEFAULT_HOST_STALL_SECONDS,
+    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
+    MAX_HOST_TURN_TIMEOUT_SECONDS,
+)
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "prices"}
+_TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "stallTimeoutSeconds", "prices"}
 _PROVIDER_KEYS = {
     "id",
     "baseUrl",
@@ -58,6 +69,7 @@ class Price:
 class CodexConfig:
     provider: Provider | None
     turn_timeout_s: float
+    stall_timeout_s: float
     prices: Mapping[str, Price]
     bin: str | None
     auth_file: Path | None
@@ -112,15 +124,15 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
             stream_max_retries=limits.get("streamMaxRetries"),
             stream_idle_timeout_ms=limits.get("streamIdleTimeoutMs"),
         )
-    timeout = config.get("turnTimeoutSeconds", DEFAULT_HOST_TURN_TIMEOUT_SECONDS)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not 0 < timeout <= MAX_HOST_TURN_TIMEOUT_SECONDS
-    ):
-        raise ConfigurationError(
-            f"must be a number in (0, {MAX_HOST_TURN_TIMEOUT_SECONDS}]", "/turnTimeoutSeconds"
-        )
+    timeout = seconds_setting(
+        config,
+        "turnTimeoutSeconds",
+        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
+        MAX_HOST_TURN_TIMEOUT_SECONDS,
+    )
+    stall = seconds_setting(
+        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
+    )
     prices: dict[str, Price] = {}
     raw_prices = config.get("prices", {})
     if not isinstance(raw_prices, dict):
@@ -144,12 +156,23 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
     )
     return CodexConfig(
         provider=provider,
-        turn_timeout_s=float(timeout),
+        turn_timeout_s=timeout,
+        stall_timeout_s=stall,
         prices=prices,
         bin=settings.get("codex.bin"),
         auth_file=credentials.file,
         api_key_env=credentials.api_key_env,
         raw=config,
+    )
+
+
+def credential_check(config: CodexConfig) -> DoctorCheck:
+    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
+    return auth_check(
+        Credentials(config.auth_file, config.api_key_env),
+        file_detail="auth file",
+        login_fix="run `codex login` first",
+        none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
     )
 
 
@@ -192,6 +215,10 @@ def render_config_toml(
         'approval_policy = "never"',
         "allow_login_shell = false",
         f"default_permissions = {q(PROFILE)}",
+        # The workspace is the project root: Codex reads AGENTS.md and skills there and never
+        # walks up into sevro's workspace root or `/` looking for markers (each probe outside
+        # the grants is a sandboxed helper process; about 0.35 s per trial here).
+        "project_root_markers = []",
         "",
         "[shell_environment_policy]",
         'inherit = "none"',

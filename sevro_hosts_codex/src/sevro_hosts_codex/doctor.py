@@ -8,6 +8,7 @@ file and a network connection to fail.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -16,10 +17,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import Credentials, DoctorCheck, auth_check
+from sevro_core.hostkit import DoctorCheck, pid_namespace_argv
 from sevro_core.processes import DEFAULT_PATH
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate, version
-from sevro_hosts_codex.configuration import PROFILE, TrialLayout, parse, render_config_toml
+from sevro_hosts_codex.configuration import (
+    PROFILE,
+    TrialLayout,
+    credential_check,
+    parse,
+    render_config_toml,
+)
 
 TESTED_VERSION = "codex-cli 0.171.0"
 _PROBE = (
@@ -64,17 +71,41 @@ def diagnose(settings: Mapping[str, str]) -> list[Check]:
                 found if same else f"{found} (sevro is tested with {TESTED_VERSION})",
             )
         )
-    checks.append(
-        auth_check(
-            Credentials(config.auth_file, config.api_key_env),
-            file_detail="auth file",
-            login_fix="run `codex login` first",
-            none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env "
-            "OPENAI_API_KEY",
-        )
-    )
+    checks.append(credential_check(config))
+    checks.append(_pid_namespace())
     checks.append(_sandbox(binary))
     return checks
+
+
+def _pid_namespace() -> Check:
+    """Each turn runs in a PID namespace of its own so nothing it starts survives the trial."""
+    if platform.system() != "Linux":
+        return Check(
+            "pid-namespace", True, "not on this platform: only the process group is killed"
+        )
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return Check("pid-namespace", False, "unshare is not on PATH", "apt-get install util-linux")
+    try:
+        done = subprocess.run(
+            [*pid_namespace_argv(unshare), "/bin/sh", "-c", "echo $$"],
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(
+            "pid-namespace", False, f"unshare could not run: {exc}", "see docs/hosts/codex.md"
+        )
+    if done.returncode != 0 or done.stdout.strip() != b"1":
+        detail = " ".join(done.stderr.decode("utf-8", "replace").split())[-300:]
+        return Check(
+            "pid-namespace",
+            False,
+            detail or "no PID namespace",
+            "Linux needs unprivileged user and PID namespaces; see docs/hosts/codex.md",
+        )
+    return Check("pid-namespace", True, f"each turn runs in its own PID namespace ({unshare})")
 
 
 def _sandbox(binary: CodexBinary) -> Check:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,12 @@ from sevro_core.hookspecs import hookimpl
 from sevro_core.hostkit import (
     HostFailure,
     inside,
+    pid_namespace_argv,
     read_credential_file,
+    require_credential,
     scrub,
     secret_strings,
-    tail,
+    stderr_tail,
     write_private,
 )
 from sevro_core.jsonio import JsonValue
@@ -51,7 +55,13 @@ from sevro_core.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, d
 from sevro_core.skills import skills_data as make_skills_data
 from sevro_core.states import Completeness
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate
-from sevro_hosts_codex.configuration import CodexConfig, TrialLayout, parse, render_config_toml
+from sevro_hosts_codex.configuration import (
+    CodexConfig,
+    TrialLayout,
+    credential_check,
+    parse,
+    render_config_toml,
+)
 from sevro_hosts_codex.events import StreamError, Turn, parse_turn
 
 HOST_ID = "sevro.host.codex"
@@ -99,12 +109,12 @@ class CodexHost:
             binary = locate(config.bin)
         except BinaryError as exc:
             raise ConfigurationError(f"{exc} (run `sevro doctor --host codex`)") from None
+        # A run without a usable credential would only reconnect until it times out: refuse it
+        # now, with the doctor's own reason (no network involved).
+        require_credential(credential_check(config), "codex")
         if config.auth_file is not None:
             _read_credential_file(config.auth_file)  # fail before any trial, never later
-        if config.api_key_env is not None and not os.environ.get(config.api_key_env):
-            raise ConfigurationError(
-                f"--codex-api-key-env {config.api_key_env} is not set or empty"
-            )
+        pid_namespace = _pid_namespace()
         route = Route(
             host=HOST_ID,
             model=options.model or "codex-default",
@@ -117,7 +127,21 @@ class CodexHost:
             model=options.model,
             effort=options.effort,
             protected_roots=tuple(p.resolve() for p in options.protected_roots),
+            pid_namespace=pid_namespace,
         )
+
+
+def _pid_namespace() -> tuple[str, ...]:
+    """The PID-namespace prefix every Codex turn runs under (Linux; util-linux ``unshare``)."""
+    if platform.system() != "Linux":
+        return ()
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise ConfigurationError(
+            "unshare (util-linux) is not on PATH: each Codex turn runs in a PID namespace of its "
+            "own so nothing it starts outlives the trial (run `sevro doctor --host codex`)"
+        )
+    return tuple(pid_namespace_argv(str(Path(unshare).resolve())))
 
 
 def _read_credential_file(path: Path) -> bytes:
@@ -132,6 +156,8 @@ class ConfiguredCodexHost:
     model: str | None
     effort: str | None
     protected_roots: tuple[Path, ...]
+    pid_namespace: tuple[str, ...] = ()
+    """Prefix that runs each turn in its own PID namespace (empty off Linux)."""
     capabilities: frozenset[str] = CodexHost.capabilities
 
     def redacted_configuration(self) -> JsonValue:
@@ -145,7 +171,12 @@ class ConfiguredCodexHost:
                 else None
             ),
             "protectedRoots": [str(p) for p in self.protected_roots],
-            "sandbox": {"permissions": "sevro", "network": False, "workspace": "write"},
+            "sandbox": {
+                "permissions": "sevro",
+                "network": False,
+                "workspace": "write",
+                "pidNamespace": bool(self.pid_namespace),
+            },
         }
 
     def check_case(self, case: Case) -> None:
@@ -255,12 +286,12 @@ class _Trial:
 
     def _argv(self, number: int, thread_id: str | None) -> list[str]:
         common = ["--json", "--strict-config", "--skip-git-repo-check", "--ignore-rules"]
-        native = str(self.host.binary.native)
+        native = [*self.host.pid_namespace, str(self.host.binary.native)]
         if number == 1:
             ephemeral = ["--ephemeral"] if len(self.request.prompts) == 1 else []
-            return [native, "exec", *common, *ephemeral, "-C", str(self.request.workspace), "-"]
+            return [*native, "exec", *common, *ephemeral, "-C", str(self.request.workspace), "-"]
         assert thread_id is not None
-        return [native, "exec", "resume", *common, thread_id, "-"]
+        return [*native, "exec", "resume", *common, thread_id, "-"]
 
     def _turn(self, number: int, thread_id: str | None) -> _TurnRecord:
         request = self.request
@@ -275,6 +306,7 @@ class _Trial:
             stderr="capture",
             stderr_limit=MAX_HOST_STDERR_BYTES,
             kill_on_overflow=True,
+            stall_s=self.host.config.stall_timeout_s,
         )
         stream = outcome.output
         if outcome.cancelled:
@@ -282,10 +314,17 @@ class _Trial:
                 "run cancelled", cancelled=True, records=(_TurnRecord(number, None, stream),)
             )
         record = _TurnRecord(number, None, stream)
+        if outcome.stalled:
+            raise _Failure(
+                f"turn {number}: codex stalled: no event for "
+                f"{self.host.config.stall_timeout_s:g} s (stallTimeoutSeconds; process group "
+                f"killed); stderr: {self._tail(outcome.stderr)}",
+                records=(record,),
+            )
         if outcome.timed_out:
             raise _Failure(
                 f"turn {number}: codex did not finish within {self.host.config.turn_timeout_s:g} s "
-                "(process group killed)",
+                f"(process group killed); stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             )
         if outcome.overflowed:
@@ -299,7 +338,7 @@ class _Trial:
         except StreamError as exc:
             raise _Failure(
                 f"turn {number}: malformed codex event stream: {exc}; exit code "
-                f"{outcome.exit_code}; stderr: {tail(outcome.stderr)}",
+                f"{outcome.exit_code}; stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             ) from None
         record = _TurnRecord(number, turn, stream)
@@ -309,11 +348,14 @@ class _Trial:
                 records=(record,),
             )
         if not turn.completed:
-            raise _Failure(f"turn {number} failed: {turn.failure}", records=(record,))
+            raise _Failure(
+                f"turn {number} failed: {turn.failure}; stderr: {self._tail(outcome.stderr)}",
+                records=(record,),
+            )
         if outcome.exit_code != 0:
             raise _Failure(
                 f"turn {number}: codex exited {outcome.exit_code} after turn.completed; "
-                f"stderr: {tail(outcome.stderr)}",
+                f"stderr: {self._tail(outcome.stderr)}",
                 records=(record,),
             )
         return record
@@ -344,6 +386,9 @@ class _Trial:
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self.secrets)
+
+    def _tail(self, stderr: bytes) -> str:
+        return stderr_tail(stderr, self.secrets)
 
     def _result(
         self,
