@@ -67,7 +67,15 @@ def _survivors(marker: str) -> list[int]:
 
 def _detach(prefix: list[str], marker: str, tmp_path: Path) -> list[int]:
     outcome = run_bounded(
-        [*prefix, "/bin/sh", "-c", f"setsid -f {marker} >/dev/null 2>&1 </dev/null; echo $$"],
+        [
+            *prefix,
+            "/bin/sh",
+            "-c",
+            # Wait until the detached child has its own session (it writes `ready` after
+            # setsid()), or the group kill at the end may reach it first and hide the escape.
+            f"setsid -f /bin/sh -c 'echo > ready; exec {marker}' >/dev/null 2>&1 </dev/null; "
+            "while [ ! -e ready ]; do sleep 0.01; done; rm ready; echo $$",
+        ],
         cwd=tmp_path,
         env={"PATH": DEFAULT_PATH},
         timeout_s=30,
