@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterator
@@ -29,7 +30,10 @@ class _DuplicateKeyDict(dict[str, Any]):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    out = {}
     for key, value in pairs:
         if key in out:
             marked = _DuplicateKeyDict(out)
@@ -63,6 +67,27 @@ def _walk(value: Any, pointer: str, depth: int) -> Iterator[tuple[str, str]]:
         yield pointer, "string is not valid Unicode (lone surrogate)"
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A strictly decoded UTF-8 text holds a surrogate only where an escape like this spelled one."""
+
+
+def _suspect(value: Any, text: str) -> bool:
+    """Whether the full walk is needed: a duplicate key, a surrogate escape or deep nesting.
+
+    Most documents have none of these; checking containers only keeps large files cheap.
+    """
+    if _SURROGATE_ESCAPE.search(text):
+        return True
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_JSON_DEPTH or isinstance(item, _DuplicateKeyDict):
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def _valid_text(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -93,12 +118,14 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
         raise InvocationError(
             f"nesting deeper than {MAX_JSON_DEPTH} levels", source=source
         ) from None
+    if isinstance(value, dict | list) and not _suspect(value, text):
+        return value
     for pointer, problem in _walk(value, "", 0):
         raise InvocationError(problem, source=source, pointer=pointer)
     return value
 
 
-def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
+def read_bounded(path: Path | str, limit: int, *, what: str = "file") -> bytes:
     """Read a regular file of at most ``limit`` bytes without following a final symlink."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -120,7 +147,7 @@ def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
     return data
 
 
-def read_json_file(path: Path, limit: int, *, what: str = "file") -> JsonValue:
+def read_json_file(path: Path | str, limit: int, *, what: str = "file") -> JsonValue:
     """Read and strictly parse a bounded JSON file."""
     return parse_json_text(read_bounded(path, limit, what=what), source=path)
 

@@ -94,6 +94,47 @@ def cli_result(
     return document
 
 
+def _with_paths(result: Mapping[str, Any], convert: Any) -> dict[str, Any]:
+    out = dict(result)
+    if out.get("evidencePath") is not None:
+        out["evidencePath"] = convert(out["evidencePath"])
+    out["cases"] = [
+        {
+            **case,
+            "trials": [
+                {**t, "artifactPath": convert(t["artifactPath"])}
+                if t.get("artifactPath") is not None
+                else t
+                for t in case["trials"]
+            ],
+        }
+        for case in result.get("cases", [])
+    ]
+    return out
+
+
+def retained_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The result as ``run.json`` keeps it: paths relative to the run directory.
+
+    ``--json`` prints absolute paths, for the caller to open; the retained copy must stay
+    valid when the run directory is moved or archived. Paths outside ``run_dir`` (none that
+    sevro writes) are left as they are.
+    """
+
+    def relative(path: str) -> str:
+        candidate = Path(path)
+        if candidate.is_absolute() and candidate.is_relative_to(run_dir):
+            return candidate.relative_to(run_dir).as_posix()
+        return path
+
+    return _with_paths(result, relative)
+
+
+def located_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A retained result with its paths made absolute again, under ``run_dir``."""
+    return _with_paths(result, lambda path: str(run_dir / path))
+
+
 def pre_run_failure(code: str, message: str, exit_code: ExitCode) -> dict[str, Any]:
     """The result of a run that never started (bad input: 64; internal failure: 70)."""
     return {

@@ -18,7 +18,7 @@ from sevro_core.evidence import EvidenceStore
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
 from sevro_core.planning import RunPlan
 from sevro_core.runstate import RunState, TrialCheckpoint
-from sevro_core.schemas import validator
+from sevro_core.schemas import is_valid
 from sevro_core.workspace import WorkspaceEscapeError, read_confined
 
 log = structlog.get_logger("sevro.resume")
@@ -46,7 +46,7 @@ def _verified(
         document = json.loads(data)
     except ValueError:
         return "its file is not JSON"
-    if next(iter(validator("trial-evidence.v1").iter_errors(document)), None) is not None:
+    if not is_valid("trial-evidence.v1", document):
         return "its file does not match the trial evidence schema"
     evidence = document["evidence"]
     if (document["runId"], document["caseId"], document["trial"]) != (

@@ -26,7 +26,7 @@ from sevro_core.loading import load_cases
 from sevro_core.models import CancelToken
 from sevro_core.planning import RunPlan, RunSettings, plan_run
 from sevro_core.plugins import Registry
-from sevro_core.results import cli_result
+from sevro_core.results import cli_result, retained_result
 from sevro_core.resume import recover
 from sevro_core.runinfo import RunInfo
 from sevro_core.runstate import RunState, TrialCheckpoint
@@ -267,8 +267,9 @@ def run_document(
                 "trial": r.trial,
                 "attempt": r.attempt if r.path is not None else None,
                 "path": store.relative(r.path) if r.path is not None else None,
+                "sha256": r.sha256 if r.path is not None else None,
             }
             for r in records
         ],
-        "result": result,
+        "result": retained_result(result, store.run_dir),
     }
