@@ -560,3 +560,63 @@ def test_runs_does_not_show_a_verdict_from_a_tampered_run_json(
     assert (row["verdict"], row["evidence"]) == (None, "unverified")
     table = sevro_project.sevro("runs", "--results-root", sevro_project.results).stdout
     assert "unverified" in table and "passed" not in table
+
+
+def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject) -> None:
+    """The state database's write-ahead log outgrows a file-size limit after a few trials."""
+    import resource
+
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    argv = [
+        sys.executable,
+        "-m",
+        "sevro_core",
+        "run",
+        str(case),
+        "--host-config",
+        str(host),
+        "--trials",
+        "40",
+        "--json",
+        "--results-root",
+        str(sevro_project.results),
+    ]
+
+    def state_disk_fills() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (120_000, 120_000))
+
+    failed = subprocess.run(
+        argv,
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=state_disk_fills,
+        timeout=120,
+        check=False,
+    )
+    database = sevro_project.results / ".sevro-state" / "sevro-state.sqlite"
+    assert failed.returncode == 70, failed.stderr
+    line = failed.stderr.splitlines()[-1]
+    assert line.startswith(f"sevro: error: run state {database} could not be updated: ")
+    assert line.endswith("trials recorded before stay recorded: fix the cause, then use --resume")
+    assert "internal error" not in failed.stderr and "Traceback" not in failed.stderr
+    (row,) = runs(sevro_project)
+    assert row["status"] == "interrupted" and row["resumable"] is True
+    kept = int(str(row["trialsDone"]))
+    assert 0 < kept < 40
+    resumed = subprocess.run(
+        [*argv, "--resume"],
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert result["runId"] == row["runId"]
+    run = assert_valid_evidence(result)
+    attempts = [t["attempt"] for t in run["trials"]]
+    assert attempts == [1] * kept + [2] * (40 - kept), "persisted trials were kept"
