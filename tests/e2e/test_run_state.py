@@ -467,7 +467,7 @@ def test_sigint_at_several_points_loses_nothing(sevro_project: SevroProject, poi
     for trial in persisted:
         assert Path(trial["artifactPath"]).is_file()
     (row,) = runs(sevro_project)
-    assert row["trialsDone"] == len(persisted)
+    assert row["trialsDone"] == len([t for t in persisted if t["execution"] != "cancelled"])
     if point == "before-admission":
         assert persisted == [] and run["status"] == "interrupted"
         assert {t["execution"] for t in trials_seen} == {"cancelled"}
@@ -619,4 +619,4 @@ def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject)
     assert result["runId"] == row["runId"]
     run = assert_valid_evidence(result)
     attempts = [t["attempt"] for t in run["trials"]]
-    assert attempts == [1] * kept + [2] * (40 - kept), "persisted trials were kept"
+    assert attempts.count(1) == kept and attempts.count(2) == 40 - kept, "persisted trials kept"
