@@ -19,7 +19,7 @@ from sevro_core.jsonio import parse_json_text, read_bounded, read_json_file
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
 from sevro_core.plugins import Registry
 from sevro_core.results import located_result, retained_result
-from sevro_core.schemas import validate_input
+from sevro_core.schemas import LARGE_DOCUMENT_ITEMS, validate_input
 
 REPORT_FORMAT = "sevro.report.v1"
 
@@ -32,10 +32,24 @@ def reporter_for(registry: Registry, fmt: str) -> Any:
     raise InvocationError(f"no reporter for format {fmt!r}; available: {', '.join(formats)}")
 
 
+def _large(document: Any) -> bool:
+    """Whether a run or result lists enough trials to be worth a compiled validator."""
+    if not isinstance(document, dict):
+        return False
+    trials = document.get("trials")
+    count = len(trials) if isinstance(trials, list) else 0
+    cases = document.get("cases")
+    if isinstance(cases, list):
+        for case in cases:
+            listed = case.get("trials") if isinstance(case, dict) else None
+            count += len(listed) if isinstance(listed, list) else 0
+    return count > LARGE_DOCUMENT_ITEMS
+
+
 def _load_run(run_json: Path, document: Any = None) -> dict[str, Any]:
     if document is None:
         document = read_json_file(run_json, MAX_RESULT_FILE_BYTES, what="run evidence")
-    validate_input("run-evidence.v1", document, source=run_json, compiled=True)
+    validate_input("run-evidence.v1", document, source=run_json, compiled=_large(document))
     assert isinstance(document, dict)
     return document
 
@@ -51,7 +65,7 @@ def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | No
         run = _load_run(target, document)
         run_dir = target.resolve().parent
         return located_result(retained_result(run["result"], run_dir), run_dir), run, run_dir
-    validate_input("cli-result.v1", document, source=target)
+    validate_input("cli-result.v1", document, source=target, compiled=_large(document))
     assert isinstance(document, dict)
     if document["evidencePath"] is None:
         if document["cases"] or document["exitCode"] == 0:
@@ -291,5 +305,5 @@ def build_report(inputs: Sequence[Path]) -> dict[str, Any]:
     }
     from sevro_core.schemas import validate_output
 
-    validate_output("report.v1", document, compiled=True)
+    validate_output("report.v1", document, compiled=len(rows) > LARGE_DOCUMENT_ITEMS)
     return document

@@ -99,6 +99,8 @@ def fast_validator(name: str, package: str = "sevro_core") -> Any:
 
 COMPILE_AFTER = 16
 """Compiling costs about as much as 30 jsonschema validations, so a one-trial run never pays."""
+LARGE_DOCUMENT_ITEMS = 64
+"""A run or report with more trials or rows than this is worth compiling a validator for."""
 _validations: dict[str, int] = {}
 
 
