@@ -620,3 +620,30 @@ def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject)
     run = assert_valid_evidence(result)
     attempts = [t["attempt"] for t in run["trials"]]
     assert attempts.count(1) == kept and attempts.count(2) == 40 - kept, "persisted trials kept"
+
+
+def test_resume_in_a_copied_results_root_is_refused_and_says_why(
+    sevro_project: SevroProject,
+) -> None:
+    import shutil
+
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    copy = sevro_project.root / "copied-results"
+    shutil.copytree(sevro_project.results, copy)
+    argv = [str(copy) if a == str(sevro_project.results) else a for a in scenario.argv()]
+    done = subprocess.run(
+        [*argv, "--resume"],
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 64, done.stderr
+    line = done.stderr.splitlines()[-1]
+    assert f"no interrupted run of this evaluation in {copy}; 1 run(s) of this evaluation" in line
+    assert "recorded for another results root (this one is a copy, or was moved)" in line
+    listed = sevro_project.sevro("runs", "--json", "--results-root", copy).json()["runs"]
+    assert [r["resumable"] for r in listed] == [False]
+    assert scenario.counter.read_text().strip() == "3", "nothing ran"

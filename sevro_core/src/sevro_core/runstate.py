@@ -264,7 +264,9 @@ class RunState:
                     (evaluation_digest, str(results_root)),
                 ).fetchone()
                 if previous is None:
-                    raise InvocationError(_nothing_to_resume(db, results_root, identity))
+                    raise InvocationError(
+                        _nothing_to_resume(db, results_root, identity, evaluation_digest)
+                    )
             if previous is not None:
                 run_id, attempt = previous[0], previous[1] + 1
                 db.execute(
@@ -421,7 +423,10 @@ _NAMED_RUNS = 3
 
 
 def _nothing_to_resume(
-    db: sqlite3.Connection, results_root: Path, identity: Mapping[str, Any] | None
+    db: sqlite3.Connection,
+    results_root: Path,
+    identity: Mapping[str, Any] | None,
+    current_digest: str,
 ) -> str:
     candidates = db.execute(
         "SELECT run_id, identity, status, owner_pid, owner_host, owner_start FROM runs "
@@ -436,6 +441,16 @@ def _nothing_to_resume(
     ]
     head = f"--resume: no interrupted run of this evaluation in {results_root}"
     tail = "run without --resume to start a new run"
+    elsewhere = db.execute(
+        "SELECT COUNT(*) FROM runs WHERE evaluation_digest = ? AND results_root != ? AND "
+        "status IN ('active', 'interrupted', 'failed')",
+        (current_digest, str(results_root)),
+    ).fetchone()[0]
+    if elsewhere:
+        tail = (
+            f"{elsewhere} run(s) of this evaluation were recorded for another results root "
+            f"(this one is a copy, or was moved) and resume only there; {tail}"
+        )
     if not rows:
         return f"{head}; {tail}"
     named = "; ".join(
