@@ -163,3 +163,32 @@ def test_retained_result_paths_are_relative_to_the_run_directory(
     row = done.json()["rows"][0]
     assert row["evidencePath"] == str(moved / "run.json")
     assert row["trialFiles"][0] == str(moved / "cases/example/trial-1.json")
+
+
+def test_non_finite_number_in_a_digest_forged_trial_file_is_refused(
+    sevro_project: SevroProject,
+) -> None:
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+
+    def not_a_number(document: dict[str, Any]) -> None:
+        document["evidence"]["durations"]["candidateMs"] = float("nan")
+
+    path = _forge_trial(run_dir, not_a_number, record_digest=True)
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert done.stderr == f"sevro: error: {path}: invalid JSON: non-finite number NaN is not JSON\n"
+
+
+def test_a_fifo_in_place_of_run_json_does_not_block(sevro_project: SevroProject) -> None:
+    import os
+
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+    (run_dir / "run.json").unlink()
+    os.mkfifo(run_dir / "run.json")
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert (
+        done.stderr == f"sevro: error: {run_dir / 'run.json'}: report input is not a regular file\n"
+    )
+    listed = sevro_project.sevro("runs", "--json", "--results-root", sevro_project.results)
+    assert listed.exit_code == 0 and listed.json()["runs"][0]["evidence"] == "missing"

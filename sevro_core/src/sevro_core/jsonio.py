@@ -128,7 +128,8 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
 def read_bounded(path: Path | str, limit: int, *, what: str = "file") -> bytes:
     """Read a regular file of at most ``limit`` bytes without following a final symlink."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO in place of a file is refused below instead of blocking the open
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InvocationError(f"{what} does not exist", source=path) from None
     except OSError as exc:
