@@ -83,12 +83,12 @@ def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | No
         raise InvocationError(
             f"runId differs from the evidence at {run_json}", source=target, pointer="/runId"
         )
-    run_dir = run_json.resolve().parent
-    if canonical_json(retained_result(run["result"], run_dir)) != canonical_json(
-        retained_result(document, run_dir)
+    # paths as the result spells them (a resolved path may differ through a symlink)
+    if canonical_json(retained_result(run["result"], run_json.parent)) != canonical_json(
+        retained_result(document, run_json.parent)
     ):
         raise InvocationError(f"result differs from the one retained in {run_json}", source=target)
-    return document, run, run_dir
+    return document, run, run_json.resolve().parent
 
 
 class _RunFiles:
@@ -194,17 +194,20 @@ def _summable(evidence: Mapping[str, Any]) -> bool:
     return (
         _number(evidence["durations"]["candidateMs"])
         and isinstance(usage["complete"], bool)
-        and all(_number(usage[k]) for k in ("inputTokens", "outputTokens", "costUsd"))
+        and _number(usage["inputTokens"])
+        and _number(usage["outputTokens"])
+        and _number(usage["costUsd"])
     )
 
 
 def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
     files = _RunFiles(run_dir)
+    run_json = str(run_dir / "run.json")
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for ref in run["trials"]:
         if ref["path"] is None:
             continue
-        path = files.path(ref["path"], run_dir / "run.json", "trial")
+        path = files.path(ref["path"], run_json, "trial")
         out[(ref["caseId"], ref["trial"])] = _check_trial(files, run, ref, path)
     return out
 

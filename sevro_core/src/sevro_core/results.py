@@ -121,18 +121,17 @@ def retained_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     sevro writes) are left as they are.
     """
 
+    prefix = f"{run_dir}/"  # text, not Path: a result can list 10 000 trials
+
     def relative(path: str) -> str:
-        candidate = Path(path)
-        if candidate.is_absolute() and candidate.is_relative_to(run_dir):
-            return candidate.relative_to(run_dir).as_posix()
-        return path
+        return path[len(prefix) :] if path.startswith(prefix) else path
 
     return _with_paths(result, relative)
 
 
 def located_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
     """A retained result with its paths made absolute again, under ``run_dir``."""
-    return _with_paths(result, lambda path: str(run_dir / path))
+    return _with_paths(result, lambda path: path if path[:1] == "/" else f"{run_dir}/{path}")
 
 
 def pre_run_failure(code: str, message: str, exit_code: ExitCode) -> dict[str, Any]:
