@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sevro_core.engine import TrialRecord
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
 from sevro_core.states import (
     Execution,
@@ -23,6 +22,9 @@ from sevro_core.states import (
     exit_code_for,
     run_verdict,
 )
+
+if TYPE_CHECKING:  # `sevro report` imports this module and must not load the engine
+    from sevro_core.engine import TrialRecord
 
 CLI_RESULT_FORMAT = "sevro.cli-result.v1"
 
