@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from sevro_core.results import located_result
 from sevro_core.schemas import validator
 
 
@@ -25,15 +27,17 @@ def assert_valid_evidence(result: dict[str, Any]) -> dict[str, Any]:
     run_json = Path(result["evidencePath"])
     run = load(run_json)
     assert not list(validator("run-evidence.v1").iter_errors(run))
-    assert run["result"] == result
     run_dir = run_json.parent
+    assert located_result(run["result"], run_dir) == result, "retained paths are run-relative"
     for path in [run_dir, *run_dir.rglob("*")]:
         mode = stat.S_IMODE(os.lstat(path).st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
     for ref in run["trials"]:
         if ref["path"] is None:
             continue
-        trial = load(run_dir / ref["path"])
+        data = (run_dir / ref["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == ref["sha256"]
+        trial = json.loads(data)
         assert not list(validator("trial-evidence.v1").iter_errors(trial))
         assert not Path(trial["evidence"]["workspace"]).exists(), "workspace was not removed"
     return run

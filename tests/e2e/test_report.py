@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from sevro_core.schemas import validator
 from sevro_core.testing import SevroProject
@@ -87,3 +91,108 @@ def test_bad_inputs(sevro_project: SevroProject) -> None:
     assert done.exit_code == 64 and "junk.json#" in done.stderr
     done = sevro_project.sevro("report", junk, "--format", "html")
     assert done.exit_code == 64 and "no reporter for format 'html'" in done.stderr
+
+
+def _forge_trial(run_dir: Path, change: Any, *, record_digest: bool | None) -> Path:
+    """Rewrite trial 1 with ``change``; update (True), drop (None) or keep run.json's digest."""
+    run = json.loads((run_dir / "run.json").read_text())
+    ref = run["trials"][0]
+    path = run_dir / ref["path"]
+    document = json.loads(path.read_text())
+    change(document)
+    data = json.dumps(document, indent=2).encode()
+    path.write_bytes(data)
+    if record_digest is True:
+        ref["sha256"] = hashlib.sha256(data).hexdigest()
+    elif record_digest is None:
+        for item in run["trials"]:
+            item.pop("sha256", None)
+    if record_digest is not False:
+        (run_dir / "run.json").write_text(json.dumps(run, indent=2))
+    return path
+
+
+def test_schema_valid_edit_of_a_trial_file_is_refused_by_its_digest(
+    sevro_project: SevroProject,
+) -> None:
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+
+    def slower(document: dict[str, Any]) -> None:
+        document["evidence"]["durations"]["candidateMs"] = 1.0e6
+
+    path = _forge_trial(run_dir, slower, record_digest=False)
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert f"{path}: trial evidence does not match the digest recorded in run.json" in (done.stderr)
+
+
+@pytest.mark.parametrize("record_digest", [True, None], ids=["digest-forged", "no-digest"])
+def test_malformed_trial_file_is_refused_whatever_run_json_records(
+    sevro_project: SevroProject, record_digest: bool | None
+) -> None:
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+
+    def malformed(document: dict[str, Any]) -> None:
+        document["evidence"]["usage"]["inputTokens"] = "lots"
+
+    path = _forge_trial(run_dir, malformed, record_digest=record_digest)
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64, done.stderr
+    assert f"{path}#/evidence/usage/inputTokens" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_retained_result_paths_are_relative_to_the_run_directory(
+    sevro_project: SevroProject,
+) -> None:
+    result = make_run(sevro_project)
+    run_json = Path(str(result["evidencePath"]))
+    assert run_json.is_absolute() and run_json.is_file()
+    trial_file = Path(result["cases"][0]["trials"][0]["artifactPath"])
+    assert trial_file.is_absolute() and trial_file.is_file()
+    run = json.loads(run_json.read_text())
+    assert run["result"]["evidencePath"] == "run.json"
+    assert run["result"]["cases"][0]["trials"][0]["artifactPath"] == "cases/example/trial-1.json"
+    trial = json.loads(trial_file.read_text())
+    assert trial["result"]["artifactPath"] == "cases/example/trial-1.json"
+    moved = sevro_project.root / "archive" / "run"
+    moved.parent.mkdir()
+    run_json.parent.rename(moved)
+    done = sevro_project.sevro("report", moved, "--json")
+    assert done.exit_code == 0, done.stderr
+    row = done.json()["rows"][0]
+    assert row["evidencePath"] == str(moved / "run.json")
+    assert row["trialFiles"][0] == str(moved / "cases/example/trial-1.json")
+
+
+def test_non_finite_number_in_a_digest_forged_trial_file_is_refused(
+    sevro_project: SevroProject,
+) -> None:
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+
+    def not_a_number(document: dict[str, Any]) -> None:
+        document["evidence"]["durations"]["candidateMs"] = float("nan")
+
+    path = _forge_trial(run_dir, not_a_number, record_digest=True)
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert done.stderr == (
+        f"sevro: error: {path}#/evidence/durations/candidateMs: number NaN is not finite "
+        "(not JSON)\n"
+    )
+
+
+def test_a_fifo_in_place_of_run_json_does_not_block(sevro_project: SevroProject) -> None:
+    import os
+
+    run_dir = Path(str(make_run(sevro_project)["evidencePath"])).parent
+    (run_dir / "run.json").unlink()
+    os.mkfifo(run_dir / "run.json")
+    done = sevro_project.sevro("report", run_dir)
+    assert done.exit_code == 64
+    assert (
+        done.stderr
+        == f"sevro: error: {run_dir / 'run.json'}: report input is not a regular file (a FIFO)\n"
+    )
+    listed = sevro_project.sevro("runs", "--json", "--results-root", sevro_project.results)
+    assert listed.exit_code == 0 and listed.json()["runs"][0]["evidence"] == "missing"

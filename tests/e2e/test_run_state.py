@@ -212,13 +212,75 @@ def test_a_corrupted_trial_file_is_rerun_never_trusted(sevro_project: SevroProje
     assert (kept / "trial-2-raw.txt").read_text() == "forged"
 
 
-def test_resume_with_nothing_to_resume_starts_afresh(sevro_project: SevroProject) -> None:
+def test_resume_with_nothing_to_resume_is_refused(sevro_project: SevroProject) -> None:
     case = sevro_project.case(checks=[regex_check("r", "ok")])
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
     first = sevro_project.run(case, "--host-config", host, "--resume")
-    second = sevro_project.run(case, "--host-config", host, "--resume")
-    assert first.exit_code == second.exit_code == 0
-    assert first.json()["runId"] != second.json()["runId"], "a completed run is not resumed"
+    assert first.exit_code == 64
+    assert first.stderr == (
+        f"sevro: error: --resume: no interrupted run of this evaluation in "
+        f"{sevro_project.results}; run without --resume to start a new run\n"
+    )
+    assert sevro_project.run(case, "--host-config", host).exit_code == 0
+    again = sevro_project.run(case, "--host-config", host, "--resume")
+    assert again.exit_code == 64, "a completed run is not resumed"
+
+
+def test_resume_after_the_project_changed_names_the_run_and_the_dimension(
+    sevro_project: SevroProject,
+) -> None:
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    (row,) = runs(sevro_project)
+    assert row["resumable"] is True
+    (scenario.project_root / "new-file.txt").write_text("changes the project digest\n")
+    (row,) = runs(sevro_project)
+    assert row["resumable"] is False
+    assert row["notResumable"] == f"project {scenario.project_root} changed since the run"
+    table = sevro_project.sevro("runs", "--results-root", sevro_project.results).stdout
+    assert "no (project changed)" in table
+    done = scenario.run("--resume")
+    assert done.returncode == 64, done.stderr
+    line = done.stderr.splitlines()[-1]
+    assert line.startswith("sevro: error: --resume: no interrupted run of this evaluation in ")
+    assert f"{row['runId']} (differs in project)" in line
+    assert scenario.counter.read_text().strip() == "3", "nothing ran"
+
+
+def test_resume_names_every_dimension_that_differs(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    done = scenario.run("--resume", "--threshold", "0.5")
+    assert done.returncode == 64
+    assert "(differs in configuration, pass threshold)" in done.stderr
+
+
+def test_resume_removes_stale_temporary_files(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    (row,) = runs(sevro_project)
+    case_dir = Path(str(row["runDir"])) / "cases" / "example"
+    # what a SIGKILL between the temporary file's creation and its rename leaves behind
+    stale = case_dir / f".trial-3.json.{'ab' * 16}.tmp"
+    stale.write_text('{"half": ')
+    unrelated = case_dir / ".notes.tmp"
+    unrelated.write_text("not sevro's")
+    done = scenario.run("--resume")
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists()
+    assert unrelated.exists(), "only sevro's temporary-file names are removed"
+    unrelated.unlink()
+    assert_valid_evidence(json.loads(done.stdout))
+
+
+def test_cancelled_trials_are_not_counted_as_done(sevro_project: SevroProject) -> None:
+    scenario = Scenario(sevro_project, block_at=2)
+    process = scenario.start()
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    assert process.returncode == 130
+    (row,) = runs(sevro_project)
+    assert (row["status"], row["trialsDone"], row["trialsTotal"]) == ("interrupted", 1, 4)
 
 
 def test_persistence_failure_then_resume(sevro_project: SevroProject) -> None:
@@ -405,7 +467,7 @@ def test_sigint_at_several_points_loses_nothing(sevro_project: SevroProject, poi
     for trial in persisted:
         assert Path(trial["artifactPath"]).is_file()
     (row,) = runs(sevro_project)
-    assert row["trialsDone"] == len(persisted)
+    assert row["trialsDone"] == len([t for t in persisted if t["execution"] != "cancelled"])
     if point == "before-admission":
         assert persisted == [] and run["status"] == "interrupted"
         assert {t["execution"] for t in trials_seen} == {"cancelled"}
@@ -416,6 +478,13 @@ def test_sigint_at_several_points_loses_nothing(sevro_project: SevroProject, poi
 
 
 def test_runs_table(sevro_project: SevroProject) -> None:
+    missing = sevro_project.sevro("runs", "--results-root", sevro_project.results)
+    assert missing.exit_code == 64
+    assert missing.stderr == (
+        f"sevro: error: {sevro_project.results}: results root does not exist or is not a "
+        "directory\n"
+    )
+    sevro_project.results.mkdir()
     empty = sevro_project.sevro("runs", "--results-root", sevro_project.results)
     assert empty.exit_code == 0 and empty.stdout == "no runs\n"
     case = sevro_project.case(checks=[regex_check("r", "ok")])
@@ -434,3 +503,147 @@ def test_runs_table(sevro_project: SevroProject) -> None:
         "started",
     ]
     assert row.split()[:7] == [run_id, row.split()[1], "completed", "1", "2/2", "passed", "no"]
+
+
+def _one_run(project: SevroProject) -> str:
+    case = project.case(checks=[regex_check("r", "ok")])
+    host = project.script(default=[[{"reply": {"text": "ok"}}]])
+    done = project.run(case, "--host-config", host)
+    assert done.exit_code == 0, done.stderr
+    return str(done.json()["runId"])
+
+
+def test_runs_on_a_corrupt_state_database(sevro_project: SevroProject) -> None:
+    _one_run(sevro_project)
+    database = sevro_project.results / ".sevro-state" / "sevro-state.sqlite"
+    for extra in database.parent.glob("sevro-state.sqlite-*"):
+        extra.unlink()
+    database.write_bytes(b"this is not SQLite" * 100)
+    before = database.read_bytes()
+    done = sevro_project.sevro("runs", "--results-root", sevro_project.results)
+    assert done.exit_code == 64
+    assert done.stderr.startswith(f"sevro: error: {database}: not a usable sevro run-state ")
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    case = sevro_project.case(checks=[regex_check("r", "ok")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    run = sevro_project.run(case, "--host-config", host)
+    assert run.exit_code == 64 and "not a usable sevro run-state database" in run.stderr
+    assert database.read_bytes() == before, "nothing lost"
+
+
+def test_runs_recognises_a_copied_results_root(sevro_project: SevroProject) -> None:
+    import shutil
+
+    run_id = _one_run(sevro_project)
+    copy = sevro_project.root / "copied-results"
+    shutil.copytree(sevro_project.results, copy)
+    done = sevro_project.sevro("runs", "--json", "--results-root", copy)
+    assert done.exit_code == 0, done.stderr
+    (row,) = done.json()["runs"]
+    assert row["runId"] == run_id and row["recordedResultsRoot"] == str(sevro_project.results)
+    assert row["resumable"] is False and row["verdict"] == "passed"
+    assert row["runDir"] == str(copy / run_id)
+
+
+def test_runs_does_not_show_a_verdict_from_a_tampered_run_json(
+    sevro_project: SevroProject,
+) -> None:
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "no"}}]])
+    result = sevro_project.run(case, "--host-config", host).json()
+    assert result["task"]["verdict"] == "failed"
+    (row,) = runs(sevro_project)
+    assert (row["verdict"], row["evidence"]) == ("failed", "verified")
+    run_json = Path(result["evidencePath"])
+    run_json.write_text(run_json.read_text().replace('"verdict": "failed"', '"verdict": "passed"'))
+    (row,) = runs(sevro_project)
+    assert (row["verdict"], row["evidence"]) == (None, "unverified")
+    table = sevro_project.sevro("runs", "--results-root", sevro_project.results).stdout
+    assert "unverified" in table and "passed" not in table
+
+
+def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject) -> None:
+    """The state database's write-ahead log outgrows a file-size limit after a few trials."""
+    import resource
+
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    argv = [
+        sys.executable,
+        "-m",
+        "sevro_core",
+        "run",
+        str(case),
+        "--host-config",
+        str(host),
+        "--trials",
+        "40",
+        "--json",
+        "--results-root",
+        str(sevro_project.results),
+    ]
+
+    def state_disk_fills() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (120_000, 120_000))
+
+    failed = subprocess.run(
+        argv,
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=state_disk_fills,
+        timeout=120,
+        check=False,
+    )
+    database = sevro_project.results / ".sevro-state" / "sevro-state.sqlite"
+    assert failed.returncode == 70, failed.stderr
+    line = failed.stderr.splitlines()[-1]
+    assert line.startswith(f"sevro: error: run state {database} could not be updated: ")
+    assert line.endswith("trials recorded before stay recorded: fix the cause, then use --resume")
+    assert "internal error" not in failed.stderr and "Traceback" not in failed.stderr
+    (row,) = runs(sevro_project)
+    assert row["status"] == "interrupted" and row["resumable"] is True
+    kept = int(str(row["trialsDone"]))
+    assert 0 < kept < 40
+    resumed = subprocess.run(
+        [*argv, "--resume"],
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert result["runId"] == row["runId"]
+    run = assert_valid_evidence(result)
+    attempts = [t["attempt"] for t in run["trials"]]
+    assert attempts.count(1) == kept and attempts.count(2) == 40 - kept, "persisted trials kept"
+
+
+def test_resume_in_a_copied_results_root_is_refused_and_says_why(
+    sevro_project: SevroProject,
+) -> None:
+    import shutil
+
+    scenario = Scenario(sevro_project, block_at=3)
+    scenario.kill_runner(scenario.start())
+    copy = sevro_project.root / "copied-results"
+    shutil.copytree(sevro_project.results, copy)
+    argv = [str(copy) if a == str(sevro_project.results) else a for a in scenario.argv()]
+    done = subprocess.run(
+        [*argv, "--resume"],
+        cwd=sevro_project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 64, done.stderr
+    line = done.stderr.splitlines()[-1]
+    assert f"no interrupted run of this evaluation in {copy}; 1 run(s) of this evaluation" in line
+    assert "recorded for another results root (this one is a copy, or was moved)" in line
+    listed = sevro_project.sevro("runs", "--json", "--results-root", copy).json()["runs"]
+    assert [r["resumable"] for r in listed] == [False]
+    assert scenario.counter.read_text().strip() == "3", "nothing ran"

@@ -582,13 +582,13 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """List runs: id, evaluation, status, trials done / total, verdict; interrupted ones resume."""
-    from sevro_core.errors import InvocationError
+    from sevro_core.errors import SevroError
 
     try:
         from sevro_core.runlist import list_runs
 
         listed = list_runs(results_root.expanduser().resolve(), run_state_root)
-    except InvocationError as exc:
+    except SevroError as exc:
         _fail(exc, as_json=False)
     if as_json:
         import json

@@ -264,7 +264,7 @@ def execute_trial(
             "runId": store.run_id,
             "caseId": case.id,
             "trial": trial,
-            "result": record.summary(),
+            "result": {**record.summary(), "artifactPath": store.relative(path)},
             "evidence": evidence,
         }
         _, digest = store.write_trial(document)

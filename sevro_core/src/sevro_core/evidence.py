@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core.jsonio import dumps_pretty, write_private_atomic
-from sevro_core.schemas import validate_output
+from sevro_core.schemas import LARGE_DOCUMENT_ITEMS, validate_output
 
 TRIAL_FORMAT = "sevro.trial-evidence.v1"
 RUN_FORMAT = "sevro.run-evidence.v1"
@@ -95,7 +95,8 @@ class EvidenceStore:
             os.replace(path, target / path.name)
 
     def write_run(self, document: Mapping[str, Any]) -> Path:
-        validate_output("run-evidence.v1", document)
+        large = len(document["trials"]) > LARGE_DOCUMENT_ITEMS
+        validate_output("run-evidence.v1", document, compiled=large)
         path = self.run_dir / "run.json"
         write_private_atomic(path, dumps_pretty(document).encode("utf-8"))
         return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterator
@@ -32,7 +33,10 @@ class _DuplicateKeyDict(dict[str, Any]):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    out = {}
     for key, value in pairs:
         if key in out:
             marked = _DuplicateKeyDict(out)
@@ -93,6 +97,31 @@ def _walk(value: Any, pointer: str, depth: int) -> Iterator[tuple[str, str]]:
         yield pointer, value.problem
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A strictly decoded UTF-8 text holds a surrogate only where an escape like this spelled one."""
+
+
+def _suspect(value: Any, text: str) -> bool:
+    """Whether the full walk is needed: a duplicate key, a surrogate escape, deep nesting or a
+    refused number.
+
+    Most documents have none of these; checking containers only keeps large files cheap.
+    """
+    if _SURROGATE_ESCAPE.search(text):
+        return True
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_JSON_DEPTH or isinstance(item, _DuplicateKeyDict):
+            return True
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            elif isinstance(child, _RefusedNumber):
+                return True
+    return False
+
+
 def _valid_text(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -129,12 +158,14 @@ def parse_json_text(data: bytes, *, source: str | Path) -> JsonValue:
         raise InvocationError(
             f"nesting deeper than {MAX_JSON_DEPTH} levels", source=source
         ) from None
+    if isinstance(value, dict | list) and not _suspect(value, text):
+        return value
     for pointer, problem in _walk(value, "", 0):
         raise InvocationError(problem, source=source, pointer=pointer)
     return value
 
 
-def read_bounded(path: Path, limit: int, *, what: str = "file") -> bytes:
+def read_bounded(path: Path | str, limit: int, *, what: str = "file") -> bytes:
     """Read a regular file of at most ``limit`` bytes without following a final symlink.
 
     Nothing but a regular file is opened: a FIFO, socket or device named as input is refused
@@ -184,7 +215,7 @@ def _kind(mode: int) -> str:
     return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
 
 
-def read_json_file(path: Path, limit: int, *, what: str = "file") -> JsonValue:
+def read_json_file(path: Path | str, limit: int, *, what: str = "file") -> JsonValue:
     """Read and strictly parse a bounded JSON file."""
     return parse_json_text(read_bounded(path, limit, what=what), source=path)
 

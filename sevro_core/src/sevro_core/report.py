@@ -8,6 +8,7 @@ Unknown values stay unknown (null), never 0.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 from sevro_core.canonical import canonical_json
 from sevro_core.errors import InvocationError
 from sevro_core.failures import case_failures
-from sevro_core.jsonio import read_bounded, read_json_file
+from sevro_core.jsonio import parse_json_text, read_bounded, read_json_file
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_FINAL_MESSAGE_BYTES,
@@ -26,7 +27,8 @@ from sevro_core.limits import (
     MAX_RESULTS_ROOT_RUNS,
 )
 from sevro_core.plugins import Registry
-from sevro_core.schemas import validate_input
+from sevro_core.results import located_result, retained_result
+from sevro_core.schemas import LARGE_DOCUMENT_ITEMS, validate_input
 
 REPORT_FORMAT = "sevro.report.v1"
 
@@ -39,21 +41,40 @@ def reporter_for(registry: Registry, fmt: str) -> Any:
     raise InvocationError(f"no reporter for format {fmt!r}; available: {', '.join(formats)}")
 
 
-def _load_run(run_json: Path) -> dict[str, Any]:
-    document = read_json_file(run_json, MAX_RESULT_FILE_BYTES, what="run evidence")
-    validate_input("run-evidence.v1", document, source=run_json)
+def _large(document: Any) -> bool:
+    """Whether a run or result lists enough trials to be worth a compiled validator."""
+    if not isinstance(document, dict):
+        return False
+    trials = document.get("trials")
+    count = len(trials) if isinstance(trials, list) else 0
+    cases = document.get("cases")
+    if isinstance(cases, list):
+        for case in cases:
+            listed = case.get("trials") if isinstance(case, dict) else None
+            count += len(listed) if isinstance(listed, list) else 0
+    return count > LARGE_DOCUMENT_ITEMS
+
+
+def _load_run(run_json: Path, document: Any = None) -> dict[str, Any]:
+    if document is None:
+        document = read_json_file(run_json, MAX_RESULT_FILE_BYTES, what="run evidence")
+    validate_input("run-evidence.v1", document, source=run_json, compiled=_large(document))
     assert isinstance(document, dict)
     return document
 
 
 def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | None]:
-    """Return (result, run evidence or None, run directory or None) for one input."""
+    """Return (result, run evidence or None, run directory or None) for one input.
+
+    The result comes back with absolute paths, however ``run.json`` kept them.
+    """
     target = path / "run.json" if path.is_dir() else path
     document = read_json_file(target, MAX_RESULT_FILE_BYTES, what="report input")
     if isinstance(document, dict) and document.get("format") == "sevro.run-evidence.v1":
-        run = _load_run(target)
-        return run["result"], run, target.resolve().parent
-    validate_input("cli-result.v1", document, source=target)
+        run = _load_run(target, document)
+        run_dir = target.resolve().parent
+        return located_result(retained_result(run["result"], run_dir), run_dir), run, run_dir
+    validate_input("cli-result.v1", document, source=target, compiled=_large(document))
     assert isinstance(document, dict)
     if document["evidencePath"] is None:
         if document["cases"] or document["exitCode"] == 0:
@@ -71,35 +92,83 @@ def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | No
         raise InvocationError(
             f"runId differs from the evidence at {run_json}", source=target, pointer="/runId"
         )
-    if canonical_json(run["result"]) != canonical_json(document):
+    # paths as the result spells them (a resolved path may differ through a symlink)
+    if canonical_json(retained_result(run["result"], run_json.parent)) != canonical_json(
+        retained_result(document, run_json.parent)
+    ):
         raise InvocationError(f"result differs from the one retained in {run_json}", source=target)
     return document, run, run_json.resolve().parent
 
 
-def _verify_blob(run_dir: Path, ref: Mapping[str, Any], limit: int, source: Path) -> None:
-    path = (run_dir / ref["path"]).resolve()
-    if run_dir not in path.parents:
-        raise InvocationError(
-            f"evidence path {ref['path']!r} leaves the run directory", source=source
-        )
+class _RunFiles:
+    """Reads files of one run directory, refusing paths that leave it.
+
+    Each directory is resolved once (a run of 10 000 trials has a few hundred), and the final
+    component is opened without following a symlink.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._dirs: dict[str, str | None] = {}
+
+    def path(self, relative: str, source: Path | str, what: str) -> str:
+        """An absolute path as text: building ``Path`` objects dominates a 10 000-trial report."""
+        if "\0" in relative:
+            raise InvocationError(f"{what} path {relative!r} holds a NUL byte", source=source)
+        head, _, name = relative.rpartition("/")
+        parent = self._dirs.get(head, "")
+        if parent == "":
+            resolved = (self.run_dir / head).resolve() if head else self.run_dir
+            inside = resolved == self.run_dir or self.run_dir in resolved.parents
+            parent = self._dirs[head] = str(resolved) if inside else None
+        if parent is None or name in ("", ".", "..") or relative.startswith("/"):
+            raise InvocationError(
+                f"{what} path {relative!r} leaves the run directory", source=source
+            )
+        return f"{parent}/{name}"
+
+
+def _verify_blob(files: _RunFiles, ref: Mapping[str, Any], limit: int, source: str) -> None:
+    path = files.path(ref["path"], source, "evidence")
     data = read_bounded(path, limit, what="retained evidence")
     if hashlib.sha256(data).hexdigest() != ref["sha256"] or len(data) != ref["byteLength"]:
         raise InvocationError("retained evidence does not match its recorded digest", source=path)
 
 
-def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    out: dict[tuple[str, int], dict[str, Any]] = {}
-    for ref in run["trials"]:
-        if ref["path"] is None:
-            continue
-        path = (run_dir / ref["path"]).resolve()
-        if run_dir not in path.parents:
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _trial_document(path: str, recorded: str | None) -> tuple[dict[str, Any], bool]:
+    """The parsed trial file and whether its bytes are the ones run.json recorded.
+
+    A file whose sha256 matches run.json is byte for byte what sevro validated before writing
+    it, so it is not validated again; a file that differs is refused; a run written before
+    digests were recorded is validated in full.
+    """
+    data = read_bounded(path, MAX_RESULT_FILE_BYTES, what="trial evidence")
+    if recorded is not None:
+        if hashlib.sha256(data).hexdigest() != recorded:
             raise InvocationError(
-                f"trial path {ref['path']!r} leaves the run directory", source=run_dir / "run.json"
+                "trial evidence does not match the digest recorded in run.json", source=path
             )
-        document = read_json_file(path, MAX_RESULT_FILE_BYTES, what="trial evidence")
-        validate_input("trial-evidence.v1", document, source=path)
-        assert isinstance(document, dict)
+        try:
+            document = json.loads(data, parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            document = None  # the strict reader below says what is wrong
+        if isinstance(document, dict):
+            return document, True
+    document = parse_json_text(data, source=path)
+    validate_input("trial-evidence.v1", document, source=path)
+    assert isinstance(document, dict)
+    return document, False
+
+
+def _check_trial(
+    files: _RunFiles, run: Mapping[str, Any], ref: Mapping[str, Any], path: str
+) -> dict[str, Any]:
+    document, proven = _trial_document(path, ref.get("sha256"))
+    try:
         if (document["runId"], document["caseId"], document["trial"]) != (
             run["runId"],
             ref["caseId"],
@@ -110,10 +179,45 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
             )
         evidence = document["evidence"]
         if evidence["rawResult"] is not None:
-            _verify_blob(run_dir, evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES, path)
+            _verify_blob(files, evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES, path)
         for artifact in evidence["artifactRefs"]:
-            _verify_blob(run_dir, artifact, MAX_ARTIFACT_BYTES, path)
-        out[(ref["caseId"], ref["trial"])] = document
+            _verify_blob(files, artifact, MAX_ARTIFACT_BYTES, path)
+        if proven and not _summable(evidence):
+            raise TypeError
+    except (KeyError, TypeError, AttributeError, ValueError):
+        if not proven:
+            raise
+        # run.json and the file agree, yet the file is not what sevro writes: say where
+        validate_input("trial-evidence.v1", document, source=path)
+        raise InvocationError("trial evidence is malformed", source=path) from None
+    return document
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _summable(evidence: Mapping[str, Any]) -> bool:
+    """The values a report row adds up have the types the schema promises."""
+    usage = evidence["usage"]
+    return (
+        _number(evidence["durations"]["candidateMs"])
+        and isinstance(usage["complete"], bool)
+        and _number(usage["inputTokens"])
+        and _number(usage["outputTokens"])
+        and _number(usage["costUsd"])
+    )
+
+
+def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    files = _RunFiles(run_dir)
+    run_json = str(run_dir / "run.json")
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for ref in run["trials"]:
+        if ref["path"] is None:
+            continue
+        path = files.path(ref["path"], run_json, "trial")
+        out[(ref["caseId"], ref["trial"])] = _check_trial(files, run, ref, path)
     return out
 
 
@@ -297,5 +401,5 @@ def build_report(
     }
     from sevro_core.schemas import validate_output
 
-    validate_output("report.v1", document)
+    validate_output("report.v1", document, compiled=len(rows) > LARGE_DOCUMENT_ITEMS)
     return document

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sevro_core.engine import TrialRecord
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
 from sevro_core.states import (
     Execution,
@@ -23,6 +22,9 @@ from sevro_core.states import (
     exit_code_for,
     run_verdict,
 )
+
+if TYPE_CHECKING:  # `sevro report` imports this module and must not load the engine
+    from sevro_core.engine import TrialRecord
 
 CLI_RESULT_FORMAT = "sevro.cli-result.v1"
 
@@ -92,6 +94,46 @@ def cli_result(
             "message": diagnostic["message"][:MAX_DIAGNOSTIC_CHARS],
         }
     return document
+
+
+def _with_paths(result: Mapping[str, Any], convert: Any) -> dict[str, Any]:
+    out = dict(result)
+    if out.get("evidencePath") is not None:
+        out["evidencePath"] = convert(out["evidencePath"])
+    out["cases"] = [
+        {
+            **case,
+            "trials": [
+                {**t, "artifactPath": convert(t["artifactPath"])}
+                if t.get("artifactPath") is not None
+                else t
+                for t in case["trials"]
+            ],
+        }
+        for case in result.get("cases", [])
+    ]
+    return out
+
+
+def retained_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The result as ``run.json`` keeps it: paths relative to the run directory.
+
+    ``--json`` prints absolute paths, for the caller to open; the retained copy must stay
+    valid when the run directory is moved or archived. Paths outside ``run_dir`` (none that
+    sevro writes) are left as they are.
+    """
+
+    prefix = f"{run_dir}/"  # text, not Path: a result can list 10 000 trials
+
+    def relative(path: str) -> str:
+        return path[len(prefix) :] if path.startswith(prefix) else path
+
+    return _with_paths(result, relative)
+
+
+def located_result(result: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A retained result with its paths made absolute again, under ``run_dir``."""
+    return _with_paths(result, lambda path: path if path[:1] == "/" else f"{run_dir}/{path}")
 
 
 def pre_run_failure(code: str, message: str, exit_code: ExitCode) -> dict[str, Any]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import stat
 from pathlib import Path
 
 import structlog
@@ -18,7 +21,7 @@ from sevro_core.evidence import EvidenceStore
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
 from sevro_core.planning import RunPlan
 from sevro_core.runstate import RunState, TrialCheckpoint
-from sevro_core.schemas import validator
+from sevro_core.schemas import is_valid
 from sevro_core.workspace import WorkspaceEscapeError, read_confined
 
 log = structlog.get_logger("sevro.resume")
@@ -46,7 +49,7 @@ def _verified(
         document = json.loads(data)
     except ValueError:
         return "its file is not JSON"
-    if next(iter(validator("trial-evidence.v1").iter_errors(document)), None) is not None:
+    if not is_valid("trial-evidence.v1", document):
         return "its file does not match the trial evidence schema"
     evidence = document["evidence"]
     if (document["runId"], document["caseId"], document["trial"]) != (
@@ -64,10 +67,33 @@ def _verified(
     return TrialRecord.from_document(document, store.run_dir / checkpoint.path, checkpoint.sha256)
 
 
+_STALE_TEMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+"""What ``write_private_atomic`` names a file until it is renamed into place."""
+
+
+def remove_stale_temp_files(run_dir: Path) -> int:
+    """Delete half-written temporary files a killed attempt left in the run directory.
+
+    Nothing refers to them (a file becomes evidence only when renamed into place), and no
+    other process writes into a run it does not own. Symlinks are never followed.
+    """
+    removed = 0
+    for dirpath, _dirnames, filenames in os.walk(run_dir):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if _STALE_TEMP.match(name) and stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
+                removed += 1
+    return removed
+
+
 def recover(
     plan: RunPlan, store: EvidenceStore, state: RunState
 ) -> dict[tuple[str, int], TrialRecord]:
     """Trials of ``store``'s run that this attempt can reuse; the rest are moved aside."""
+    stale = remove_stale_temp_files(store.run_dir)
+    if stale:
+        log.info("removed stale temporary files", run_id=store.run_id, files=stale)
     wanted = {(p.case.id, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)}
     reused: dict[tuple[str, int], TrialRecord] = {}
     for checkpoint in state.checkpoints(store.run_id):

@@ -8,6 +8,7 @@ evaluation and every persisted trial, so a crashed run can be resumed.
 from __future__ import annotations
 
 import datetime
+import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -17,13 +18,13 @@ import structlog
 from attrs import frozen
 
 from sevro_core.engine import TrialRecord
-from sevro_core.errors import InvocationError, PersistenceError
+from sevro_core.errors import InvocationError, PersistenceError, SevroError
 from sevro_core.evidence import RUN_FORMAT, EvidenceStore, ensure_private_dir
 from sevro_core.loading import load_cases
 from sevro_core.models import CancelToken
 from sevro_core.planning import RunPlan, RunSettings, plan_run
 from sevro_core.plugins import Registry
-from sevro_core.results import cli_result
+from sevro_core.results import cli_result, retained_result
 from sevro_core.resume import recover
 from sevro_core.runinfo import RunInfo
 from sevro_core.runstate import RunState, TrialCheckpoint
@@ -104,6 +105,8 @@ def _execute_claimed(
             results_root=settings.results_root,
             trials_total=len(plan.cases) * settings.trials,
             resume=resume,
+            identity=plan.identity,
+            project_root=settings.project_root,
         )
         run_id = claim.run_id
         try:
@@ -112,7 +115,7 @@ def _execute_claimed(
             )
             reused = recover(plan, store, state) if claim.resumed else {}
         except Exception:
-            state.finish(run_id, "failed")
+            _finish_failed(state, run_id)
             raise
         info = RunInfo(
             run_id=run_id,
@@ -143,6 +146,7 @@ def _execute_claimed(
                         record.attempt,
                         store.relative(record.path),
                         record.sha256,
+                        record.states.execution.value,
                     ),
                 )
             log.debug(
@@ -161,7 +165,7 @@ def _execute_claimed(
             records = run_trials(plan, store, cancel, finished, reused=reused)
         except BaseException as exc:
             log.info("run failed", run_id=run_id, error=str(exc))
-            state.finish(run_id, "failed")
+            _finish_failed(state, run_id)
             raise
         signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
         status = "interrupted" if signal_exit is not None else "completed"
@@ -188,13 +192,30 @@ def _execute_claimed(
         )
         try:
             store.write_run(document)
+            digest = hashlib.sha256(run_path.read_bytes()).hexdigest()
         except OSError as exc:
             raise PersistenceError(
                 f"run evidence could not be written to {run_path}: {exc}"
             ) from exc
+        try:
+            state.record_run_evidence(run_id, digest)
+        except SevroError as exc:  # the run is complete; `sevro runs` then checks the schema
+            log.warning("run.json digest not recorded", run_id=run_id, error=str(exc))
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
     return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
+
+
+def _finish_failed(state: RunState, run_id: str) -> None:
+    """Mark the run failed if the state can still be written; the original error matters.
+
+    When it cannot (a full disk), the run stays ``active`` with a dead owner, which the next
+    claim or ``sevro runs`` reads as interrupted: resumable either way.
+    """
+    try:
+        state.finish(run_id, "failed")
+    except SevroError as exc:
+        log.warning("run state not updated", run_id=run_id, error=str(exc))
 
 
 def run_document(
@@ -250,8 +271,9 @@ def run_document(
                 "trial": r.trial,
                 "attempt": r.attempt if r.path is not None else None,
                 "path": store.relative(r.path) if r.path is not None else None,
+                "sha256": r.sha256 if r.path is not None else None,
             }
             for r in records
         ],
-        "result": result,
+        "result": retained_result(result, store.run_dir),
     }

@@ -1,7 +1,8 @@
 """Published JSON Schemas (Draft 2020-12): loading, caching and pointer-precise diagnostics.
 
 Schemas ship inside the package (``sevro_core/schemas``) and are linked from `docs/schemas/`.
-Validators are compiled once per process.
+Validators are compiled once per process. sevro's own evidence schemas also get a compiled
+(fastjsonschema) validator that decides validity; jsonschema then only explains a refusal.
 """
 
 from __future__ import annotations
@@ -45,6 +46,82 @@ def _package_registry(package: str) -> Any:
 def validator(name: str, package: str = "sevro_core") -> Any:
     # Packaged schemas are checked against the metaschema by the test suite, not at start-up.
     return compile_schema(load_schema(name, package), _package_registry(package), trusted=True)
+
+
+FAST_SCHEMAS = frozenset({"trial-evidence.v1", "run-evidence.v1", "cli-result.v1", "report.v1"})
+"""Schemas validated at scale (every trial on write, resume and report) by compiled code."""
+_DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+def as_draft7(schema: Any, base: str = "") -> Any:
+    """The same constraints in draft-07 terms, which fastjsonschema compiles.
+
+    Only ``prefixItems`` differs among the keywords sevro's schemas use (a test checks that no
+    other 2020-12-only keyword appears and that both validators agree on mutated documents);
+    ``const`` becomes a one-value ``enum`` to work around a fastjsonschema code-generation bug.
+    Local ``#/...`` references become absolute, as fastjsonschema cannot join them to a
+    ``urn:`` base.
+    """
+    if isinstance(schema, list):
+        return [as_draft7(item, base) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    base = schema.get("$id", base) if isinstance(schema.get("$id"), str) else base
+    out = {key: as_draft7(value, base) for key, value in schema.items()}
+    if isinstance(out.get("$ref"), str) and out["$ref"].startswith("#"):
+        out["$ref"] = base + out["$ref"]
+    if out.get("$schema"):
+        out["$schema"] = _DRAFT7
+    if "const" in out:  # equivalent, and compiles without fastjsonschema's detailed errors
+        out["enum"] = [out.pop("const")]
+    if "prefixItems" in out:
+        out["additionalItems"] = out.pop("items", True)
+        out["items"] = out.pop("prefixItems")
+    return out
+
+
+@functools.cache
+def fast_validator(name: str, package: str = "sevro_core") -> Any:
+    """A compiled validator for one of sevro's packaged schemas; raises on the first error."""
+    import fastjsonschema
+
+    def resolve(uri: str) -> Any:
+        return as_draft7(load_schema(uri.removeprefix("urn:sevro:schema:"), package))
+
+    return fastjsonschema.compile(
+        as_draft7(load_schema(name, package)),
+        handlers={"urn": resolve},
+        use_default=False,
+        use_formats=False,
+        detailed_exceptions=False,  # a refusal is explained by jsonschema, not here
+    )
+
+
+COMPILE_AFTER = 16
+"""Compiling costs about as much as 30 jsonschema validations, so a one-trial run never pays."""
+LARGE_DOCUMENT_ITEMS = 64
+"""A run or report with more trials or rows than this is worth compiling a validator for."""
+_validations: dict[str, int] = {}
+
+
+def is_valid(
+    name: str, instance: JsonValue, package: str = "sevro_core", *, compiled: bool = False
+) -> bool:
+    """Whether ``instance`` matches the packaged schema ``name``.
+
+    A hot schema (``FAST_SCHEMAS``, after ``COMPILE_AFTER`` validations or when ``compiled``)
+    is checked by compiled code; both validators decide the same (see the tests).
+    """
+    count = _validations[name] = _validations.get(name, 0) + 1
+    if name not in FAST_SCHEMAS or (count <= COMPILE_AFTER and not compiled):
+        return bool(validator(name, package).is_valid(instance))
+    from fastjsonschema import JsonSchemaException
+
+    try:
+        fast_validator(name, package)(instance)
+    except JsonSchemaException:
+        return False
+    return True
 
 
 def compile_schema(
@@ -120,9 +197,14 @@ def validate_input(
     source: str | Path,
     base: str = "",
     package: str = "sevro_core",
+    compiled: bool = False,
 ) -> None:
     """Validate user input; raise an exit-64 error naming the file and pointer."""
+    if name in FAST_SCHEMAS and is_valid(name, instance, package, compiled=compiled):
+        return
     found = describe_first_error(validator(name, package).iter_errors(instance), base)
+    if found is None and name in FAST_SCHEMAS:
+        found = base, f"does not match {name}"  # the compiled validator refused it
     if found is not None:
         pointer, message = found
         raise InvocationError(message, source=source, pointer=pointer)
@@ -132,9 +214,13 @@ class EvidenceSchemaError(RuntimeError):
     """sevro produced a document its own schema refuses: an internal error (exit 70)."""
 
 
-def validate_output(name: str, instance: JsonValue) -> None:
+def validate_output(name: str, instance: JsonValue, *, compiled: bool = False) -> None:
     """Validate a document sevro is about to write."""
+    if name in FAST_SCHEMAS and is_valid(name, instance, compiled=compiled):
+        return
     found = describe_first_error(validator(name).iter_errors(instance))
+    if found is None and name in FAST_SCHEMAS:
+        found = "", f"refused by the compiled {name} validator"
     if found is not None:
         pointer, message = found
         raise EvidenceSchemaError(f"{name} document invalid at '{pointer}': {message}")
