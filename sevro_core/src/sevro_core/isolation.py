@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import structlog
 from attrs import evolve, frozen
 
 from sevro_core.canonical import hash_json
@@ -36,8 +35,6 @@ from sevro_core.protection import (
     readable_holder,
 )
 from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
-
-log = structlog.get_logger("sevro.sandbox")
 
 SANDBOX_CAPABILITY = "sevro.sandbox"
 """Provided by the planner when commands can run isolated (or the operator opted out)."""
@@ -218,6 +215,9 @@ def select_sandbox(
 
 def announce(selection: SandboxSelection) -> None:
     """Say loudly, once the run is accepted, that commands will run without isolation."""
+    import structlog  # not at import time: every plugin load imports this module
+
+    log = structlog.get_logger("sevro.sandbox")
     if selection.opted_out:
         log.warning(
             "isolation disabled by --sandbox none: shell checks and host commands run "
