@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -196,7 +197,11 @@ def _check_trial(
         # run.json and the file agree, yet the file is not what sevro writes: say where
         validate_input("trial-evidence.v1", document, source=path)
         raise InvocationError("trial evidence is malformed", source=path) from None
-    return document
+    return {"evidence": {key: evidence.get(key) for key in _REPORTED_EVIDENCE}}
+
+
+_REPORTED_EVIDENCE = ("execution", "grading", "checks", "requiredEvidence", "usage", "durations")
+"""What rows and failure reasons read: all a verified trial is reduced to (small to return)."""
 
 
 def _number(value: object) -> bool:
@@ -218,13 +223,78 @@ def _summable(evidence: Mapping[str, Any]) -> bool:
 def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
     files = _RunFiles(run_dir)
     run_json = str(run_dir / "run.json")
-    out: dict[tuple[str, int], dict[str, Any]] = {}
-    for ref in run["trials"]:
-        if ref["path"] is None:
-            continue
-        path = files.path(ref["path"], run_json, "trial")
-        out[(ref["caseId"], ref["trial"])] = _check_trial(files, run, ref, path)
-    return out
+    refs = [ref for ref in run["trials"] if ref["path"] is not None]
+    paths = [files.path(ref["path"], run_json, "trial") for ref in refs]
+    workers = _verification_processes(len(refs))
+    if workers <= 1:
+        checked = [
+            _check_trial(files, run, ref, path) for ref, path in zip(refs, paths, strict=True)
+        ]
+    else:
+        checked = _check_in_processes(workers, (files, run, refs, paths))
+    return {(ref["caseId"], ref["trial"]): doc for ref, doc in zip(refs, checked, strict=True)}
+
+
+_PARALLEL_FROM_TRIALS = 256
+_MAX_VERIFICATION_PROCESSES = 4
+_shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]] | None = None
+"""The run being verified, inherited by forked workers instead of being pickled to them."""
+
+
+def _verification_processes(trials: int) -> int:
+    """Verifying a trial is CPU-bound Python (threads only contend for the GIL), so large runs
+    are split across forked processes; fork is only safe to rely on under Linux."""
+    if trials < _PARALLEL_FROM_TRIALS or sys.platform != "linux":
+        return 1
+    return min(len(os.sched_getaffinity(0)), _MAX_VERIFICATION_PROCESSES)
+
+
+def _check_in_processes(
+    workers: int, shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]]
+) -> list[dict[str, Any]]:
+    """Contiguous slices in order: the first bad trial of the first bad slice is the one a
+    sequential check would name."""
+    import multiprocessing
+
+    global _shared  # noqa: PLW0603 - set only for the lifetime of the pool
+    _shared = shared
+    total = len(shared[2])
+    step = -(-total // workers)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, _quiet_worker) as pool:
+            slices = pool.map(
+                _check_slice, [(i, min(i + step, total)) for i in range(0, total, step)]
+            )
+    finally:
+        _shared = None
+    checked: list[dict[str, Any]] = []
+    for outcome in slices:
+        if isinstance(outcome, tuple):
+            message, source, pointer = outcome
+            raise InvocationError(message, source=source, pointer=pointer)
+        checked.extend(outcome)
+    return checked
+
+
+def _quiet_worker() -> None:
+    """Ctrl-C reaches the whole group: the parent reports it; workers end by the pool's SIGTERM
+    (the default action) instead of each printing a traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _check_slice(
+    bounds: tuple[int, int],
+) -> list[dict[str, Any]] | tuple[str, str | None, str | None]:
+    """A slice's reduced trials, or its first refusal as (message, source, pointer)."""
+    assert _shared is not None
+    files, run, refs, paths = _shared
+    try:
+        return [_check_trial(files, run, refs[i], paths[i]) for i in range(*bounds)]
+    except InvocationError as exc:
+        return (exc.message, exc.source, exc.pointer)
 
 
 def _sum_known(values: Sequence[float | int | None]) -> float | int | None:
