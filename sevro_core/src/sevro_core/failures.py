@@ -26,15 +26,22 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def escape_text(text: str, limit: int = MAX_FAILURE_REASON_CHARS) -> str:
-    """``text`` with every control or format character written as an escape, cut to ``limit``.
+    """``text`` through :func:`escape_controls`, cut to ``limit`` characters (``…`` marks a cut).
 
-    The one helper for untrusted text shown to a person: C0/C1 controls (ESC starts ANSI
-    sequences), DEL, zero-width and bidi format characters and line separators become
-    ``\\xNN`` / ``\\uNNNN`` / ``\\n``; the result never exceeds ``limit`` characters.
+    The one helper for untrusted text shown to a person; the result never exceeds ``limit``.
     """
-    clipped = text[: limit + 1]
+    escaped = escape_controls(text[: limit + 1])
+    if len(text) > limit or len(escaped) > limit:
+        return escaped[: max(limit - 1, 0)] + "…"
+    return escaped
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control or format character written as an escape: C0/C1 controls
+    (ESC starts ANSI sequences), DEL, zero-width and bidi format characters and line separators
+    become ``\\xNN`` / ``\\uNNNN`` / ``\\n``, so a terminal shows the text as it is, on one line."""
     out = []
-    for char in clipped:
+    for char in text:
         if char in _NAMED:
             out.append(_NAMED[char])
         elif unicodedata.category(char) in _UNSAFE_CATEGORIES:
@@ -42,10 +49,7 @@ def escape_text(text: str, limit: int = MAX_FAILURE_REASON_CHARS) -> str:
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:
             out.append(char)
-    escaped = "".join(out)
-    if len(text) > limit or len(escaped) > limit:
-        return escaped[: max(limit - 1, 0)] + "…"
-    return escaped
+    return "".join(out)
 
 
 def trial_reason(evidence: Mapping[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, InvocationError
+from sevro_core.failures import escape_controls
 from sevro_core.jsonio import read_bounded
 from sevro_core.limits import (
     MAX_HOST_CREDENTIAL_FILE_BYTES,
@@ -98,16 +99,10 @@ def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()][
         -MAX_HOST_STDERR_TAIL_LINES:
     ]
-    escaped = " | ".join(_escape(line) for line in lines)
+    escaped = " | ".join(escape_controls(line) for line in lines)
     if len(escaped) > MAX_HOST_STDERR_TAIL_CHARS:
         escaped = "..." + escaped[-MAX_HOST_STDERR_TAIL_CHARS:]
     return escaped or "(empty)"
-
-
-def _escape(line: str) -> str:
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line
-    )
 
 
 def pid_namespace_argv(unshare: str) -> list[str]:
