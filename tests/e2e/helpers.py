@@ -6,11 +6,14 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from sevro_core.results import located_result
 from sevro_core.schemas import validator
+from sevro_core.testing import SevroProject
 
 
 def regex_check(check_id: str, pattern: str, **extra: Any) -> dict[str, Any]:
@@ -46,3 +49,33 @@ def assert_valid_evidence(result: dict[str, Any]) -> dict[str, Any]:
 def trial_evidence(result: dict[str, Any], case: int = 0, trial: int = 0) -> dict[str, Any]:
     path = result["cases"][case]["trials"][trial]["artifactPath"]
     return load(path)["evidence"]
+
+
+def spawn_unsandboxed_run(
+    project: SevroProject,
+    case: Path,
+    host: Path,
+    *extra: str,
+    launcher: tuple[str, ...] = (sys.executable, "-m", "sevro_core"),
+) -> subprocess.Popen[str]:
+    """``sevro run CASE --host-config HOST --sandbox none --json`` in the background, for tests
+    that signal or watch a run while it is going; ``launcher`` is how sevro is started."""
+    return subprocess.Popen(
+        [
+            *launcher,
+            "run",
+            str(case),
+            "--host-config",
+            str(host),
+            "--sandbox",
+            "none",
+            "--json",
+            "--results-root",
+            str(project.results),
+            *extra,
+        ],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -11,41 +11,16 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from sevro_core.testing import SevroProject
-from tests.e2e.helpers import regex_check, trial_evidence
+from tests.e2e.helpers import regex_check, spawn_unsandboxed_run, trial_evidence
 
 HANG_LIMIT = 60.0
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
-
-def sevro_run(project: SevroProject, case: Path, host: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--sandbox",
-            "none",
-            "--json",
-            "--results-root",
-            str(project.results),
-            *extra,
-        ],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -75,7 +50,9 @@ def test_signals_during_heavy_log_writing_always_end_the_run(
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
     chance = random.Random(12)
     for attempt in range(12):
-        process = sevro_run(sevro_project, case, host, "--trials", "1000", "--jobs", "3", "-vv")
+        process = spawn_unsandboxed_run(
+            sevro_project, case, host, "--trials", "1000", "--jobs", "3", "-vv"
+        )
         wait_for_line(process, "trial finished")  # the main thread is writing log lines now
         time.sleep(chance.uniform(0.0, 0.3))
         process.send_signal(sig)
@@ -95,7 +72,9 @@ def test_a_signal_during_a_pathological_regex_match_is_obeyed(
     """The match ends within REGEX_CHECK_TIMEOUT_SECONDS; the run then stops as interrupted."""
     case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
     host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
-    process = sevro_run(sevro_project, case, host, "--trials", "3", "--jobs", "1", "-vv")
+    process = spawn_unsandboxed_run(
+        sevro_project, case, host, "--trials", "3", "--jobs", "1", "-vv"
+    )
     wait_for_line(process, "run started")
     started = cpu_seconds(process.pid)
     deadline = time.monotonic() + HANG_LIMIT
@@ -122,7 +101,7 @@ def test_without_a_signal_the_pathological_match_is_a_grading_error(
     """The positive control: the same run, uninterrupted, errors on the time limit."""
     case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
     host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
-    process = sevro_run(sevro_project, case, host, "--trials", "1")
+    process = spawn_unsandboxed_run(sevro_project, case, host, "--trials", "1")
     stdout, stderr = process.communicate(timeout=HANG_LIMIT)
     result = json.loads(stdout)
     assert result["grading"]["status"] == "error", stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sevro_core.testing import SevroProject
-from tests.e2e.helpers import regex_check
+from tests.e2e.helpers import regex_check, spawn_unsandboxed_run
 
 DELAYS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2)
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -41,24 +41,7 @@ def catches_sigterm(pid: int) -> bool:
 def start(project: SevroProject, command: list[str]) -> subprocess.Popen[str]:
     case = project.case(checks=[regex_check("r", "ok")])
     host = project.script(default=[[{"sleep": {"ms": 60_000}}, {"reply": {"text": "ok"}}]])
-    process = subprocess.Popen(
-        [
-            *command,
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--sandbox",
-            "none",
-            "--json",
-            "--results-root",
-            str(project.results),
-        ],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = spawn_unsandboxed_run(project, case, host, launcher=tuple(command))
     deadline = time.monotonic() + HANG_LIMIT
     while not catches_sigterm(process.pid):
         assert process.poll() is None, process.communicate()
