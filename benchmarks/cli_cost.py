@@ -77,9 +77,9 @@ def _request(root: Path) -> Any:
 
 
 def _run(prepared: Prepared) -> float:
+    from sevro_core.isolation.processes import run_bounded
     from sevro_core.limits import MAX_HOST_EVENT_STREAM_BYTES
     from sevro_core.models import CancelToken
-    from sevro_core.processes import run_bounded
 
     started = time.perf_counter()
     outcome = run_bounded(
@@ -104,7 +104,7 @@ def _run(prepared: Prepared) -> float:
 
 
 def _codex_host(codex: str, server: Any, root: Path) -> Any:
-    from sevro_core.protocols import HostOptions
+    from sevro_core.plugin.protocols import HostOptions
     from sevro_hosts_codex.host import CodexHost
 
     config = {
@@ -209,7 +209,7 @@ CODEX_VARIANTS: dict[str, Variant] = {
 
 
 def _claude_host(claude: str, server: Any, root: Path) -> Any:
-    from sevro_core.protocols import HostOptions
+    from sevro_core.plugin.protocols import HostOptions
     from sevro_hosts_claude.host import ClaudeHost
 
     config = {"format": "sevro.claude-host.v1", "baseUrl": server.origin, "maxRetries": 0}
@@ -363,7 +363,7 @@ def measure(
     rounds: int,
     only: set[str] | None,
 ) -> dict[str, list[float]]:
-    from sevro_core.mockmodel import Message, MockModelServer, reply
+    from sevro_core.testing.mockmodel import Message, MockModelServer, reply
 
     samples: dict[str, list[float]] = {"raw": [], "host trial": [], "sevro config": []}
     chosen = {k: v for k, v in variants.items() if only is None or k in only}
@@ -416,7 +416,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="measure only these variants")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    from sevro_core.mockmodel import AnthropicMessages, OpenAIResponses
+    from sevro_core.testing.mockmodel import AnthropicMessages, OpenAIResponses
 
     codex, claude = _clis()
     only = set(args.only) if args.only else None

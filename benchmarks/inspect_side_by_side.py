@@ -67,10 +67,10 @@ SEVRO = """
 import json, sys, tempfile, time
 from pathlib import Path
 from sevro_core.logs import configure
-from sevro_core.planning import RunSettings
-from sevro_core.plugins import load_plugins
-from sevro_core.protocols import HostOptions
-from sevro_core.runner import execute, prepare
+from sevro_core.run.planning import RunSettings
+from sevro_core.plugin.manager import load_plugins
+from sevro_core.plugin.protocols import HostOptions
+from sevro_core.run.runner import execute, prepare
 
 CASE = {
     "id": "trivial",

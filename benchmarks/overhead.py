@@ -68,10 +68,10 @@ HOST = {
 
 
 def engine_run_seconds(root: Path, trials: int) -> float:
-    from sevro_core.planning import RunSettings
-    from sevro_core.plugins import load_plugins
-    from sevro_core.protocols import HostOptions
-    from sevro_core.runner import execute, prepare
+    from sevro_core.plugin.manager import load_plugins
+    from sevro_core.plugin.protocols import HostOptions
+    from sevro_core.run.planning import RunSettings
+    from sevro_core.run.runner import execute, prepare
 
     settings = RunSettings(
         trials=trials,

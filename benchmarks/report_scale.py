@@ -39,10 +39,10 @@ HOST = {
 
 def seed_run(root: Path) -> Path:
     """One real trial, run in-process; returns its run directory."""
-    from sevro_core.planning import RunSettings
-    from sevro_core.plugins import load_plugins
-    from sevro_core.protocols import HostOptions
-    from sevro_core.runner import execute, prepare
+    from sevro_core.plugin.manager import load_plugins
+    from sevro_core.plugin.protocols import HostOptions
+    from sevro_core.run.planning import RunSettings
+    from sevro_core.run.runner import execute, prepare
 
     (root / "case.json").write_text(json.dumps(CASE))
     settings = RunSettings(

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from sevro_core.mockmodel import Message, ToolCall, reply
 from sevro_core.testing import (
     SevroProject,
     require_claude,
@@ -29,6 +28,7 @@ from sevro_core.testing import (
     require_sandbox,
     require_tool,
 )
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import run_codex, shell
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sevro_core.canonical import CanonicalJsonError, canonical_json, hash_json
+from sevro_core.formats.canonical import CanonicalJsonError, canonical_json, hash_json
 
 
 @pytest.mark.parametrize(

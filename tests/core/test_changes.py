@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import sevro_core.changes as changes_module
-from sevro_core.changes import changes, snapshot
+import sevro_core.fixtures.changes as changes_module
+from sevro_core.fixtures.changes import changes, snapshot
 from tests.core.test_workspace import deep_tree
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sevro_core.failures import (
+from sevro_core.reporting.failures import (
     case_failures,
     escape_text,
     render_failures,

@@ -13,9 +13,9 @@ import pytest
 from sevro_core.builtins.generated_fixture import GeneratedFixtureProvider
 from sevro_core.builtins.inline_fixture import InlineFixtureProvider
 from sevro_core.errors import ConfigurationError
-from sevro_core.protocols import MaterialisedFixture
+from sevro_core.fixtures.workspace import create_workspace, remove_tree
+from sevro_core.plugin.protocols import MaterialisedFixture
 from sevro_core.testing import require_tool
-from sevro_core.workspace import create_workspace, remove_tree
 
 provider = GeneratedFixtureProvider()
 BASIC: dict[str, Any] = {

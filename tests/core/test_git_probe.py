@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from sevro_core import gitprobe
 from sevro_core.builtins.generated_fixture import GeneratedFixtureProvider
+from sevro_core.fixtures import probe as gitprobe
+from sevro_core.fixtures.workspace import create_workspace
 from sevro_core.models import CancelToken, Observation
-from sevro_core.protocols import FixtureReport, WorkspaceProbe
+from sevro_core.plugin.protocols import FixtureReport, WorkspaceProbe
 from sevro_core.states import Completeness
 from sevro_core.testing import require_tool
-from sevro_core.workspace import create_workspace
 
 DECLARATION: dict[str, Any] = {
     "kind": "generated",

@@ -10,15 +10,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from sevro_core.hostkit import (
+from sevro_core.hosts.agentcli import (
     is_native_executable,
     pid_namespace_argv,
     secret_strings,
     stderr_tail,
 )
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.limits import MAX_HOST_STDERR_TAIL_CHARS, MAX_HOST_STDERR_TAIL_LINES
 from sevro_core.models import CancelToken
-from sevro_core.processes import DEFAULT_PATH, run_bounded
 from sevro_core.testing import require_tool
 
 SECRET = "sk-planted-secret-0123456789"

@@ -8,7 +8,7 @@ import pytest
 
 from sevro_core.builtins.inline_fixture import InlineFixtureProvider
 from sevro_core.errors import ConfigurationError
-from sevro_core.workspace import create_workspace, remove_tree
+from sevro_core.fixtures.workspace import create_workspace, remove_tree
 
 provider = InlineFixtureProvider()
 

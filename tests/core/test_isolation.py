@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from sevro_core.errors import InvocationError
-from sevro_core.isolation import (
+from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace
+from sevro_core.isolation.protection import OPERATOR, ProtectedRoot
+from sevro_core.isolation.sandbox import (
     LOCAL_HTTP_CAPABILITY,
     SANDBOX_CAPABILITY,
     IsolationError,
@@ -22,9 +24,12 @@ from sevro_core.isolation import (
     select_sandbox,
 )
 from sevro_core.models import CancelToken
-from sevro_core.protection import OPERATOR, ProtectedRoot
-from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, SandboxPolicy, SandboxProbe
-from sevro_core.workspace import PRIVATE_PREFIX, create_workspace
+from sevro_core.plugin.protocols import (
+    NETWORK_LOCAL_HTTP,
+    NETWORK_NONE,
+    SandboxPolicy,
+    SandboxProbe,
+)
 
 
 class Backend:

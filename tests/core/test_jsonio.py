@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sevro_core.errors import InvocationError
-from sevro_core.jsonio import parse_json_text, read_json_file, write_json_atomic
+from sevro_core.formats.jsonio import parse_json_text, read_json_file, write_json_atomic
 
 
 def parse(text: str | bytes) -> object:

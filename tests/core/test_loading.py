@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sevro_core.errors import InvocationError
-from sevro_core.loading import load_cases
+from sevro_core.run.loading import load_cases
 
 BASE: dict[str, Any] = {
     "id": "c1",

@@ -6,8 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+from sevro_core.isolation.processes import run_bounded
 from sevro_core.models import CancelToken
-from sevro_core.processes import run_bounded
 
 ENV = {"PATH": "/usr/bin:/bin"}
 

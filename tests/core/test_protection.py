@@ -4,7 +4,7 @@ import os
 import pwd
 from pathlib import Path
 
-from sevro_core.protection import (
+from sevro_core.isolation.protection import (
     CREDENTIAL_PATHS,
     OPERATOR,
     ProtectedRoot,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.provenance import project_provenance
+from sevro_core.run.provenance import project_provenance
 from tests.core.test_workspace import deep_tree
 
 

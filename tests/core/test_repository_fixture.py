@@ -12,10 +12,10 @@ import pytest
 
 from sevro_core.builtins.repository_fixture import RepositoryFixtureProvider, SourceChangedError
 from sevro_core.errors import ConfigurationError, InvocationError
-from sevro_core.protocols import FixtureContext
-from sevro_core.sources import CaseSources, load_case_sources
+from sevro_core.fixtures.workspace import create_workspace
+from sevro_core.plugin.protocols import FixtureContext
+from sevro_core.run.sources import CaseSources, load_case_sources
 from sevro_core.testing import require_tool
-from sevro_core.workspace import create_workspace
 
 provider = RepositoryFixtureProvider()
 

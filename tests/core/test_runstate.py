@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sevro_core.errors import InvocationError
-from sevro_core.runstate import _SCHEMA, DATABASE_NAME, RunState, differing_dimensions
+from sevro_core.store.runstate import _SCHEMA, DATABASE_NAME, RunState, differing_dimensions
 
 DIMENSIONS = {"projectDigest": "a" * 64, "caseDigest": "b" * 64, "trialCount": 2}
 

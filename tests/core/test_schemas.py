@@ -22,7 +22,7 @@ def test_published_schemas_are_valid_draft_2020_12(package: str) -> None:
 
 def test_schema_bounds_are_the_named_limits() -> None:
     from sevro_core import limits
-    from sevro_core.schemas import load_schema
+    from sevro_core.formats.schemas import load_schema
 
     case = load_schema("case.v1")
     assert case["properties"]["checks"]["maxItems"] == limits.MAX_CHECKS_PER_CASE
@@ -45,7 +45,7 @@ def test_schema_bounds_are_the_named_limits() -> None:
 
 def test_trial_evidence_bounds_hold_host_and_fixture_evidence() -> None:
     from sevro_core import limits
-    from sevro_core.schemas import load_schema
+    from sevro_core.formats.schemas import load_schema
 
     evidence = load_schema("trial-evidence.v1")["$defs"]["evidence"]["properties"]
     assert evidence["observations"]["maxItems"] == (

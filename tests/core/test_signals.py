@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from sevro_core.models import CancelToken
-from sevro_core.signals import cancel_on_signals
+from sevro_core.run.signals import cancel_on_signals
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.workspace import (
+from sevro_core.fixtures.workspace import (
     WorkspaceEscapeError,
     create_workspace,
     read_confined,
@@ -135,7 +135,7 @@ def test_remove_tree_removes_a_wide_tree(tmp_path: Path) -> None:
 
 def test_remove_tree_stops_when_a_directory_is_swapped_under_it(tmp_path: Path) -> None:
     """Climbing back through ``..`` checks identity, so a moved directory is never misremoved."""
-    import sevro_core.workspace as workspace
+    import sevro_core.fixtures.workspace as workspace
 
     ws = create_workspace(tmp_path)
     (ws / "a" / "b").mkdir(parents=True)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sevro_core.results import located_result
-from sevro_core.schemas import validator
+from sevro_core.formats.schemas import validator
+from sevro_core.run.results import located_result
 from sevro_core.testing import SevroProject
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sevro_core.schemas import FAST_SCHEMAS, fast_validator, load_schema, validator
+from sevro_core.formats.schemas import FAST_SCHEMAS, fast_validator, load_schema, validator
 from sevro_core.testing import SevroProject
 from tests.e2e.helpers import regex_check
 

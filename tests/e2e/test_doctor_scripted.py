@@ -7,8 +7,8 @@ import textwrap
 from sevro_core.testing import SevroProject, require_sandbox
 
 LEAKY_SANDBOX = textwrap.dedent("""
-    from sevro_core.hookspecs import hookimpl
-    from sevro_core.protocols import SandboxProbe
+    from sevro_core.plugin.hookspecs import hookimpl
+    from sevro_core.plugin.protocols import SandboxProbe
 
 
     class Leaky:

@@ -110,7 +110,7 @@ def test_real_codex_error_reaches_the_summary_escaped(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
     """The real Codex CLI against a model that fails the turn with terminal escapes in its text."""
-    from sevro_core.mockmodel import Message, reply
+    from sevro_core.testing.mockmodel import Message, reply
     from tests.hosts_codex.helpers import API_KEY, API_KEY_ENV, host_config
 
     codex = require_codex()

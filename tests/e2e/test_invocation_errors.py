@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.schemas import validator
+from sevro_core.formats.schemas import validator
 from sevro_core.testing import CliResult, SevroProject, require_tool
 from tests.e2e.helpers import load, regex_check
 
@@ -153,7 +153,7 @@ def test_script_without_the_follow_up_turn(sevro_project: SevroProject, host: Pa
 def test_follow_up_needs_a_continuing_host(sevro_project: SevroProject) -> None:
     plugin = sevro_project.root / "oneshot.py"
     plugin.write_text(
-        "from sevro_core.hookspecs import hookimpl\n"
+        "from sevro_core.plugin.hookspecs import hookimpl\n"
         "from sevro_core.models import Route\n"
         "class Bound:\n    route = Route('acme.host.oneshot', 'm', 'e')\n"
         "    capabilities = frozenset()\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sevro_core.mockmodel import Message, ToolCall, reply
 from sevro_core.testing import SevroProject, require_claude, require_codex
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import observation, run_codex, shell, trial
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sevro_core.schemas import validator
+from sevro_core.formats.schemas import validator
 from sevro_core.testing import SevroProject
 from tests.e2e.helpers import regex_check
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sevro_core.schemas import validator
+from sevro_core.formats.schemas import validator
 from sevro_core.testing import SevroProject
 from tests.e2e.helpers import regex_check
 

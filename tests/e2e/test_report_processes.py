@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core import report
 from sevro_core.errors import InvocationError
+from sevro_core.reporting import report
 from sevro_core.testing import SevroProject
 from tests.e2e.test_report import make_run
 

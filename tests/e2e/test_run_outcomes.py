@@ -85,7 +85,7 @@ def test_grader_error_exits_3(sevro_project: SevroProject) -> None:
     plugin = sevro_project.root / "broken_grader.py"
     plugin.write_text(
         "from sevro_core.errors import GradingError\n"
-        "from sevro_core.hookspecs import hookimpl\n"
+        "from sevro_core.plugin.hookspecs import hookimpl\n"
         "class Check:\n"
         "    def grade(self, check_id, view):\n"
         "        raise GradingError('the judge is unreachable')\n"
@@ -131,7 +131,7 @@ def test_missing_final_message_is_unavailable_exit_4(sevro_project: SevroProject
 def test_required_evidence_missing_is_exit_4(sevro_project: SevroProject) -> None:
     plugin = sevro_project.root / "forgetful_host.py"
     plugin.write_text(
-        "from sevro_core.hookspecs import hookimpl\n"
+        "from sevro_core.plugin.hookspecs import hookimpl\n"
         "from sevro_core.models import HostResult, Route\n"
         "class Bound:\n"
         "    route = Route('acme.host.forgetful', 'm', 'e')\n"
@@ -260,7 +260,7 @@ def test_trial_files_carry_the_evaluation_identity(sevro_project: SevroProject) 
 def test_a_broken_verdict_policy_is_a_grading_error(sevro_project: SevroProject) -> None:
     plugin = sevro_project.root / "policy.py"
     plugin.write_text(
-        "from sevro_core.hookspecs import hookimpl\n"
+        "from sevro_core.plugin.hookspecs import hookimpl\n"
         "class Broken:\n"
         "    id = 'acme.verdict.broken'\n    version = '1'\n"
         "    capabilities = frozenset()\n    requires = frozenset()\n"

@@ -377,7 +377,7 @@ def test_a_host_that_ignores_sigterm_is_killed(sevro_project: SevroProject) -> N
 PLUGIN = """
 import time
 from pathlib import Path
-from sevro_core.hookspecs import hookimpl
+from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.models import CheckOutcome
 from sevro_core.states import CheckStatus
 

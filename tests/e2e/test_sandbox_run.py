@@ -123,8 +123,8 @@ def test_without_a_working_backend_shell_checks_error_and_commands_fail(
 
 
 BROKEN_SANDBOX = textwrap.dedent("""
-    from sevro_core.hookspecs import hookimpl
-    from sevro_core.protocols import SandboxProbe
+    from sevro_core.plugin.hookspecs import hookimpl
+    from sevro_core.plugin.protocols import SandboxProbe
 
 
     class Broken:
@@ -235,8 +235,8 @@ def test_protected_roots_join_the_policy(sevro_project: SevroProject, tmp_path: 
 
 FIXTURE_WITH_TOOLS = textwrap.dedent("""
     import os
-    from sevro_core.hookspecs import hookimpl
-    from sevro_core.protocols import MaterialisedFixture
+    from sevro_core.plugin.hookspecs import hookimpl
+    from sevro_core.plugin.protocols import MaterialisedFixture
 
 
     class Tools:

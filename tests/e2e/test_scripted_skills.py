@@ -94,7 +94,7 @@ def test_run_steps_follow_the_cli_hosts_rules(sevro_project: SevroProject) -> No
 
 
 MUTE_HOST = textwrap.dedent("""
-    from sevro_core.hookspecs import hookimpl
+    from sevro_core.plugin.hookspecs import hookimpl
     from sevro_core.models import UNKNOWN_USAGE, HostResult, Route
 
 

@@ -28,8 +28,8 @@ def test_help_is_lazy() -> None:
         "importlib_metadata",
         "pluggy",
         "referencing",
-        "sevro_core.plugins",
-        "sevro_core.engine",
+        "sevro_core.plugin.manager",
+        "sevro_core.run.engine",
         "sevro_graders",
     }
     assert not heavy & modules, heavy & modules

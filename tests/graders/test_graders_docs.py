@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sevro_core.schemas import describe_first_error, validator
+from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_graders import jsondoc, jsregex, plugin, shell_grader
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"

@@ -10,8 +10,8 @@ import pluggy
 import pytest
 from jsonschema import Draft202012Validator
 
-from sevro_core import hookspecs
-from sevro_core.protocols import ID_PATTERN, Grader, Plugin
+from sevro_core.plugin import hookspecs
+from sevro_core.plugin.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from sevro_core.errors import ConfigurationError, GradingError
-from sevro_core.isolation import Isolation, select_sandbox
+from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace
+from sevro_core.isolation.sandbox import Isolation, select_sandbox
 from sevro_core.models import CancelToken, TrialView
 from sevro_core.states import CheckStatus
 from sevro_core.testing import require_tool
-from sevro_core.workspace import PRIVATE_PREFIX, create_workspace
 from sevro_graders.shell_grader import MAX_SHELL_STDOUT_BYTES, ShellGrader, observation_id
 from sevro_sandbox.bwrap import BubblewrapSandbox
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sevro_core.mockmodel import AnthropicMessages, ToolCall
 from sevro_core.testing import CliResult, SevroProject
+from sevro_core.testing.mockmodel import AnthropicMessages, ToolCall
 
 API_KEY_ENV = "SEVRO_TEST_ANTHROPIC_KEY"
 API_KEY = "sk-ant-sevro-test-0123456789abcdef"  # a planted credential: must reach only headers

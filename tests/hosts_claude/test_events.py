@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from sevro_core.isolation.processes import ProcessOutcome
 from sevro_core.limits import MAX_HOST_EVENT_LINE_BYTES
-from sevro_core.processes import ProcessOutcome
 from sevro_hosts_claude.events import StreamError, parse_turn
 
 SID = "0b7c9a52-0000-4000-8000-000000000001"
@@ -109,7 +109,7 @@ def test_is_error_with_exit_code_zero_fails_execution(
 ) -> None:
     """Claude Code 2.1.332 exits 1 with its error results; sevro must not rely on that."""
     from sevro_core.models import CancelToken, HostRequest
-    from sevro_core.protocols import HostOptions
+    from sevro_core.plugin.protocols import HostOptions
     from sevro_core.testing import require_claude
     from sevro_hosts_claude import host as module
 

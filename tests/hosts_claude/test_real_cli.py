@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from sevro_core.mockmodel import Message, ToolCall, reply
 from sevro_core.testing import SevroProject, require_claude
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from tests.hosts_claude.helpers import (
     API_KEY,
     API_KEY_ENV,

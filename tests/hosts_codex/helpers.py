@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sevro_core.mockmodel import MockModelServer, ToolCall
 from sevro_core.testing import CliResult, SevroProject
+from sevro_core.testing.mockmodel import MockModelServer, ToolCall
 
 API_KEY_ENV = "SEVRO_TEST_CODEX_KEY"
 API_KEY = "sk-sevro-test-0123456789abcdef"  # a planted credential: must reach only the header

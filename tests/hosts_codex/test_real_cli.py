@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from sevro_core.mockmodel import Message, reply
 from sevro_core.testing import SevroProject, require_codex
+from sevro_core.testing.mockmodel import Message, reply
 from tests.hosts_codex.helpers import (
     API_KEY,
     API_KEY_ENV,

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from sevro_core.processes import DEFAULT_PATH
-from sevro_core.protocols import NETWORK_LOCAL_HTTP
+from sevro_core.isolation.processes import DEFAULT_PATH
+from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP
 from sevro_core.testing import require_tool
 from sevro_sandbox.bwrap import BubblewrapSandbox, bwrap_argv
 from tests.sandbox.conftest import Layout, sandboxed

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from sevro_core.protocols import NETWORK_LOCAL_HTTP
+from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP
 from sevro_sandbox.sandbox_exec import (
     SANDBOX_EXEC,
     SandboxExecSandbox,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.processes import DEFAULT_PATH
+from sevro_core.isolation.processes import DEFAULT_PATH
 from sevro_sandbox.bwrap import BubblewrapSandbox, bwrap_argv, without_host_sockets
 from sevro_sandbox.sockets import RUNTIME_DIRECTORIES, bound_paths, host_sockets
 from tests.sandbox.conftest import Layout

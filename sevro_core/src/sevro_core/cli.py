@@ -113,7 +113,7 @@ def _plugin_files_from_argv() -> list[Path]:
 
 
 def _plugin_app(plugin_files: list[Path]) -> typer.Typer | None:
-    from sevro_core.plugins import load_plugins, register_commands
+    from sevro_core.plugin.manager import load_plugins, register_commands
 
     registry = load_plugins(plugin_files)
     extra = typer.Typer(add_completion=False, rich_markup_mode=None)
@@ -132,7 +132,7 @@ def _setup_logging(log_format: str, verbose: int) -> None:
 
 def _fail(exc: Exception, *, as_json: bool) -> NoReturn:
     from sevro_core.errors import InvocationError, SevroError
-    from sevro_core.results import pre_run_failure
+    from sevro_core.run.results import pre_run_failure
     from sevro_core.states import ExitCode
 
     if isinstance(exc, InvocationError):
@@ -322,8 +322,8 @@ def run(
             case_source_root=case_source_root,
             case_source_map_file=case_source_map_file,
         )
-        from sevro_core.plugins import load_plugins
-        from sevro_core.runner import prepare
+        from sevro_core.plugin.manager import load_plugins
+        from sevro_core.run.runner import prepare
 
         registry = load_plugins(_plugin_files_from_argv())
         plan = prepare(cases, registry, settings)
@@ -387,11 +387,11 @@ def _run_settings(
 
     from sevro_core.arguments import check_results_root, check_writable_directory
     from sevro_core.errors import InvocationError
-    from sevro_core.jsonio import read_json_file
+    from sevro_core.formats.jsonio import read_json_file
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
-    from sevro_core.planning import CONDITIONS, RunSettings
-    from sevro_core.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
-    from sevro_core.sources import load_case_sources
+    from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
+    from sevro_core.run.planning import CONDITIONS, RunSettings
+    from sevro_core.run.sources import load_case_sources
 
     _positive_int(trials, "--trials", MAX_TRIALS)
     _positive_int(jobs, "--jobs", MAX_JOBS)
@@ -449,7 +449,7 @@ def _host_protected_roots(
     project: Path, results: Path, run_state_root: Path | None, extra: tuple[Path, ...]
 ) -> tuple[Path, ...]:
     """What a host's own permission settings must deny: the engine's roots and the operator's."""
-    from sevro_core.protection import canonical, engine_roots
+    from sevro_core.isolation.protection import canonical, engine_roots
 
     roots = engine_roots(project_root=project, results_root=results, run_state_root=run_state_root)
     return tuple(dict.fromkeys([*(canonical(r.path) for r in roots), *extra]))
@@ -458,8 +458,8 @@ def _host_protected_roots(
 def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
     """Canonical, existing, never ``/``: a root that does not exist could appear unprotected."""
     from sevro_core.errors import InvocationError
+    from sevro_core.isolation.protection import canonical
     from sevro_core.limits import MAX_PROTECTED_ROOTS
-    from sevro_core.protection import canonical
 
     if len(paths) > MAX_PROTECTED_ROOTS:
         raise InvocationError(f"more than {MAX_PROTECTED_ROOTS} --protected-root flags")
@@ -494,8 +494,8 @@ def _execute(
 ) -> Any:
     import json
 
-    from sevro_core.output import TrialProgress, render_summary
-    from sevro_core.runner import execute
+    from sevro_core.reporting.output import TrialProgress, render_summary
+    from sevro_core.run.runner import execute
 
     total = len(plan.cases) * plan.settings.trials
     with TrialProgress(
@@ -526,11 +526,11 @@ def validate(
     from sevro_core.errors import InvocationError
 
     try:
-        from sevro_core.loading import load_cases
-        from sevro_core.plugins import load_plugins
-        from sevro_core.protocols import FixtureContext
-        from sevro_core.sources import load_case_sources
-        from sevro_core.validation import validate_cases
+        from sevro_core.plugin.manager import load_plugins
+        from sevro_core.plugin.protocols import FixtureContext
+        from sevro_core.run.loading import load_cases
+        from sevro_core.run.sources import load_case_sources
+        from sevro_core.run.validation import validate_cases
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
@@ -550,13 +550,13 @@ def plugins(
     from sevro_core.errors import InvocationError
 
     try:
-        from sevro_core.plugins import load_plugins, register_commands
+        from sevro_core.plugin.manager import load_plugins, register_commands
 
         registry = load_plugins(_plugin_files_from_argv())
         register_commands(registry, typer.Typer(add_completion=False))
     except InvocationError as exc:
         _fail(exc, as_json=False)
-    from sevro_core.output import render_plugins
+    from sevro_core.reporting.output import render_plugins
 
     if as_json:
         import json
@@ -585,7 +585,7 @@ def runs(
     from sevro_core.errors import SevroError
 
     try:
-        from sevro_core.runlist import list_runs
+        from sevro_core.reporting.runlist import list_runs
 
         listed = list_runs(results_root.expanduser().resolve(), run_state_root)
     except SevroError as exc:
@@ -595,7 +595,7 @@ def runs(
 
         sys.stdout.write(json.dumps({"format": "sevro.runs.v1", "runs": listed}, indent=2) + "\n")
     else:
-        from sevro_core.runlist import render_runs
+        from sevro_core.reporting.runlist import render_runs
 
         sys.stdout.write(render_runs(listed))
 
@@ -627,8 +627,8 @@ def report(
     from sevro_core.errors import InvocationError
 
     try:
-        from sevro_core.plugins import load_plugins
-        from sevro_core.report import build_report, reporter_for
+        from sevro_core.plugin.manager import load_plugins
+        from sevro_core.reporting.report import build_report, reporter_for
 
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
@@ -673,8 +673,8 @@ def doctor(
     from sevro_core.errors import InvocationError
 
     try:
-        from sevro_core.planning import resolve_host_id
-        from sevro_core.plugins import load_plugins
+        from sevro_core.plugin.manager import load_plugins
+        from sevro_core.run.planning import resolve_host_id
 
         registry = load_plugins(_plugin_files_from_argv())
         host_id = resolve_host_id(registry, host)

@@ -4,7 +4,7 @@ Importing the CLI (typer, click, sevro's modules) takes tens of milliseconds; a 
 used to print ``KeyboardInterrupt`` frames, and SIGTERM killed the process without a word. This
 module imports only ``signal`` and ``sys`` (not even ``typing``: it is the first sevro code to
 run), turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``), records which signal
-came, and catches both around the whole CLI. During a run, :mod:`sevro_core.signals` replaces
+came, and catches both around the whole CLI. During a run, :mod:`sevro_core.run.signals` replaces
 these handlers with ones that cancel the run instead.
 """
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
-from sevro_core.jsonio import JsonValue
+from sevro_core.formats.jsonio import JsonValue
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 
 if TYPE_CHECKING:
-    from sevro_core.isolation import Isolation
+    from sevro_core.isolation.sandbox import Isolation
 
 FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
 ENGINE_OBSERVATION_PREFIX = "sevro.observation."

@@ -9,7 +9,9 @@ import platform
 from importlib import metadata
 
 CORE_DISTRIBUTION = "sevro-core"
-ENTRY_POINT_GROUP = "sevro"  # sevro_core.plugins.ENTRY_POINT_GROUP, not imported to stay fast
+ENTRY_POINT_GROUP = (
+    "sevro"  # sevro_core.plugin.manager.ENTRY_POINT_GROUP, not imported to stay fast
+)
 
 
 def render_versions() -> str:

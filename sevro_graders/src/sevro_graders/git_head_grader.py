@@ -3,7 +3,7 @@
 The base HEAD is recorded by the fixture before the host's first turn and held in the engine's
 memory, so a candidate cannot rewrite what "base" means; after the host the fixture reports
 ``sevro.observation.git-head`` ``{baseRevision, currentRevision, baseAncestor}``
-(:mod:`sevro_core.gitprobe`) and this grader only compares. Git state the fixture could not
+(:mod:`sevro_core.fixtures.probe`) and this grader only compares. Git state the fixture could not
 read is a grading error; the grader needs a fixture that provides ``sevro.fixture.git``, so a
 case pairing it with any other fixture is refused at load time.
 """
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from attrs import frozen
 
 from sevro_core.errors import GradingError
-from sevro_core.gitprobe import GIT_CAPABILITY, GIT_HEAD_OBSERVATION
-from sevro_core.jsonio import JsonValue
+from sevro_core.fixtures.probe import GIT_CAPABILITY, GIT_HEAD_OBSERVATION
+from sevro_core.formats.jsonio import JsonValue
 from sevro_core.models import CheckOutcome, TrialView
 from sevro_core.states import CheckStatus, Completeness
 from sevro_graders.configuration import check_shape

@@ -24,7 +24,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from sevro_core.errors import ConfigurationError, GradingError, join_pointer
-from sevro_core.jsonio import JsonValue
+from sevro_core.formats.jsonio import JsonValue
 from sevro_graders.jsregex import JsRegexError, search_schema_pattern, translate_schema_pattern
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

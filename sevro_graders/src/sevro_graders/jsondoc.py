@@ -18,7 +18,7 @@ from typing import Any, Literal
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.jsonio import JsonValue
+from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import MAX_JSON_DEPTH
 from sevro_graders.jsregex import JsRegex, JsRegexError, compile_js_regex
 from sevro_graders.jsstrings import js_trim

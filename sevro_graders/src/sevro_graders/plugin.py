@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.hookspecs import hookimpl
-from sevro_core.protocols import Grader
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import Grader
 from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader

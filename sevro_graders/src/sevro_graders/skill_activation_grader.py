@@ -1,6 +1,6 @@
 """``sevro.skill-activation``: the target skill was read in full, or was not touched at all.
 
-It reads the host's ``sevro.skills`` observation (:mod:`sevro_core.skills` owns the rules: a
+It reads the host's ``sevro.skills`` observation (:mod:`sevro_core.hosts.skills` owns the rules: a
 completed, direct, whole-file read of the exact body is ``read``; any other touch is
 ``partial``). Evidence that is missing or partial is ``unavailable``, never a pass; a touch sevro
 cannot classify as a full read makes ``not-read`` unavailable too, because it may have been one.
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from attrs import frozen
 
 from sevro_core.errors import GradingError
-from sevro_core.jsonio import JsonValue
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.skills import SKILLS_OBSERVATION
 from sevro_core.models import CheckOutcome, TrialView
-from sevro_core.skills import SKILLS_OBSERVATION
 from sevro_core.states import CheckStatus, Completeness
 from sevro_graders.configuration import check_shape
 

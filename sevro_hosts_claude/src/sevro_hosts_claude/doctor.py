@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import DoctorCheck
-from sevro_core.processes import DEFAULT_PATH
+from sevro_core.hosts.agentcli import DoctorCheck
+from sevro_core.isolation.processes import DEFAULT_PATH
 from sevro_hosts_claude.binary import TESTED_VERSION, BinaryError, ClaudeBinary, locate, version
 from sevro_hosts_claude.configuration import TrialLayout, credential_check, parse, sandbox_argv
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 
-from sevro_core.hostkit import (
+from sevro_core.hosts.agentcli import (
     BinaryError,
     NativeBinary,
     binary_version,

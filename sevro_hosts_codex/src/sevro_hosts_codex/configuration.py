@@ -18,7 +18,8 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import (
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.agentcli import (
     ENV_NAME,
     Credentials,
     DoctorCheck,
@@ -26,7 +27,6 @@ from sevro_core.hostkit import (
     credential_settings,
     seconds_setting,
 )
-from sevro_core.jsonio import JsonValue
 from sevro_core.limits import (
     DEFAULT_HOST_STALL_SECONDS,
     DEFAULT_HOST_TURN_TIMEOUT_SECONDS,

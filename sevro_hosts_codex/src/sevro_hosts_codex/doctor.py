@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.hostkit import DoctorCheck, pid_namespace_argv
-from sevro_core.processes import DEFAULT_PATH
+from sevro_core.hosts.agentcli import DoctorCheck, pid_namespace_argv
+from sevro_core.isolation.processes import DEFAULT_PATH
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate, version
 from sevro_hosts_codex.configuration import (
     PROFILE,

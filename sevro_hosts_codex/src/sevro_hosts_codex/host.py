@@ -20,10 +20,10 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.changes import FILES_CHANGED_OBSERVATION, changes, snapshot
 from sevro_core.errors import ConfigurationError
-from sevro_core.hookspecs import hookimpl
-from sevro_core.hostkit import (
+from sevro_core.fixtures.changes import FILES_CHANGED_OBSERVATION, changes, snapshot
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.agentcli import (
     HostFailure,
     inside,
     pid_namespace_argv,
@@ -34,7 +34,9 @@ from sevro_core.hostkit import (
     stderr_tail,
     write_private,
 )
-from sevro_core.jsonio import JsonValue
+from sevro_core.hosts.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
+from sevro_core.hosts.skills import skills_data as make_skills_data
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.limits import (
     MAX_DIAGNOSTIC_CHARS,
     MAX_HOST_EVENT_STREAM_BYTES,
@@ -49,10 +51,8 @@ from sevro_core.models import (
     Route,
     Usage,
 )
-from sevro_core.processes import DEFAULT_PATH, run_bounded
-from sevro_core.protocols import ConfiguredHost, Host, HostOptions
-from sevro_core.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
-from sevro_core.skills import skills_data as make_skills_data
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
 from sevro_core.states import Completeness
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate
 from sevro_hosts_codex.configuration import (

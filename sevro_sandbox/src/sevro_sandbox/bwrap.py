@@ -23,11 +23,11 @@ from pathlib import Path
 
 from attrs import evolve
 
-from sevro_core.isolation import LOCAL_HTTP_CAPABILITY, PID_NAMESPACE_CAPABILITY
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
+from sevro_core.isolation.sandbox import LOCAL_HTTP_CAPABILITY, PID_NAMESPACE_CAPABILITY
 from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
-from sevro_core.processes import DEFAULT_PATH, run_bounded
-from sevro_core.protocols import SandboxPolicy, SandboxProbe
+from sevro_core.plugin.protocols import SandboxPolicy, SandboxProbe
 from sevro_sandbox.mounts import Mount, plan_mounts, within
 from sevro_sandbox.sockets import host_sockets, runtime_directories
 

@@ -23,11 +23,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sevro_core.isolation import LOCAL_HTTP_CAPABILITY
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
+from sevro_core.isolation.sandbox import LOCAL_HTTP_CAPABILITY
 from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
-from sevro_core.processes import DEFAULT_PATH, run_bounded
-from sevro_core.protocols import NETWORK_LOCAL_HTTP, SandboxPolicy, SandboxProbe
+from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, SandboxPolicy, SandboxProbe
 from sevro_sandbox.mounts import Mount, plan_mounts
 
 BACKEND_ID = "sevro.sandbox.sandbox-exec"

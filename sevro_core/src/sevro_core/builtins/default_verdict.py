@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sevro_core.hookspecs import hookimpl
 from sevro_core.models import CheckOutcome
-from sevro_core.protocols import VerdictPolicy
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import VerdictPolicy
 from sevro_core.states import CheckStatus, Execution, Grading, Verdict
 
 

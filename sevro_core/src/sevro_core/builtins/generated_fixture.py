@@ -4,7 +4,7 @@ Every trial builds the same history: ``git init --initial-branch=main``, then fo
 write its files, ``git add`` and ``git commit -m`` with a fixed identity and date, global and
 system configuration ignored and hooks disabled. Two trials of a case therefore have the same
 commit ids. Then the overlay, scaffolding commit, staging, tools and hooks
-(:mod:`sevro_core.gitoverlay`).
+(:mod:`sevro_core.fixtures.overlay`).
 """
 
 from __future__ import annotations
@@ -15,20 +15,26 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fixturepaths import check_collisions, check_git_path
-from sevro_core.git import FIXTURE_BRANCH, Git, find_git
-from sevro_core.gitoverlay import GitOverlay, commit, compile_overlay, write_files, write_identity
-from sevro_core.gitprobe import GIT_FIXTURE_CAPABILITIES, GitProbe
-from sevro_core.hookspecs import hookimpl
-from sevro_core.jsonio import JsonValue
+from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, find_git
+from sevro_core.fixtures.overlay import (
+    GitOverlay,
+    commit,
+    compile_overlay,
+    write_files,
+    write_identity,
+)
+from sevro_core.fixtures.paths import check_collisions, check_git_path
+from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.limits import MAX_COMMIT_MESSAGE_BYTES, MAX_GIT_FIXTURE_BYTES, MAX_GIT_FIXTURE_FILES
-from sevro_core.protocols import (
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import (
     NO_FIXTURE_CONTEXT,
     FixtureContext,
     FixtureProvider,
     MaterialisedFixture,
 )
-from sevro_core.schemas import describe_first_error, validator
 
 PROVIDER_ID = "sevro.fixture.generated"
 

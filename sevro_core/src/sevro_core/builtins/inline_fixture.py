@@ -9,18 +9,18 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fileio import write_all
-from sevro_core.fixturepaths import check_collisions, check_relative_path
-from sevro_core.hookspecs import hookimpl
-from sevro_core.jsonio import JsonValue
+from sevro_core.fixtures.paths import check_collisions, check_relative_path
+from sevro_core.formats.fileio import write_all
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.limits import MAX_FIXTURE_BYTES
-from sevro_core.protocols import (
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import (
     NO_FIXTURE_CONTEXT,
     FixtureContext,
     FixtureProvider,
     MaterialisedFixture,
 )
-from sevro_core.schemas import describe_first_error, validator
 
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -1,7 +1,7 @@
 """The repository fixture (``{"sourceRef": "name", ...}``): a clean local repository, cloned.
 
 The operator declares sources with ``--case-source-root`` and ``--case-source-map-file``
-(:mod:`sevro_core.sources`). At load time the source must be a repository's top level with a
+(:mod:`sevro_core.run.sources`). At load time the source must be a repository's top level with a
 commit, a clean status (untracked files count) and no submodules; its commit enters the
 fixture identity. Every trial re-checks the source, clones that exact commit without hardlinks
 or checkout, checks it out detached, verifies HEAD, removes every remote and re-checks the
@@ -16,19 +16,19 @@ from pathlib import Path
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.git import Git, GitError, find_git
-from sevro_core.gitoverlay import GitOverlay, compile_overlay, write_identity
-from sevro_core.gitprobe import GIT_FIXTURE_CAPABILITIES, GitProbe
-from sevro_core.hookspecs import hookimpl
-from sevro_core.jsonio import JsonValue
+from sevro_core.fixtures.git import Git, GitError, find_git
+from sevro_core.fixtures.overlay import GitOverlay, compile_overlay, write_identity
+from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.limits import MAX_GIT_FIXTURE_BYTES, MAX_SOURCE_LISTING_BYTES
-from sevro_core.protocols import (
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import (
     NO_FIXTURE_CONTEXT,
     FixtureContext,
     FixtureProvider,
     MaterialisedFixture,
 )
-from sevro_core.schemas import describe_first_error, validator
 
 PROVIDER_ID = "sevro.fixture.repository"
 _SYMLINK, _TREE, _GITLINK = b"120000", b"040000", b"160000"

@@ -17,10 +17,13 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fixturepaths import check_relative_path
-from sevro_core.hookspecs import hookimpl
-from sevro_core.isolation import IsolationError
-from sevro_core.jsonio import JsonValue
+from sevro_core.fixtures.paths import check_relative_path
+from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, write_confined
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.schemas import describe_first_error, validator
+from sevro_core.hosts.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
+from sevro_core.hosts.skills import skills_data as make_skills_data
+from sevro_core.isolation.sandbox import IsolationError
 from sevro_core.limits import (
     DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS,
     MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
@@ -34,12 +37,9 @@ from sevro_core.models import (
     Observation,
     Route,
 )
-from sevro_core.protocols import ConfiguredHost, Host, HostOptions
-from sevro_core.schemas import describe_first_error, validator
-from sevro_core.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
-from sevro_core.skills import skills_data as make_skills_data
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
 from sevro_core.states import Completeness
-from sevro_core.workspace import WorkspaceEscapeError, read_confined, write_confined
 
 HOST_ID = "sevro.host.scripted"
 COMMANDS_OBSERVATION = "sevro.commands"
@@ -82,7 +82,7 @@ class ScriptedHost:
         self, settings: Mapping[str, str], *, registry: Any = None, sandbox: str = "auto"
     ) -> list[Any]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
-        from sevro_core.sandboxdoctor import sandbox_check
+        from sevro_core.isolation.doctor import sandbox_check
 
         return [sandbox_check(registry, sandbox)]
 

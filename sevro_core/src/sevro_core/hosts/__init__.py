@@ -1,0 +1,1 @@
+"""What every agent-CLI host shares: the host skeleton pieces and skill activation evidence."""

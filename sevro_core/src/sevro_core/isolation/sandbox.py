@@ -1,0 +1,400 @@
+"""The sandbox in effect for a run, and the runner that puts commands inside it.
+
+The planner selects one backend per run (``--sandbox auto|<name>|none``) by probing it for real.
+Hosts and graders never call a backend themselves: they get an :class:`Isolation` bound to their
+trial, which builds the policy (workspace writable, private HOME and TMPDIR, protected roots and
+every peer workspace hidden, credential-free environment) and runs the command through
+:func:`sevro_core.isolation.processes.run_bounded`. A command that cannot be isolated is
+refused with :class:`IsolationError`; it never runs unprotected unless the operator said
+``--sandbox none``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve, frozen
+
+from sevro_core.errors import InvocationError
+from sevro_core.formats.canonical import hash_json
+from sevro_core.isolation.processes import DEFAULT_PATH, ProcessOutcome, run_bounded
+from sevro_core.isolation.protection import (
+    PEER_WORKSPACES,
+    PRIVATE_STATE,
+    SYSTEM_TEMP,
+    ProtectedRoot,
+    canonical,
+    default_workspace_roots,
+    existing_canonical,
+    readable_holder,
+)
+from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
+from sevro_core.models import CancelToken
+from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
+
+SANDBOX_CAPABILITY = "sevro.sandbox"
+"""Provided by the planner when commands can run isolated (or the operator opted out)."""
+LOCAL_HTTP_CAPABILITY = "sevro.sandbox.local-http"
+PID_NAMESPACE_CAPABILITY = "sevro.sandbox.pid-namespace"
+POLICY_FORMAT = "sevro.sandbox-policy.v1"
+AUTO, NONE = "auto", "none"
+
+BASE_ENVIRONMENT = {
+    "LANG": "C.UTF-8",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+RESERVED_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT})
+"""The allow-list: nothing of sevro's own environment reaches a sandboxed command."""
+
+# Runs inside the sandbox before the command: proves the sandbox started, so a backend's own
+# failure (bwrap exits 1 when a mount fails) is never mistaken for the command's exit status.
+_LAUNCHER = 'printf "%s\\n" "$1" >&2 || exit 125; shift; exec "$@"'
+
+
+class IsolationError(Exception):
+    """The command could not be run inside the sandbox; nothing it did is a result."""
+
+
+class _NotStarted(Exception):
+    """The sandbox was built but the command never started in it."""
+
+
+@frozen
+class SandboxSelection:
+    """The sandbox chosen for a run: a working backend, an explicit opt-out, or nothing."""
+
+    requested: str
+    backend: Sandbox | None
+    version: str | None
+    detail: str
+    network: str = NETWORK_NONE
+    roots: tuple[ProtectedRoot, ...] = ()
+
+    @property
+    def opted_out(self) -> bool:
+        return self.requested == NONE
+
+    @property
+    def isolated(self) -> bool:
+        return self.backend is not None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        working = self.isolated or self.opted_out
+        return frozenset({SANDBOX_CAPABILITY}) if working else frozenset()
+
+    @property
+    def problem(self) -> str | None:
+        """Why commands cannot run at all, or None when they can."""
+        if self.isolated or self.opted_out:
+            return None
+        return self.detail
+
+    def policy(self) -> dict[str, Any]:
+        """The policy in symbols: what is writable, hidden and reachable, never a temp path."""
+        environment = sorted({"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT})
+        if self.backend is None:
+            return {"format": POLICY_FORMAT, "isolated": False, "environment": environment}
+        protected = {root.symbol for root in self.roots}
+        protected |= {PEER_WORKSPACES, PRIVATE_STATE, SYSTEM_TEMP}
+        return {
+            "format": POLICY_FORMAT,
+            "isolated": True,
+            "backend": self.backend.id,
+            "writable": ["workspace", "home", "tmpdir"],
+            "otherFiles": "read-only",
+            "protected": sorted(protected),
+            "network": self.network,
+            "hostSockets": [],  # filesystem sockets of the host reachable inside: none yet
+            "environment": environment,
+            "capabilities": sorted(self.backend.capabilities),
+        }
+
+    def policy_digest(self) -> str:
+        return hash_json(self.policy())
+
+    def configuration(self) -> dict[str, Any]:
+        """What enters the redacted configuration, hence ``configurationDigest`` and identity.
+
+        ``backend`` is the backend id, ``"none"`` for the explicit opt-out, or null when no
+        backend works; how it was requested (``auto`` or by name) does not change the identity.
+        """
+        if self.backend is not None:
+            backend: str | None = self.backend.id
+        else:
+            backend = NONE if self.opted_out else None
+        return {
+            "backend": backend,
+            "version": self.version,
+            "network": self.network,
+            "policyDigest": self.policy_digest(),
+        }
+
+    def evidence(self) -> dict[str, Any]:
+        """What a trial's evidence says about the sandbox it ran under."""
+        return {
+            "requested": self.requested,
+            "backend": self.backend.id if self.backend is not None else None,
+            "version": self.version,
+            "isolated": self.isolated,
+            "network": self.network,
+            "policyDigest": self.policy_digest(),
+            "detail": self.detail[:MAX_SANDBOX_DIAGNOSTIC_BYTES],
+        }
+
+    def bind(
+        self,
+        *,
+        workspace: Path,
+        private_root: Path,
+        cancel: CancelToken,
+        fixture_bin_dir: Path | None = None,
+    ) -> Isolation:
+        return Isolation(
+            selection=self,
+            workspace=workspace,
+            private_root=private_root,
+            cancel=cancel,
+            fixture_bin_dir=fixture_bin_dir,
+        )
+
+
+def resolve_backend_id(registry: Any, name: str) -> str:
+    """``bwrap`` and ``sevro.sandbox.bwrap`` both name the bubblewrap backend."""
+    for candidate in (name, f"sevro.sandbox.{name}"):
+        if registry.get("sandbox", candidate) is not None:
+            return candidate
+    raise InvocationError(
+        f"--sandbox {name!r} is not installed; choose auto, none or one of: "
+        f"{', '.join(registry.ids('sandbox')) or 'no backend is installed'}"
+    )
+
+
+def select_sandbox(
+    registry: Any, requested: str, network: str, roots: Sequence[ProtectedRoot]
+) -> SandboxSelection:
+    """Probe and choose; an explicitly named backend that does not work is an exit-64 refusal."""
+    if requested == NONE:
+        return SandboxSelection(
+            requested, None, None, "disabled by --sandbox none", network, tuple(roots)
+        )
+    if requested != AUTO:
+        backend = registry.get("sandbox", resolve_backend_id(registry, requested))
+        probe = backend.probe()
+        if not probe.available:
+            raise InvocationError(f"--sandbox {requested} does not work here: {probe.detail}")
+        if network == NETWORK_LOCAL_HTTP and LOCAL_HTTP_CAPABILITY not in backend.capabilities:
+            raise InvocationError(f"--sandbox {requested} cannot offer loopback-only networking")
+        return SandboxSelection(
+            requested, backend, probe.version, probe.detail, network, tuple(roots)
+        )
+    problems = []
+    for backend_id in registry.ids("sandbox"):
+        backend = registry.get("sandbox", backend_id)
+        if network == NETWORK_LOCAL_HTTP and LOCAL_HTTP_CAPABILITY not in backend.capabilities:
+            problems.append(f"{backend_id}: no loopback-only networking")
+            continue
+        probe = backend.probe()
+        if probe.available:
+            return SandboxSelection(
+                requested, backend, probe.version, probe.detail, network, tuple(roots)
+            )
+        problems.append(f"{backend_id}: {probe.detail}")
+    detail = (
+        "no sandbox backend works here ("
+        + ("; ".join(problems) or "none is installed")
+        + "); install one (Linux: bubblewrap) or pass --sandbox none to opt out"
+    )
+    return SandboxSelection(requested, None, None, detail, network, tuple(roots))
+
+
+def announce(selection: SandboxSelection) -> None:
+    """Say loudly, once the run is accepted, that commands will run without isolation."""
+    import structlog  # not at import time: every plugin load imports this module
+
+    log = structlog.get_logger("sevro.sandbox")
+    if selection.opted_out:
+        log.warning(
+            "isolation disabled by --sandbox none: shell checks and host commands run "
+            "unsandboxed, with the operator's files and network; this is recorded in the "
+            "evidence and the evaluation identity"
+        )
+    elif selection.problem is not None:
+        log.warning(
+            "no isolation available: shell checks will be grading errors and host commands "
+            "will fail",
+            detail=selection.problem,
+        )
+
+
+@frozen
+class Isolation:
+    """One trial's sandbox: runs commands for a role (``candidate``, ``checks``) inside it.
+
+    Each role gets its own private HOME and TMPDIR under the trial's private directory, so what
+    the candidate leaves in its home cannot influence a check.
+    """
+
+    selection: SandboxSelection
+    workspace: Path
+    private_root: Path
+    cancel: CancelToken
+    fixture_bin_dir: Path | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.selection.problem is None
+
+    def role_dirs(self, role: str) -> tuple[Path, Path]:
+        base = self.private_root / role
+        dirs = (base / "home", base / "tmp")
+        for directory in (base, *dirs):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                if directory.is_symlink() or not directory.is_dir():
+                    raise IsolationError(f"{directory} is not a private directory") from None
+        return dirs
+
+    def environment(self, home: Path, tmpdir: Path, extra: Mapping[str, str]) -> dict[str, str]:
+        clash = sorted(set(extra) & RESERVED_VARIABLES)
+        if clash:
+            raise IsolationError(f"the sandbox sets {', '.join(clash)} itself")
+        path = DEFAULT_PATH
+        if self.fixture_bin_dir is not None:
+            path = f"{self.fixture_bin_dir}:{path}"
+        return {
+            **extra,
+            **BASE_ENVIRONMENT,
+            "PATH": path,
+            "HOME": str(home),
+            "TMPDIR": str(tmpdir),
+        }
+
+    def policy(self, role: str, extra: Mapping[str, str] | None = None) -> SandboxPolicy:
+        """The concrete policy for one command, with roots canonicalised as they are now."""
+        home, tmpdir = self.role_dirs(role)
+        hidden = [root.path for root in self.selection.roots]
+        # Every other trial's workspace, including those created later, is hidden by hiding
+        # the whole workspace root, and the roots a concurrent run uses by default (the temp
+        # directories); this trial's own workspace is mounted back on top.
+        own_root = canonical(self.workspace.parent)
+        if own_root == Path("/"):
+            raise IsolationError("the workspace root is /, which cannot be hidden")
+        defaults = existing_canonical(default_workspace_roots())
+        temp_dirs = [p for p in defaults if p != own_root]
+        hidden += [*temp_dirs, own_root, self.private_root]
+        protected = existing_canonical(hidden)
+        read_only = []
+        if self.fixture_bin_dir is not None and not self.fixture_bin_dir.is_relative_to(
+            self.workspace
+        ):
+            read_only.append(self.fixture_bin_dir)
+        custom = own_root not in defaults
+        holder = readable_holder(own_root, temp_dirs, protected) if custom else None
+        if holder is not None:
+            read_only.append(holder)
+        return SandboxPolicy(
+            workspace=self.workspace,
+            home=home,
+            tmpdir=tmpdir,
+            protected_roots=protected,
+            read_only_roots=existing_canonical(read_only),
+            network=self.selection.network,
+            environment=self.environment(home, tmpdir, extra or {}),
+        )
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        timeout_s: float,
+        output_limit: int,
+        merge_stderr: bool = True,
+        capture_output: bool = True,
+        kill_on_overflow: bool = False,
+        environment: Mapping[str, str] | None = None,
+    ) -> ProcessOutcome:
+        """Run ``argv`` in the workspace under the sandbox; raise ``IsolationError`` if it can't.
+
+        With ``merge_stderr`` the output holds stdout and stderr; otherwise only stdout, and
+        stderr is discarded (its first bytes only explain a sandbox that failed to start).
+        """
+        problem = self.selection.problem
+        if problem is not None:
+            raise IsolationError(problem)
+        attempt = functools.partial(
+            self._run_once,
+            argv,
+            role=role,
+            timeout_s=timeout_s,
+            output_limit=output_limit,
+            merge_stderr=merge_stderr,
+            capture_output=capture_output,
+            kill_on_overflow=kill_on_overflow,
+            environment=environment,
+        )
+        try:
+            return attempt()
+        except _NotStarted:
+            # The command never ran. A backend that mounts what exists when the sandbox is
+            # built (a host socket) fails if that vanishes in between: build it once more.
+            pass
+        try:
+            return attempt()
+        except _NotStarted as failure:
+            raise IsolationError(str(failure)) from None
+
+    def _run_once(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        timeout_s: float,
+        output_limit: int,
+        merge_stderr: bool,
+        capture_output: bool,
+        kill_on_overflow: bool,
+        environment: Mapping[str, str] | None,
+    ) -> ProcessOutcome:
+        policy = self.policy(role, environment)
+        marker = f"sevro-sandbox-started-{secrets.token_hex(8)}\n".encode()
+        inner = ["/bin/sh", "-c", _LAUNCHER, "sevro-launch", marker.decode().strip(), *argv]
+        backend = self.selection.backend
+        merged = merge_stderr and capture_output
+        try:
+            wrapped = backend.wrap(inner, policy) if backend is not None else inner
+            outcome = run_bounded(
+                wrapped,
+                cwd=self.workspace,
+                env=policy.environment,
+                timeout_s=timeout_s,
+                cancel=self.cancel,
+                output_limit=output_limit + (len(marker) if merged else 0),
+                stderr="merge" if merged else "capture",
+                stderr_limit=0 if merged else MAX_SANDBOX_DIAGNOSTIC_BYTES + len(marker),
+                capture_output=capture_output,
+                kill_on_overflow=kill_on_overflow,
+            )
+        except (OSError, ValueError) as exc:
+            raise IsolationError(f"the sandbox could not be started: {exc}") from None
+        stream = outcome.output if merged else outcome.stderr
+        if stream.startswith(marker):
+            if merged:
+                return evolve(outcome, output=stream[len(marker) :])
+            return evolve(outcome, stderr=b"")  # the command's stderr is never kept
+        if outcome.timed_out or outcome.cancelled:
+            return evolve(outcome, stderr=b"")
+        name = backend.id if backend is not None else "the launcher"
+        reason = stream.decode("utf-8", "replace").strip().splitlines()
+        raise _NotStarted(
+            f"{name} did not start the command"
+            + (f": {reason[0][:300]}" if reason else f" (exit status {outcome.exit_code})")
+        )

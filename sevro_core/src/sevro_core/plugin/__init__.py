@@ -1,0 +1,1 @@
+"""Plugins: hook specifications, the plugin manager and the plugin kinds as protocols."""

@@ -1,0 +1,236 @@
+"""The plugin kinds, as typing protocols.
+
+Every kind has a namespaced ``id``, a ``version``, the ``capabilities`` it provides and the
+``requires`` it needs. The planner negotiates these before any trial starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.models import (
+    Artifact,
+    CancelToken,
+    Case,
+    CheckOutcome,
+    HostRequest,
+    HostResult,
+    Observation,
+    Route,
+    TrialView,
+)
+from sevro_core.run.sources import CaseSources
+from sevro_core.states import Execution, Grading, Verdict
+
+ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
+"""Namespaced identifier, as Sevro defines it (``sevro.regex``, ``acme.grader.foo``)."""
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """What every registered object declares."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+    @property
+    def requires(self) -> frozenset[str]: ...
+
+
+@frozen
+class HostOptions:
+    """Operator-supplied host settings from the command line."""
+
+    config: Mapping[str, JsonValue] | None = None
+    config_source: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    settings: Mapping[str, str] = field(factory=dict)
+    """Host-specific flags by namespaced key (``codex.bin``); each host reads only its own."""
+    protected_roots: tuple[Path, ...] = ()
+    """Paths the agent's commands must neither read nor write (project, results, state, home)."""
+
+
+class ConfiguredHost(Protocol):
+    """A host bound to its configuration for one run."""
+
+    @property
+    def route(self) -> Route: ...
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    def redacted_configuration(self) -> JsonValue:
+        """Configuration that enters identity and evidence; secrets only as presence markers."""
+
+    def check_case(self, case: Case) -> None:
+        """Refuse (``ConfigurationError``) a case this configuration cannot run."""
+
+    def run(self, request: HostRequest) -> HostResult:
+        """Run every turn of one trial; never raises for agent failures."""
+
+
+class Host(Plugin, Protocol):
+    def configure(self, options: HostOptions) -> ConfiguredHost:
+        """Validate options (``ConfigurationError``) and bind them."""
+
+
+class CompiledCheck(Protocol):
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        """Assess the check; raise ``GradingError`` when it cannot be assessed."""
+
+
+class Grader(Plugin, Protocol):
+    @property
+    def stage(self) -> int:
+        """Grading order: lower stages run first (output 10, shell 20, git 30, semantic 40)."""
+
+    def compile(self, configuration: Mapping[str, JsonValue]) -> CompiledCheck:
+        """Validate a check's configuration before any trial (``ConfigurationError``)."""
+
+
+@frozen
+class FixtureReport:
+    """What a fixture observed in its workspace after the host: engine-side evidence.
+
+    Observation ids may use the engine's ``sevro.observation.`` namespace (hosts may not);
+    artifacts are retained beside the host's. Both are bounded by the engine.
+    """
+
+    observations: tuple[Observation, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+
+
+class WorkspaceProbe(Protocol):
+    """Looks at a materialised workspace right before the host and again after it.
+
+    The engine calls ``baseline`` just before the host's first turn and keeps the result in its
+    own memory, outside the workspace, so a candidate cannot rewrite what "before" means; it
+    passes that baseline back to ``observe`` once the host has finished (also when the host
+    failed). ``observe`` must not raise for anything the candidate did to the workspace: it
+    reports such states as observations with completeness ``unavailable``.
+    """
+
+    def baseline(self, cancel: CancelToken) -> Mapping[str, JsonValue]:
+        """Capture the facts later observations are compared with (JSON values)."""
+
+    def observe(self, baseline: Mapping[str, JsonValue], cancel: CancelToken) -> FixtureReport:
+        """Compare the workspace with ``baseline``; return observations and artifacts."""
+
+
+@frozen
+class MaterialisedFixture:
+    """Facts about a materialised workspace that hosts and graders may need."""
+
+    bin_dir: Path | None = None
+    """Fixture tools; hosts and checks put this directory first on ``PATH``."""
+    probe: WorkspaceProbe | None = None
+    """How the fixture observes the workspace before and after the host, if it does."""
+
+
+@frozen
+class FixtureContext:
+    """Run settings fixture providers may need at load time."""
+
+    sources: CaseSources | None = None
+    """Repository sources declared with ``--case-source-root``/``--case-source-map-file``."""
+
+
+NO_FIXTURE_CONTEXT = FixtureContext()
+
+
+class CompiledFixture(Protocol):
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    def identity(self) -> JsonValue:
+        """The fixture's digest input: everything that determines the workspace's content."""
+
+    def materialise(self, workspace: Path) -> MaterialisedFixture:
+        """Populate an empty, private, canonical workspace directory."""
+
+
+class FixtureProvider(Plugin, Protocol):
+    def accepts(self, declaration: Mapping[str, JsonValue]) -> bool:
+        """Whether this provider owns the declaration's shape."""
+
+    def compile(
+        self, declaration: Mapping[str, JsonValue], context: FixtureContext
+    ) -> CompiledFixture:
+        """Validate the declaration at load time (``ConfigurationError``)."""
+
+
+NETWORK_NONE = "none"
+NETWORK_LOCAL_HTTP = "localHttp"
+"""Network modes: no network at all, or loopback only (for local HTTP test servers)."""
+
+
+@frozen
+class SandboxPolicy:
+    """What one sandboxed command may touch. Every path is canonical and exists.
+
+    The workspace, ``home`` and ``tmpdir`` are writable; the rest of the filesystem is
+    read-only; ``protected_roots`` (directories or files) are hidden: their contents can be
+    neither read nor written. A writable root inside a protected directory stays visible, so
+    hiding a whole directory of workspaces and exposing one of them is expressible.
+    ``read_only_roots`` are visible read-only even inside a protected root. ``environment`` is
+    the command's complete environment; the caller passes it to the wrapped process.
+    """
+
+    workspace: Path
+    home: Path
+    tmpdir: Path
+    protected_roots: tuple[Path, ...] = ()
+    read_only_roots: tuple[Path, ...] = ()
+    network: str = NETWORK_NONE
+    environment: Mapping[str, str] = field(factory=dict)
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        return (self.workspace, self.home, self.tmpdir)
+
+
+@frozen
+class SandboxProbe:
+    """Whether a backend works here, and which version of its tool it found."""
+
+    available: bool
+    detail: str
+    version: str | None = None
+
+
+class Sandbox(Plugin, Protocol):
+    """A sandbox backend (``sevro.sandbox.bwrap``, ``sevro.sandbox.sandbox-exec``).
+
+    Capabilities it may declare: ``sevro.sandbox.local-http`` (it can offer loopback only)
+    and ``sevro.sandbox.pid-namespace`` (nothing the command starts outlives it).
+    """
+
+    def probe(self) -> SandboxProbe:
+        """Whether the backend really works on this machine, checked by running it."""
+
+    def wrap(self, argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+        """Return an argv running ``argv`` under ``policy``; the caller applies its environment."""
+
+
+class VerdictPolicy(Plugin, Protocol):
+    def verdict(
+        self, execution: Execution, grading: Grading, outcomes: Sequence[CheckOutcome]
+    ) -> Verdict:
+        """Reduce a trial's states and check outcomes to its task verdict."""
+
+
+class Reporter(Plugin, Protocol):
+    @property
+    def format(self) -> str:
+        """Short name used on the command line (``markdown``, ``json``)."""
+
+    def render(self, report: Mapping[str, JsonValue]) -> str:
+        """Render a ``sevro.report.v1`` document."""

@@ -1,0 +1,1 @@
+"""What users see: progress and summaries, failure reasons, reports and run listings."""

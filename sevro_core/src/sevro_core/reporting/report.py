@@ -1,0 +1,501 @@
+"""``sevro report``: verify retained runs and summarise them as ``sevro.report.v1``.
+
+A report is only as good as its inputs, so every input is checked: schemas, run ids, the
+embedded result against the one given, and each trial file and blob against its recorded digest.
+Unknown values stay unknown (null), never 0.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sevro_core.errors import InvocationError
+from sevro_core.formats.canonical import canonical_json
+from sevro_core.formats.jsonio import parse_json_text, read_bounded, read_json_file
+from sevro_core.formats.schemas import LARGE_DOCUMENT_ITEMS, validate_input
+from sevro_core.limits import (
+    MAX_ARTIFACT_BYTES,
+    MAX_FINAL_MESSAGE_BYTES,
+    MAX_REPORT_REASONS_PER_CASE,
+    MAX_RESULT_FILE_BYTES,
+    MAX_RESULTS_ROOT_RUNS,
+)
+from sevro_core.plugin.manager import Registry
+from sevro_core.reporting.failures import case_failures
+from sevro_core.run.results import located_result, retained_result
+
+REPORT_FORMAT = "sevro.report.v1"
+
+
+def reporter_for(registry: Registry, fmt: str) -> Any:
+    for reporter in registry.all("reporter").values():
+        if reporter.format == fmt:
+            return reporter
+    formats = sorted(r.format for r in registry.all("reporter").values())
+    raise InvocationError(f"no reporter for format {fmt!r}; available: {', '.join(formats)}")
+
+
+def _large(document: Any) -> bool:
+    """Whether a run or result lists enough trials to be worth a compiled validator."""
+    if not isinstance(document, dict):
+        return False
+    trials = document.get("trials")
+    count = len(trials) if isinstance(trials, list) else 0
+    cases = document.get("cases")
+    if isinstance(cases, list):
+        for case in cases:
+            listed = case.get("trials") if isinstance(case, dict) else None
+            count += len(listed) if isinstance(listed, list) else 0
+    return count > LARGE_DOCUMENT_ITEMS
+
+
+def _load_run(run_json: Path, document: Any = None) -> dict[str, Any]:
+    if document is None:
+        document = read_json_file(run_json, MAX_RESULT_FILE_BYTES, what="run evidence")
+    validate_input("run-evidence.v1", document, source=run_json, compiled=_large(document))
+    assert isinstance(document, dict)
+    return document
+
+
+def _input(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None, Path | None]:
+    """Return (result, run evidence or None, run directory or None) for one input.
+
+    The result comes back with absolute paths, however ``run.json`` kept them.
+    """
+    target = path / "run.json" if path.is_dir() else path
+    document = read_json_file(target, MAX_RESULT_FILE_BYTES, what="report input")
+    if isinstance(document, dict) and document.get("format") == "sevro.run-evidence.v1":
+        run = _load_run(target, document)
+        run_dir = target.resolve().parent
+        return located_result(retained_result(run["result"], run_dir), run_dir), run, run_dir
+    validate_input("cli-result.v1", document, source=target, compiled=_large(document))
+    assert isinstance(document, dict)
+    if document["evidencePath"] is None:
+        if document["cases"] or document["exitCode"] == 0:
+            raise InvocationError(
+                "a result without evidencePath must be a pre-run failure", source=target
+            )
+        return document, None, None
+    run_json = Path(document["evidencePath"])
+    if not run_json.is_absolute():
+        raise InvocationError(
+            "evidencePath must be absolute", source=target, pointer="/evidencePath"
+        )
+    run = _load_run(run_json)
+    if run["runId"] != document["runId"]:
+        raise InvocationError(
+            f"runId differs from the evidence at {run_json}", source=target, pointer="/runId"
+        )
+    # paths as the result spells them (a resolved path may differ through a symlink)
+    if canonical_json(retained_result(run["result"], run_json.parent)) != canonical_json(
+        retained_result(document, run_json.parent)
+    ):
+        raise InvocationError(f"result differs from the one retained in {run_json}", source=target)
+    return document, run, run_json.resolve().parent
+
+
+class _RunFiles:
+    """Reads files of one run directory, refusing paths that leave it.
+
+    Each directory is resolved once (a run of 10 000 trials has a few hundred), and the final
+    component is opened without following a symlink.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._dirs: dict[str, str | None] = {}
+
+    def path(self, relative: str, source: Path | str, what: str) -> str:
+        """An absolute path as text: building ``Path`` objects dominates a 10 000-trial report."""
+        if "\0" in relative:
+            raise InvocationError(f"{what} path {relative!r} holds a NUL byte", source=source)
+        head, _, name = relative.rpartition("/")
+        parent = self._dirs.get(head, "")
+        if parent == "":
+            resolved = (self.run_dir / head).resolve() if head else self.run_dir
+            inside = resolved == self.run_dir or self.run_dir in resolved.parents
+            parent = self._dirs[head] = str(resolved) if inside else None
+        if parent is None or name in ("", ".", "..") or relative.startswith("/"):
+            raise InvocationError(
+                f"{what} path {relative!r} leaves the run directory", source=source
+            )
+        return f"{parent}/{name}"
+
+
+def _verify_blob(files: _RunFiles, ref: Mapping[str, Any], limit: int, source: str) -> None:
+    path = files.path(ref["path"], source, "evidence")
+    data = read_bounded(path, limit, what="retained evidence")
+    if hashlib.sha256(data).hexdigest() != ref["sha256"] or len(data) != ref["byteLength"]:
+        raise InvocationError("retained evidence does not match its recorded digest", source=path)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_PROVEN_DECODER = json.JSONDecoder(parse_constant=_not_json)
+"""One decoder for every digest-proven trial file: ``json.loads`` would build one per call."""
+
+
+def _trial_document(path: str, recorded: str | None) -> tuple[dict[str, Any], bool]:
+    """The parsed trial file and whether its bytes are the ones run.json recorded.
+
+    A file whose sha256 matches run.json is byte for byte what sevro validated before writing
+    it, so it is not validated again; a file that differs is refused; a run written before
+    digests were recorded is validated in full.
+    """
+    data = read_bounded(path, MAX_RESULT_FILE_BYTES, what="trial evidence")
+    if recorded is not None:
+        if hashlib.sha256(data).hexdigest() != recorded:
+            raise InvocationError(
+                "trial evidence does not match the digest recorded in run.json", source=path
+            )
+        try:
+            document = _PROVEN_DECODER.decode(data.decode("utf-8"))
+        except (ValueError, RecursionError):
+            document = None  # the strict reader below says what is wrong
+        if isinstance(document, dict):
+            return document, True
+    document = parse_json_text(data, source=path)
+    validate_input("trial-evidence.v1", document, source=path)
+    assert isinstance(document, dict)
+    return document, False
+
+
+def _check_trial(
+    files: _RunFiles, run: Mapping[str, Any], ref: Mapping[str, Any], path: str
+) -> dict[str, Any]:
+    document, proven = _trial_document(path, ref.get("sha256"))
+    try:
+        if (document["runId"], document["caseId"], document["trial"]) != (
+            run["runId"],
+            ref["caseId"],
+            ref["trial"],
+        ):
+            raise InvocationError(
+                "trial evidence belongs to another run, case or trial", source=path
+            )
+        evidence = document["evidence"]
+        if evidence["rawResult"] is not None:
+            _verify_blob(files, evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES, path)
+        for artifact in evidence["artifactRefs"]:
+            _verify_blob(files, artifact, MAX_ARTIFACT_BYTES, path)
+        if proven and not _summable(evidence):
+            raise TypeError
+    except (KeyError, TypeError, AttributeError, ValueError):
+        if not proven:
+            raise
+        # run.json and the file agree, yet the file is not what sevro writes: say where
+        validate_input("trial-evidence.v1", document, source=path)
+        raise InvocationError("trial evidence is malformed", source=path) from None
+    return {"evidence": {key: evidence.get(key) for key in _REPORTED_EVIDENCE}}
+
+
+_REPORTED_EVIDENCE = ("execution", "grading", "checks", "requiredEvidence", "usage", "durations")
+"""What rows and failure reasons read: all a verified trial is reduced to (small to return)."""
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _summable(evidence: Mapping[str, Any]) -> bool:
+    """The values a report row adds up have the types the schema promises."""
+    usage = evidence["usage"]
+    return (
+        _number(evidence["durations"]["candidateMs"])
+        and isinstance(usage["complete"], bool)
+        and _number(usage["inputTokens"])
+        and _number(usage["outputTokens"])
+        and _number(usage["costUsd"])
+    )
+
+
+def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    files = _RunFiles(run_dir)
+    run_json = str(run_dir / "run.json")
+    refs = [ref for ref in run["trials"] if ref["path"] is not None]
+    paths = [files.path(ref["path"], run_json, "trial") for ref in refs]
+    workers = _verification_processes(len(refs))
+    if workers <= 1:
+        checked = [
+            _check_trial(files, run, ref, path) for ref, path in zip(refs, paths, strict=True)
+        ]
+    else:
+        checked = _check_in_processes(workers, (files, run, refs, paths))
+    return {(ref["caseId"], ref["trial"]): doc for ref, doc in zip(refs, checked, strict=True)}
+
+
+_PARALLEL_FROM_TRIALS = 256
+_MAX_VERIFICATION_PROCESSES = 4
+_shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]] | None = None
+"""The run being verified, inherited by forked workers instead of being pickled to them."""
+
+
+def _verification_processes(trials: int) -> int:
+    """Verifying a trial is CPU-bound Python (threads only contend for the GIL), so large runs
+    are split across forked processes; fork is only safe to rely on under Linux."""
+    if trials < _PARALLEL_FROM_TRIALS or sys.platform != "linux":
+        return 1
+    return min(len(os.sched_getaffinity(0)), _MAX_VERIFICATION_PROCESSES)
+
+
+def _check_in_processes(
+    workers: int, shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]]
+) -> list[dict[str, Any]]:
+    """Contiguous slices in order: the first bad trial of the first bad slice is the one a
+    sequential check would name."""
+    import multiprocessing
+
+    global _shared  # noqa: PLW0603 - set only for the lifetime of the pool
+    _shared = shared
+    total = len(shared[2])
+    step = -(-total // workers)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, _quiet_worker) as pool:
+            slices = pool.map(
+                _check_slice, [(i, min(i + step, total)) for i in range(0, total, step)]
+            )
+    finally:
+        _shared = None
+    checked: list[dict[str, Any]] = []
+    for outcome in slices:
+        if isinstance(outcome, tuple):
+            message, source, pointer = outcome
+            raise InvocationError(message, source=source, pointer=pointer)
+        checked.extend(outcome)
+    return checked
+
+
+def _quiet_worker() -> None:
+    """Ctrl-C reaches the whole group: the parent reports it; workers end by the pool's SIGTERM
+    (the default action) instead of each printing a traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _check_slice(
+    bounds: tuple[int, int],
+) -> list[dict[str, Any]] | tuple[str, str | None, str | None]:
+    """A slice's reduced trials, or its first refusal as (message, source, pointer)."""
+    assert _shared is not None
+    files, run, refs, paths = _shared
+    try:
+        return [_check_trial(files, run, refs[i], paths[i]) for i in range(*bounds)]
+    except InvocationError as exc:
+        return (exc.message, exc.source, exc.pointer)
+
+
+def _sum_known(values: Sequence[float | int | None]) -> float | int | None:
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
+def _row(
+    source: Path,
+    result: Mapping[str, Any],
+    run: Mapping[str, Any],
+    trials: Mapping[tuple[str, int], Mapping[str, Any]],
+    case: Mapping[str, Any],
+) -> dict[str, Any]:
+    evidences = [
+        trials[(case["caseId"], t["trial"])]["evidence"]
+        for t in case["trials"]
+        if (case["caseId"], t["trial"]) in trials
+    ]
+    complete = len(evidences) == len(case["trials"])
+    assessed = complete and all(
+        t["execution"] == "completed"
+        and t["grading"] == "completed"
+        and t["task"] != "not_assessed"
+        for t in case["trials"]
+    )
+    usages = [e["usage"] for e in evidences]
+    usage_known = complete and bool(usages) and all(u["complete"] for u in usages)
+
+    def usage_sum(key: str) -> float | int | None:
+        return _sum_known([u[key] for u in usages]) if usage_known else None
+
+    candidate = next((r for r in run["routes"] if r["role"] == "candidate"), None)
+    return {
+        "source": str(source),
+        "evidencePath": result["evidencePath"],
+        "runId": result["runId"],
+        "caseId": case["caseId"],
+        "execution": case["execution"],
+        "grading": case["grading"],
+        "task": case["task"],
+        "exitCode": result["exitCode"],
+        "trialCount": case["trialCount"],
+        "passedTrials": case["passedTrials"],
+        "taskPassRate": case["passedTrials"] / case["trialCount"] if assessed else None,
+        "candidateDurationMs": _sum_known([e["durations"]["candidateMs"] for e in evidences])
+        if complete
+        else None,
+        "inputTokens": usage_sum("inputTokens"),
+        "outputTokens": usage_sum("outputTokens"),
+        "costUsd": usage_sum("costUsd"),
+        "runnerBuildDigest": run["runner"]["buildDigest"],
+        "evaluationDigest": run["evaluationIdentity"]["digest"],
+        "requestedCondition": run["condition"]["requested"],
+        "actualCondition": run["condition"]["actual"],
+        "candidateRoute": {k: candidate[k] for k in ("host", "model", "effort")}
+        if candidate
+        else None,
+        "routes": list(run["routes"]),
+        "trialFiles": [t["artifactPath"] for t in case["trials"] if t["artifactPath"]],
+    }
+
+
+def _runs_in_root(root: Path, on_note: Callable[[str], object]) -> list[Path]:
+    """The run directories of a results root (those with a run.json), oldest first.
+
+    Symlinks are not followed; a directory without run.json (a run in progress or interrupted,
+    see ``sevro runs``) is skipped with a note; hidden entries (the run state) are ignored.
+    """
+    found: list[tuple[int, str, Path]] = []
+    skipped = 0
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                info = os.lstat(Path(entry.path) / "run.json")
+            except FileNotFoundError:
+                skipped += 1
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append((info.st_mtime_ns, entry.name, Path(entry.path)))
+            if len(found) > MAX_RESULTS_ROOT_RUNS:
+                raise InvocationError(
+                    f"more than {MAX_RESULTS_ROOT_RUNS} runs in this results root; "
+                    "pass the run directories to report",
+                    source=root,
+                )
+    if not found:
+        raise InvocationError(
+            "neither a run directory (no run.json) nor a results root (no finished run in it)",
+            source=root,
+        )
+    if skipped:
+        on_note(f"skipped {skipped} run director(ies) without run.json in {root} (see sevro runs)")
+    return [path for _, _, path in sorted(found)]
+
+
+def _expand(paths: Sequence[Path], on_note: Callable[[str], object]) -> list[Path]:
+    """Inputs as given, with each results root replaced by the runs in it."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir() and not os.path.lexists(path / "run.json"):
+            out += _runs_in_root(path, on_note)
+        else:
+            out.append(path)
+    return out
+
+
+def _failures(
+    case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    evidences = {
+        t["trial"]: trials[(case["caseId"], t["trial"])]["evidence"]
+        for t in case["trials"]
+        if (case["caseId"], t["trial"]) in trials
+    }
+    found = case_failures(case, evidences)
+    if found is None:
+        return None
+    kept = found.reasons[:MAX_REPORT_REASONS_PER_CASE]
+    return {
+        "reasons": [{"trials": list(numbers), "reason": reason} for numbers, reason in kept],
+        "omittedReasons": len(found.reasons) - len(kept),
+    }
+
+
+def build_report(
+    inputs: Sequence[Path],
+    *,
+    details: bool = False,
+    on_note: Callable[[str], object] = lambda _: None,
+) -> dict[str, Any]:
+    """Verify each input and return a ``sevro.report.v1`` document.
+
+    An input is a result file, a run directory or a results root (every finished run in it);
+    with ``details`` each case that did not pass carries its failure reasons.
+    """
+    if not inputs:
+        raise InvocationError("no input given; pass result files or run directories")
+    with _no_cyclic_gc():
+        return _build_report(inputs, details=details, on_note=on_note)
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Evidence documents are acyclic JSON, so the cyclic collector finds nothing in them; left
+    on, it re-scans every trial document already loaded, a third of a 10 000-trial report."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build_report(
+    inputs: Sequence[Path], *, details: bool, on_note: Callable[[str], object]
+) -> dict[str, Any]:
+    resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
+    if len(set(resolved)) != len(resolved):
+        raise InvocationError("the same input is given twice")
+    input_rows = []
+    rows = []
+    for path in resolved:
+        result, run, run_dir = _input(path)
+        input_rows.append(
+            {
+                "source": str(path),
+                "runId": result["runId"],
+                "execution": result["execution"]["status"],
+                "grading": result["grading"]["status"],
+                "task": result["task"]["verdict"],
+                "exitCode": result["exitCode"],
+                "caseCount": len(result["cases"]),
+            }
+        )
+        if run is None or run_dir is None:
+            continue
+        trials = _trials(run, run_dir)
+        for case in result["cases"]:
+            row = _row(path, result, run, trials, case)
+            failures = _failures(case, trials) if details else None
+            if failures is not None:
+                row["failures"] = failures
+            rows.append(row)
+    verdicts = [r["task"] for r in rows]
+    document = {
+        "format": REPORT_FORMAT,
+        "inputs": input_rows,
+        "rows": rows,
+        "summary": {
+            "cases": len(rows),
+            "passed": verdicts.count("passed"),
+            "failed": verdicts.count("failed"),
+            "notAssessed": verdicts.count("not_assessed"),
+        },
+    }
+    from sevro_core.formats.schemas import validate_output
+
+    validate_output("report.v1", document, compiled=len(rows) > LARGE_DOCUMENT_ITEMS)
+    return document

@@ -1,0 +1,151 @@
+"""Case loading: one case, an array of cases, or a directory of case files.
+
+Loading is strict and bounded and happens before anything runs: every problem is an
+:class:`InvocationError` naming the file and the JSON pointer at fault.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, override
+
+from sevro_core.errors import InvocationError, join_pointer
+from sevro_core.formats.jsonio import read_json_file
+from sevro_core.formats.schemas import validate_input
+from sevro_core.limits import (
+    MAX_CASE_FILE_BYTES,
+    MAX_CASE_FILES_IN_DIRECTORY,
+    MAX_CASES_PER_RUN,
+    MAX_PROMPT_BYTES,
+)
+from sevro_core.models import Case, CheckDeclaration
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+_converter.register_structure_hook(
+    Case,
+    make_dict_structure_fn(
+        Case,
+        _converter,
+        _cattrs_forbid_extra_keys=True,
+        follow_up_prompt=override(rename="followUpPrompt"),
+        required_evidence=override(rename="requiredEvidence"),
+        source=override(omit=True),
+        pointer=override(omit=True),
+    ),
+)
+_converter.register_structure_hook(
+    CheckDeclaration, make_dict_structure_fn(CheckDeclaration, _converter)
+)
+
+
+def case_files(paths: Sequence[Path]) -> Iterator[Path]:
+    """Expand directories into their ``*.json`` files (sorted, not recursive, no symlinks)."""
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            raise InvocationError("case file does not exist", source=path) from None
+        if stat.S_ISLNK(info.st_mode):
+            target = path.resolve()
+            if not target.exists():
+                raise InvocationError("case file is a dangling symlink", source=path)
+            info = os.stat(target)
+        if not stat.S_ISDIR(info.st_mode):
+            yield path
+            continue
+        entries = sorted(
+            entry
+            for entry in path.iterdir()
+            if entry.suffix == ".json" and not entry.name.startswith(".")
+        )
+        if not entries:
+            raise InvocationError("directory holds no *.json case files", source=path)
+        if len(entries) > MAX_CASE_FILES_IN_DIRECTORY:
+            raise InvocationError(
+                f"directory holds more than {MAX_CASE_FILES_IN_DIRECTORY} case files", source=path
+            )
+        for entry in entries:
+            if entry.is_symlink():
+                raise InvocationError(
+                    "case files inside a directory must not be symlinks", source=entry
+                )
+            yield entry
+
+
+def load_cases(paths: Sequence[Path]) -> list[Case]:
+    """Load, validate and structure every case; ids must be unique across the run."""
+    if not paths:
+        raise InvocationError("no case file given; pass one or more case files or directories")
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for path in case_files(paths):
+        document = read_json_file(path, MAX_CASE_FILE_BYTES, what="case file")
+        if isinstance(document, list):
+            if not document:
+                raise InvocationError("case array is empty", source=path)
+            items = [(join_pointer("", i), item) for i, item in enumerate(document)]
+        elif isinstance(document, dict):
+            items = [("", document)]
+        else:
+            raise InvocationError(
+                "a case file holds one case object or an array of cases", source=path
+            )
+        for pointer, item in items:
+            case = load_case(item, source=path, pointer=pointer)
+            where = f"{path}#{pointer}" if pointer else str(path)
+            if case.id in seen:
+                raise InvocationError(
+                    f"duplicate case id {case.id!r} (first defined at {seen[case.id]})",
+                    source=path,
+                    pointer=join_pointer(pointer, "id"),
+                )
+            seen[case.id] = where
+            cases.append(case)
+            if len(cases) > MAX_CASES_PER_RUN:
+                raise InvocationError(f"more than {MAX_CASES_PER_RUN} cases in one run")
+    return cases
+
+
+def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
+    """Validate one case document against ``case.v1`` and structure it."""
+    if not isinstance(document, dict):
+        raise InvocationError("a case must be a JSON object", source=source, pointer=pointer)
+    validate_input("case.v1", document, source=source, base=pointer)
+    for key in ("prompt", "followUpPrompt"):
+        text = document.get(key)
+        if isinstance(text, str) and len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
+            raise InvocationError(
+                f"longer than {MAX_PROMPT_BYTES} bytes",
+                source=source,
+                pointer=join_pointer(pointer, key),
+            )
+    check_ids: dict[str, int] = {}
+    for index, check in enumerate(document["checks"]):
+        if check["id"] in check_ids:
+            raise InvocationError(
+                f"duplicate check id {check['id']!r} (also /checks/{check_ids[check['id']]})",
+                source=source,
+                pointer=join_pointer(pointer, "checks", index, "id"),
+            )
+        check_ids[check["id"]] = index
+    case = _converter.structure(document, Case)
+    return _with_origin(case, str(source), pointer)
+
+
+def _with_origin(case: Case, source: str, pointer: str) -> Case:
+    from attrs import evolve
+
+    checks = tuple(CheckDeclaration(c.id, c.grader, c.configuration) for c in case.checks)
+    return evolve(
+        case,
+        checks=checks,
+        required_evidence=tuple(case.required_evidence),
+        source=source,
+        pointer=pointer,
+    )

@@ -1,0 +1,380 @@
+"""The planner: resolves plugins for a run, negotiates capabilities, computes identity.
+
+It is the only place that knows which plugins exist; the engine receives resolved objects. Every
+refusal here happens before any trial starts and exits 64.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
+from sevro_core.formats.canonical import hash_json
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.isolation.protection import OPERATOR, ProtectedRoot, engine_roots
+from sevro_core.isolation.sandbox import (
+    SANDBOX_CAPABILITY,
+    SandboxSelection,
+    announce,
+    select_sandbox,
+)
+from sevro_core.models import (
+    FINAL_MESSAGE_OBSERVATION,
+    Case,
+    CheckDeclaration,
+    CheckOutcome,
+    Route,
+    TrialView,
+)
+from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.protocols import (
+    NETWORK_NONE,
+    CompiledCheck,
+    CompiledFixture,
+    ConfiguredHost,
+    FixtureContext,
+    Grader,
+    Host,
+    HostOptions,
+    VerdictPolicy,
+)
+from sevro_core.run.identity import IDENTITY_ALGORITHM, evaluation_identity
+from sevro_core.run.sources import CaseSources
+
+ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
+CONDITIONS = ("passive", "enforced")
+ENFORCED_CAPABILITY = "sevro.condition.enforced"
+CONTINUATION_CAPABILITY = "sevro.host.continuation"
+
+
+@frozen
+class RunSettings:
+    """Everything the operator chose for a run, validated by the CLI."""
+
+    trials: int
+    threshold: float
+    jobs: int
+    dry: bool
+    condition: str
+    results_root: Path
+    project_root: Path
+    host: str
+    host_options: HostOptions
+    verdict_policy: str = "sevro.verdict.default"
+    workspace_root: Path | None = None
+    run_state_root: Path | None = None
+    sandbox: str = "auto"
+    """``auto``, ``none`` (an explicit opt-out) or a backend name or id."""
+    network: str = NETWORK_NONE
+    protected_roots: tuple[Path, ...] = ()
+    """``--protected-root``: canonical, existing paths hidden in addition to the engine's."""
+    case_sources: CaseSources | None = None
+
+
+@frozen
+class PlannedCheck:
+    declaration: CheckDeclaration
+    grader: Grader
+    compiled: CompiledCheck
+
+
+@frozen
+class PlannedCase:
+    case: Case
+    fixture_provider: str
+    fixture: CompiledFixture
+    checks: tuple[PlannedCheck, ...]
+    digests: Mapping[str, str]
+
+    @property
+    def graded_checks(self) -> tuple[PlannedCheck, ...]:
+        """Checks in grading order (stage, then declaration order)."""
+        return tuple(sorted(self.checks, key=lambda c: c.grader.stage))
+
+
+@frozen
+class RunPlan:
+    settings: RunSettings
+    cases: tuple[PlannedCase, ...]
+    host_plugin: Host
+    host: ConfiguredHost
+    verdict_policy: VerdictPolicy
+    registry: Registry
+    identity: Mapping[str, Any]
+    configuration: Mapping[str, Any]
+    runner: Mapping[str, Any]
+    project: Mapping[str, Any]
+    graders_active: tuple[Mapping[str, str], ...]
+    sandbox: SandboxSelection
+
+    @property
+    def route(self) -> Route:
+        return self.host.route
+
+
+def resolve_host_id(registry: Registry, name: str) -> str:
+    """``scripted`` and ``sevro.host.scripted`` both name the scripted host."""
+    for candidate in (name, f"sevro.host.{name}"):
+        if registry.get("host", candidate) is not None:
+            return candidate
+    raise InvocationError(
+        f"--host {name!r} is not installed; available hosts: "
+        f"{', '.join(registry.ids('host')) or 'none'}"
+    )
+
+
+def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
+    host_plugin: Host = registry.all("host")[resolve_host_id(registry, settings.host)]
+    config_source = settings.host_options.config_source or "--host-config"
+    try:
+        host = host_plugin.configure(settings.host_options)
+    except ConfigurationError as exc:
+        raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
+    if settings.condition == "enforced" and ENFORCED_CAPABILITY not in host.capabilities:
+        raise InvocationError(
+            f"--condition enforced is not supported by {host_plugin.id}, which runs passive only"
+        )
+    policy = registry.get("verdict-policy", settings.verdict_policy)
+    if policy is None:
+        raise InvocationError(
+            f"--verdict-policy {settings.verdict_policy!r} is not installed; available: "
+            f"{', '.join(registry.ids('verdict-policy'))}"
+        )
+    sandbox = select_sandbox(
+        registry, settings.sandbox, settings.network, protected_roots(settings, cases)
+    )
+    context = FixtureContext(sources=settings.case_sources)
+    planned = tuple(
+        _plan_case(case, registry, host, config_source, sandbox, context) for case in cases
+    )
+    graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
+    graders_active = tuple(
+        {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
+        for gid, version in sorted(graders)
+    )
+    configuration = _configuration(settings, host, policy, sandbox)
+    runner, project = _provenance(registry, settings)
+    identity = evaluation_identity(
+        runner_build_digest=runner["buildDigest"],
+        project_digest=project["digest"],
+        configuration_digest=configuration["digest"],
+        cases=planned,
+        evaluator={
+            "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
+            "extension": None,
+        },
+        graders_active=graders_active,
+        route=host.route,
+        condition=settings.condition,
+        trials=settings.trials,
+        threshold=settings.threshold,
+    )
+    announce(sandbox)
+    return RunPlan(
+        settings=settings,
+        cases=planned,
+        host_plugin=host_plugin,
+        host=host,
+        verdict_policy=policy,
+        registry=registry,
+        identity=identity,
+        configuration=configuration,
+        runner=runner,
+        project=project,
+        graders_active=graders_active,
+        sandbox=sandbox,
+    )
+
+
+def protected_roots(settings: RunSettings, cases: Sequence[Case]) -> tuple[ProtectedRoot, ...]:
+    """The engine's roots for this run, then the operator's ``--protected-root`` paths."""
+    inputs = [Path(case.source).resolve() for case in cases if case.source]
+    if settings.host_options.config_source:
+        inputs.append(Path(settings.host_options.config_source).resolve())
+    roots = engine_roots(
+        project_root=settings.project_root,
+        results_root=settings.results_root,
+        run_state_root=settings.run_state_root,
+        case_source_roots=(settings.case_sources.root, settings.case_sources.map_file)
+        if settings.case_sources is not None
+        else (),
+        input_files=dict.fromkeys(inputs),
+    )
+    return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
+
+
+@frozen
+class IsolationUnavailable:
+    """Stands in for a check that needs a sandbox when none works: grading error, never a pass."""
+
+    grader: str
+    reason: str
+
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        raise GradingError(f"{self.grader} needs a sandbox: {self.reason}")
+
+
+def _plugin_source(registry: Registry, kind: str, object_id: str) -> str:
+    for info in registry.plugins:
+        if any(r.kind == kind and r.id == object_id for r in info.registrations):
+            return info.distribution or info.name
+    return "unknown"
+
+
+def _refusal(case: Case, message: str, *parts: str | int) -> InvocationError:
+    return InvocationError(message, source=case.source, pointer=join_pointer(case.pointer, *parts))
+
+
+def compile_fixture(
+    case: Case, registry: Registry, context: FixtureContext
+) -> tuple[str, CompiledFixture]:
+    """Find the provider that owns the case's fixture shape and validate it."""
+    provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
+    if provider is None:
+        raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
+    try:
+        return provider.id, provider.compile(case.fixture, context)
+    except ConfigurationError as exc:
+        raise InvocationError(
+            exc.message, source=case.source, pointer=case.pointer + "/fixture" + exc.pointer
+        ) from None
+
+
+def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
+    """Resolve each check's grader and validate its configuration."""
+    checks = []
+    for index, declaration in enumerate(case.checks):
+        grader: Grader | None = registry.get("grader", declaration.grader)
+        if grader is None:
+            raise _refusal(
+                case,
+                f"unknown grader {declaration.grader!r}; installed graders: "
+                f"{', '.join(registry.ids('grader')) or 'none'}",
+                "checks",
+                index,
+                "grader",
+            )
+        try:
+            compiled = grader.compile(declaration.configuration)
+        except ConfigurationError as exc:
+            raise InvocationError(
+                exc.message,
+                source=case.source,
+                pointer=join_pointer(case.pointer, "checks", index, "configuration") + exc.pointer,
+            ) from None
+        checks.append(PlannedCheck(declaration, grader, compiled))
+    return checks
+
+
+def _plan_case(
+    case: Case,
+    registry: Registry,
+    host: ConfiguredHost,
+    config_source: str,
+    sandbox: SandboxSelection,
+    context: FixtureContext,
+) -> PlannedCase:
+    provider_id, fixture = compile_fixture(case, registry, context)
+    checks = compile_checks(case, registry)
+    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
+    if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:
+        raise _refusal(
+            case,
+            f"host {host.route.host} cannot continue a session, so it cannot run a followUpPrompt",
+            "followUpPrompt",
+        )
+    for index, check in enumerate(checks):
+        missing = sorted(set(check.grader.requires) - provided)
+        if missing == [SANDBOX_CAPABILITY] and sandbox.problem is not None:
+            # Deliberately not a refusal: the run goes ahead and this check is a grading error
+            # (exit 3), so missing isolation is reported where it matters and never passes.
+            checks[index] = PlannedCheck(
+                check.declaration,
+                check.grader,
+                IsolationUnavailable(check.grader.id, sandbox.problem),
+            )
+            continue
+        if missing:
+            raise _refusal(
+                case,
+                f"grader {check.grader.id} needs {', '.join(missing)}, which "
+                f"neither host {host.route.host} nor this fixture provides",
+                "checks",
+                index,
+                "grader",
+            )
+        provided |= set(getattr(check.grader, "provides", ()))
+    for index, evidence_id in enumerate(case.required_evidence):
+        if evidence_id not in provided:
+            raise _refusal(
+                case,
+                f"required evidence {evidence_id!r} is produced by neither "
+                f"host {host.route.host}, this fixture, nor any declared check",
+                "requiredEvidence",
+                index,
+            )
+    try:
+        host.check_case(case)
+    except ConfigurationError as exc:
+        raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
+    digests = {
+        "case": hash_json(case.declaration()),
+        "fixture": hash_json({"provider": provider_id, "declaration": fixture.identity()}),
+        "checks": hash_json([_check_json(c) for c in case.checks]),
+        "requiredEvidence": hash_json(list(case.required_evidence)),
+    }
+    digests["identity"] = hash_json(dict(digests))
+    return PlannedCase(
+        case=case,
+        fixture_provider=provider_id,
+        fixture=fixture,
+        checks=tuple(checks),
+        digests=digests,
+    )
+
+
+def _check_json(check: CheckDeclaration) -> dict[str, JsonValue]:
+    return {"id": check.id, "grader": check.grader, "configuration": dict(check.configuration)}
+
+
+def _configuration(
+    settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy, sandbox: SandboxSelection
+) -> dict[str, Any]:
+    redacted = {
+        "condition": settings.condition,
+        "executionMode": "dry" if settings.dry else "executed",
+        "trialCount": settings.trials,
+        "passThreshold": settings.threshold,
+        "jobs": settings.jobs,
+        "verdictPolicy": policy.id,
+        "hostConfiguration": {"candidate": host.redacted_configuration()},
+        "sandbox": sandbox.configuration(),
+    }
+    return {"digest": hash_json(redacted), "redacted": redacted}
+
+
+def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    from sevro_core import __version__
+    from sevro_core.run.provenance import project_provenance, runner_build_digest
+
+    modules = [sys.modules["sevro_core"]]
+    for info in registry.plugins:
+        module = registry.manager.get_plugin(info.name)
+        if module is not None and hasattr(module, "__name__"):
+            modules.append(module)
+    runner = {
+        "source": "package",
+        "packageName": "sevro-core",
+        "version": __version__,
+        "buildDigest": runner_build_digest(modules),
+    }
+    project = project_provenance(settings.project_root, [settings.results_root])
+    return runner, project
+
+
+__all__ = ["IDENTITY_ALGORITHM", "PlannedCase", "RunPlan", "RunSettings", "plan_run"]

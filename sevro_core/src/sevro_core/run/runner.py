@@ -1,0 +1,279 @@
+"""``sevro run`` from validated settings to a written ``run.json``.
+
+Everything that can be refused is refused before the results directory is touched. The run
+state (``--run-state-root``, default ``<results-root>/.sevro-state``) records who owns each
+evaluation and every persisted trial, so a crashed run can be resumed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import structlog
+from attrs import frozen
+
+from sevro_core.errors import InvocationError, PersistenceError, SevroError
+from sevro_core.models import CancelToken
+from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.run.engine import TrialRecord
+from sevro_core.run.loading import load_cases
+from sevro_core.run.planning import RunPlan, RunSettings, plan_run
+from sevro_core.run.results import cli_result, retained_result
+from sevro_core.run.resume import recover
+from sevro_core.run.scheduler import run_trials
+from sevro_core.run.signals import cancel_on_signals
+from sevro_core.states import ExitCode
+from sevro_core.store.evidence import RUN_FORMAT, EvidenceStore, ensure_private_dir
+from sevro_core.store.runstate import RunState, TrialCheckpoint
+
+log = structlog.get_logger("sevro.run")
+DEFAULT_STATE_DIR = ".sevro-state"
+_SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
+
+
+@frozen
+class RunOutcome:
+    result: dict[str, Any]
+    run_dir: Path
+    exit_code: int
+
+
+def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
+    """Load and plan; raises ``InvocationError`` (exit 64) before anything is written."""
+    cases = load_cases(case_paths)
+    return plan_run(cases, registry, settings)
+
+
+def _signals(cancel: CancelToken) -> AbstractContextManager[None]:
+    """Cancel on SIGINT/SIGTERM; the handler never logs (see :mod:`sevro_core.run.signals`)."""
+    return cancel_on_signals(cancel, lambda name: log.warning("cancelling run", signal=name))
+
+
+def _hook(registry: Registry, name: str, **kwargs: Any) -> None:
+    try:
+        getattr(registry.manager.hook, name)(**kwargs)
+    except Exception as exc:  # an observer must never cost us the evidence
+        log.error("lifecycle hook failed", hook=name, error=f"{type(exc).__name__}: {exc}")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def execute(
+    plan: RunPlan,
+    on_trial: Callable[[TrialRecord], None] = lambda _: None,
+    cancel: CancelToken | None = None,
+    *,
+    resume: bool = False,
+) -> RunOutcome:
+    """Claim the evaluation, run (or resume) it, and write its evidence."""
+    cancel = cancel or CancelToken()
+    settings = plan.settings
+    try:
+        ensure_private_dir(settings.results_root)
+    except OSError as exc:
+        raise InvocationError(
+            f"cannot use as results root: {exc}", source=settings.results_root
+        ) from None
+    state = RunState(settings.run_state_root or settings.results_root / DEFAULT_STATE_DIR)
+    try:
+        return _execute_claimed(plan, state, on_trial, cancel, resume=resume)
+    finally:
+        state.close()
+
+
+def _execute_claimed(
+    plan: RunPlan,
+    state: RunState,
+    on_trial: Callable[[TrialRecord], None],
+    cancel: CancelToken,
+    *,
+    resume: bool,
+) -> RunOutcome:
+    settings = plan.settings
+    started_at = _now()
+    with _signals(cancel):
+        claim = state.claim(
+            plan.identity["digest"],
+            results_root=settings.results_root,
+            trials_total=len(plan.cases) * settings.trials,
+            resume=resume,
+            identity=plan.identity,
+            project_root=settings.project_root,
+        )
+        run_id = claim.run_id
+        try:
+            store = EvidenceStore(
+                settings.results_root, run_id, attempt=claim.attempt, reopen=claim.resumed
+            )
+            reused = recover(plan, store, state) if claim.resumed else {}
+        except Exception:
+            _finish_failed(state, run_id)
+            raise
+        info = RunInfo(
+            run_id=run_id,
+            evaluation_digest=plan.identity["digest"],
+            run_dir=store.run_dir,
+            case_ids=tuple(p.case.id for p in plan.cases),
+            trials=settings.trials,
+            dry=settings.dry,
+        )
+        log.info(
+            "run started",
+            run_id=run_id,
+            attempt=claim.attempt,
+            evaluation=plan.identity["digest"][:12],
+            cases=len(plan.cases),
+            trials=settings.trials,
+            jobs=settings.jobs,
+        )
+        _hook(plan.registry, "sevro_run_started", run=info)
+
+        def finished(record: TrialRecord) -> None:
+            if record.path is not None and record.sha256 is not None:
+                state.checkpoint(
+                    run_id,
+                    TrialCheckpoint(
+                        record.case_id,
+                        record.trial,
+                        record.attempt,
+                        store.relative(record.path),
+                        record.sha256,
+                        record.states.execution.value,
+                    ),
+                )
+            log.debug(
+                "trial finished",
+                case=record.case_id,
+                trial=record.trial,
+                execution=record.states.execution.value,
+                grading=record.states.grading.value,
+                task=record.states.verdict.value,
+            )
+            if record.document is not None:
+                _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
+            on_trial(record)
+
+        try:
+            records = run_trials(plan, store, cancel, finished, reused=reused)
+        except BaseException as exc:
+            log.info("run failed", run_id=run_id, error=str(exc))
+            _finish_failed(state, run_id)
+            raise
+        signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
+        status = "interrupted" if signal_exit is not None else "completed"
+        diagnostic = None
+        if signal_exit is not None:
+            diagnostic = {
+                "code": "sevro.run.cancelled",
+                "message": f"interrupted by {cancel.reason}",
+            }
+        run_path = store.run_dir / "run.json"
+        result = cli_result(
+            run_id=run_id,
+            case_ids=info.case_ids,
+            records=records,
+            threshold=settings.threshold,
+            dry=settings.dry,
+            evidence_path=run_path,
+            signal_exit=signal_exit,
+            diagnostic=diagnostic,
+        )
+        state.finish(run_id, status)
+        document = run_document(
+            plan, store, status, started_at, result, records, state.attempts(run_id)
+        )
+        try:
+            store.write_run(document)
+            digest = hashlib.sha256(run_path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise PersistenceError(
+                f"run evidence could not be written to {run_path}: {exc}"
+            ) from exc
+        try:
+            state.record_run_evidence(run_id, digest)
+        except SevroError as exc:  # the run is complete; `sevro runs` then checks the schema
+            log.warning("run.json digest not recorded", run_id=run_id, error=str(exc))
+    _hook(plan.registry, "sevro_run_finished", run=info, result=result)
+    log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
+    return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
+
+
+def _finish_failed(state: RunState, run_id: str) -> None:
+    """Mark the run failed if the state can still be written; the original error matters.
+
+    When it cannot (a full disk), the run stays ``active`` with a dead owner, which the next
+    claim or ``sevro runs`` reads as interrupted: resumable either way.
+    """
+    try:
+        state.finish(run_id, "failed")
+    except SevroError as exc:
+        log.warning("run state not updated", run_id=run_id, error=str(exc))
+
+
+def run_document(
+    plan: RunPlan,
+    store: EvidenceStore,
+    status: str,
+    started_at: str,
+    result: dict[str, Any],
+    records: Sequence[TrialRecord],
+    attempts: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    settings = plan.settings
+    return {
+        "format": RUN_FORMAT,
+        "runId": store.run_id,
+        "status": status,
+        "startedAt": started_at,
+        "finishedAt": _now(),
+        "evaluationIdentity": dict(plan.identity),
+        "configuration": dict(plan.configuration),
+        "runner": dict(plan.runner),
+        "project": {k: v for k, v in plan.project.items() if k != "digest"},
+        "extension": None,
+        "condition": {
+            "requested": settings.condition,
+            "actual": settings.condition if not settings.dry else "unknown",
+            "requestedInstrumentation": [],
+            "appliedInstrumentation": [],
+        },
+        "graders": {"active": [dict(g) for g in plan.graders_active], "replacedDefaults": []},
+        "verdictPolicy": {
+            "id": plan.verdict_policy.id,
+            "version": str(plan.verdict_policy.version),
+        },
+        "routes": [plan.route.to_json()],
+        "plugins": [
+            {"name": p.name, "distribution": p.distribution, "version": p.version}
+            for p in plan.registry.plugins
+        ],
+        "cases": [
+            {
+                "caseId": p.case.id,
+                "source": p.case.source + (f"#{p.case.pointer}" if p.case.pointer else ""),
+                "fixtureProvider": p.fixture_provider,
+                "digests": dict(p.digests),
+            }
+            for p in plan.cases
+        ],
+        "attempts": [dict(a) for a in attempts],
+        "trials": [
+            {
+                "caseId": r.case_id,
+                "trial": r.trial,
+                "attempt": r.attempt if r.path is not None else None,
+                "path": store.relative(r.path) if r.path is not None else None,
+                "sha256": r.sha256 if r.path is not None else None,
+            }
+            for r in records
+        ],
+        "result": retained_result(result, store.run_dir),
+    }

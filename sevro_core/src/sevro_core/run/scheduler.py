@@ -1,0 +1,80 @@
+"""Bounded parallel trials (``--jobs``) with deterministic admission stop.
+
+The main thread admits work and waits; signal handlers run there and only set the cancel token.
+Admission stops on cancellation, on a host execution failure and on a grading error; trials
+already running drain and keep their evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from attrs import frozen
+
+from sevro_core.models import CancelToken
+from sevro_core.run.engine import TrialRecord, execute_trial, not_admitted
+from sevro_core.run.planning import PlannedCase, RunPlan
+from sevro_core.states import Execution, Grading
+from sevro_core.store.evidence import EvidenceStore
+
+
+@frozen
+class WorkItem:
+    planned: PlannedCase
+    trial: int
+
+
+def _stops_admission(record: TrialRecord) -> bool:
+    return record.states.execution is Execution.FAILED or record.states.grading is Grading.ERROR
+
+
+def run_trials(
+    plan: RunPlan,
+    store: EvidenceStore,
+    cancel: CancelToken,
+    on_finished: Callable[[TrialRecord], None] = lambda _: None,
+    reused: Mapping[tuple[str, int], TrialRecord] | None = None,
+) -> list[TrialRecord]:
+    """Run every trial not in ``reused``; return all records in (case, trial) order."""
+    items: Sequence[WorkItem] = [
+        WorkItem(p, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)
+    ]
+    records: dict[tuple[str, int], TrialRecord] = dict(reused or {})
+    to_run = [i for i in items if (i.planned.case.id, i.trial) not in records]
+    workers = max(1, min(plan.settings.jobs, len(to_run)))
+    admitting = not any(_stops_admission(r) for r in records.values())
+    failure: BaseException | None = None
+    pending: dict[Future[TrialRecord], WorkItem] = {}
+    queue = list(reversed(to_run))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sevro-trial") as pool:
+        while True:
+            admitting = admitting and not cancel.cancelled
+            while admitting and queue and len(pending) < workers:
+                item = queue.pop()
+                pending[
+                    pool.submit(execute_trial, plan, item.planned, item.trial, cancel, store)
+                ] = item
+            if not pending:
+                break
+            done, _ = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            for future in done:
+                item = pending.pop(future)
+                try:
+                    record = future.result()
+                except BaseException as exc:  # persistence or internal failure
+                    failure = failure or exc
+                    admitting = False
+                    cancel.cancel("sevro.runner.error")
+                    continue
+                records[(item.planned.case.id, item.trial)] = record
+                if _stops_admission(record):
+                    admitting = False
+                on_finished(record)
+    if failure is not None:
+        raise failure
+    out = []
+    for item in items:
+        key = (item.planned.case.id, item.trial)
+        out.append(records.get(key) or not_admitted(*key, cancelled=cancel.cancelled))
+    return out

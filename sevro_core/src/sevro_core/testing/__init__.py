@@ -1,0 +1,189 @@
+"""sevro's test kit, a pytest plugin (entry point ``pytest11: sevro``).
+
+Plugin authors get the fixtures sevro's own tests use: a temporary project, helpers to write
+cases and scripted-host configurations, and a runner for the real ``sevro`` CLI in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attrs import frozen
+
+
+def require_tool(name: str) -> str:
+    """Return the path of ``name``; skip when missing locally, fail when ``CI=true``."""
+    found = shutil.which(name)
+    if found is None:
+        message = f"{name} is not installed"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI must install it (.ci/run)")
+        pytest.skip(message)
+    return found
+
+
+CODEX_BIN_ENV = "SEVRO_CODEX_BIN"
+CODEX_LOCAL_PREFIX = ".agent-clis"
+"""Where scripts/setup installs the pinned agent CLIs (an npm prefix)."""
+
+
+CLAUDE_BIN_ENV = "SEVRO_CLAUDE_BIN"
+
+
+def _require_agent_cli(name: str, env: str, what: str) -> str:
+    """``$<env>``, else PATH, else a repo-local npm prefix (``.agent-clis``, made by
+    scripts/setup) above the working directory; skip locally, fail in CI."""
+    configured = os.environ.get(env)
+    if configured:
+        if not Path(configured).is_file():
+            pytest.fail(f"{env}={configured} is not a file")
+        return configured
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        local = directory / CODEX_LOCAL_PREFIX / "node_modules" / ".bin" / name
+        if local.is_file():
+            return str(local)
+    message = f"the {what} CLI is not installed (set {env} or put {name} on PATH)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI must install it (.ci/run)")
+    pytest.skip(message)
+
+
+def require_sandbox() -> str:
+    """The sandbox tool this platform's backend needs (bwrap, sandbox-exec), as ``require_tool``.
+
+    Tests that run host commands or shell checks need one: without it those fail by design.
+    """
+    return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
+
+
+def require_codex() -> str:
+    """The Codex CLI for real-CLI tests (see ``_require_agent_cli``)."""
+    return _require_agent_cli("codex", CODEX_BIN_ENV, "Codex")
+
+
+def require_claude() -> str:
+    """The Claude Code CLI for real-CLI tests (see ``_require_agent_cli``)."""
+    return _require_agent_cli("claude", CLAUDE_BIN_ENV, "Claude Code")
+
+
+@frozen
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@frozen
+class SevroProject:
+    """A temporary project directory with its own results root."""
+
+    root: Path
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    def write_json(self, relative: str, value: Any) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+        return path
+
+    def case(self, relative: str = "case.json", **fields: Any) -> Path:
+        """Write a case file; unspecified fields get a minimal valid default."""
+        case = {
+            "id": "example",
+            "prompt": "Return ready.",
+            "fixture": {"files": {}},
+            "checks": [],
+            "requiredEvidence": [],
+        }
+        case.update(fields)
+        return self.write_json(relative, case)
+
+    def script(
+        self,
+        relative: str = "host.json",
+        *,
+        default: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+        cases: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]] | None = None,
+    ) -> Path:
+        """Write a scripted-host configuration: turns of steps, per case or as a default."""
+        config: dict[str, Any] = {"format": "sevro.scripted-host.v1"}
+        if default is not None:
+            config["default"] = {"turns": [list(t) for t in default]}
+        if cases is not None:
+            config["cases"] = {k: {"turns": [list(t) for t in v]} for k, v in cases.items()}
+        return self.write_json(relative, config)
+
+    def sevro(
+        self,
+        *args: str | Path,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120,
+        cwd: Path | None = None,
+    ) -> CliResult:
+        """Run the real CLI (``python -m sevro_core``) in a subprocess."""
+        completed = subprocess.run(
+            [sys.executable, "-m", "sevro_core", *map(str, args)],
+            cwd=cwd or self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+        return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+    def run(self, *args: str | Path, **kwargs: Any) -> CliResult:
+        """``sevro run ... --json --results-root <project>/results``."""
+        return self.sevro("run", *args, "--json", "--results-root", self.results, **kwargs)
+
+
+@pytest.fixture
+def sevro_project(tmp_path: Path) -> SevroProject:
+    """A fresh project directory for one test."""
+    root = tmp_path / "project"
+    root.mkdir()
+    return SevroProject(root.resolve())
+
+
+@pytest.fixture
+def mock_model() -> Iterator[Callable[..., Any]]:
+    """Start ``MockModelServer(replies)`` servers for one test; all stop at teardown."""
+    from sevro_core.testing.mockmodel import MockModelServer
+
+    servers: list[MockModelServer] = []
+
+    def start(replies: Sequence[Any], **kwargs: Any) -> MockModelServer:
+        server = MockModelServer(replies, **kwargs).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def reply(sevro_project: SevroProject) -> Callable[[str], Path]:
+    """Write a scripted-host config whose default turn replies with ``text``."""
+
+    def make(text: str) -> Path:
+        return sevro_project.script(default=[[{"reply": {"text": text}}]])
+
+    return make
