@@ -13,8 +13,8 @@ import pytest
 from sevro_core.builtins.repository_fixture import RepositoryFixtureProvider, SourceChangedError
 from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.fixtures.workspace import create_workspace
-from sevro_core.plugin.protocols import FixtureContext
-from sevro_core.run.sources import CaseSources, load_case_sources
+from sevro_core.plugin.protocols import CaseSources, FixtureContext
+from sevro_core.run.sources import load_case_sources
 from sevro_core.testing import require_tool
 
 provider = RepositoryFixtureProvider()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sevro_core.isolation.processes import ProcessOutcome
 from sevro_core.limits import MAX_HOST_EVENT_LINE_BYTES
+from sevro_core.models import ProcessOutcome
 from sevro_hosts_claude.events import StreamError, parse_turn
 
 SID = "0b7c9a52-0000-4000-8000-000000000001"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from attrs import frozen
 
-from sevro_core.isolation.processes import DEFAULT_PATH, ProcessOutcome, run_bounded
-from sevro_core.models import CancelToken
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
+from sevro_core.models import CancelToken, ProcessOutcome
 from sevro_core.plugin.protocols import SandboxPolicy
 from sevro_core.testing import require_tool
 from sevro_sandbox.bwrap import BubblewrapSandbox

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from sevro_core.entry import interrupted
+from sevro_core.interrupts import interrupted
 from sevro_core.limits import (
     DEFAULT_JOBS,
     DEFAULT_STATUS_INTERVAL_SECONDS,

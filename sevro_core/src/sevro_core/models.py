@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from attrs import field, frozen
 
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
-
-if TYPE_CHECKING:
-    from sevro_core.isolation.sandbox import Isolation
 
 FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
 ENGINE_OBSERVATION_PREFIX = "sevro.observation."
@@ -156,6 +153,46 @@ class CheckOutcome:
 
 
 @frozen
+class ProcessOutcome:
+    """How a bounded command ended (:func:`sevro_core.isolation.processes.run_bounded`)."""
+
+    exit_code: int | None
+    timed_out: bool
+    cancelled: bool
+    output: bytes
+    truncated: bool
+    duration_ms: float
+    stderr: bytes = b""
+    overflowed: bool = False
+    """The output passed its limit and the group was killed (``kill_on_overflow``)."""
+    stalled: bool = False
+    """No output for ``stall_s`` seconds while the process still ran; the group was killed."""
+
+
+class TrialIsolation(Protocol):
+    """What hosts and graders may do with a trial's sandbox: run a command in it for a role.
+
+    :class:`sevro_core.isolation.sandbox.Isolation` implements it; naming the protocol here
+    keeps these values free of the sandbox machinery (which itself depends on them).
+    """
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        timeout_s: float,
+        output_limit: int,
+        merge_stderr: bool = True,
+        capture_output: bool = True,
+        kill_on_overflow: bool = False,
+        environment: Mapping[str, str] | None = None,
+    ) -> ProcessOutcome:
+        """Run ``argv`` in the workspace under the sandbox; raise ``IsolationError`` if it can't."""
+        ...
+
+
+@frozen
 class TrialView:
     """What a grader may look at: the final message, the host's and the fixture's
     observations, the workspace and the fixture's pre-host baseline.
@@ -175,7 +212,7 @@ class TrialView:
     (for Git fixtures ``{"baseRevision": ...}``); empty when the fixture captures nothing."""
     fixture_bin_dir: Path | None = None
     """The fixture's tools; checks that run commands put it first on ``PATH``."""
-    isolation: Isolation | None = None
+    isolation: TrialIsolation | None = None
 
 
 @frozen
@@ -220,5 +257,5 @@ class HostRequest:
     environment: Mapping[str, str] = field(factory=dict)
     fixture_bin_dir: Path | None = None
     extra: Mapping[str, Any] = field(factory=dict)
-    isolation: Isolation | None = None
+    isolation: TrialIsolation | None = None
     """The trial's sandbox: hosts run the agent's commands through it (role ``candidate``)."""

@@ -17,10 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
-from attrs import frozen
-
 from sevro_core.limits import KILL_GRACE_SECONDS
-from sevro_core.models import CancelToken
+from sevro_core.models import CancelToken, ProcessOutcome
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
@@ -28,21 +26,6 @@ _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 StderrMode = Literal["merge", "capture", "discard"]
 """Where a child's stderr goes: into the output stream, a separate bounded capture, or nowhere."""
-
-
-@frozen
-class ProcessOutcome:
-    exit_code: int | None
-    timed_out: bool
-    cancelled: bool
-    output: bytes
-    truncated: bool
-    duration_ms: float
-    stderr: bytes = b""
-    overflowed: bool = False
-    """The output passed its limit and the group was killed (``kill_on_overflow``)."""
-    stalled: bool = False
-    """No output for ``stall_s`` seconds while the process still ran; the group was killed."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

@@ -22,7 +22,7 @@ from attrs import evolve, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import hash_json
-from sevro_core.isolation.processes import DEFAULT_PATH, ProcessOutcome, run_bounded
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.isolation.protection import (
     PEER_WORKSPACES,
     PRIVATE_STATE,
@@ -34,7 +34,7 @@ from sevro_core.isolation.protection import (
     readable_holder,
 )
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
-from sevro_core.models import CancelToken
+from sevro_core.models import CancelToken, ProcessOutcome
 from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
 
 SANDBOX_CAPABILITY = "sevro.sandbox"

@@ -24,7 +24,6 @@ from sevro_core.models import (
     Route,
     TrialView,
 )
-from sevro_core.run.sources import CaseSources
 from sevro_core.states import Execution, Grading, Verdict
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
@@ -133,6 +132,18 @@ class MaterialisedFixture:
     """Fixture tools; hosts and checks put this directory first on ``PATH``."""
     probe: WorkspaceProbe | None = None
     """How the fixture observes the workspace before and after the host, if it does."""
+
+
+@frozen
+class CaseSources:
+    """The declared sources: id → canonical directory inside ``root``."""
+
+    root: Path
+    map_file: Path
+    sources: Mapping[str, Path]
+
+    def describe(self) -> str:
+        return ", ".join(sorted(self.sources)) or "no sources"
 
 
 @frozen

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from attrs import frozen
 
 from sevro_core.formats.canonical import canonical_json, hash_json
 from sevro_core.models import Route
-
-if TYPE_CHECKING:
-    from sevro_core.run.planning import PlannedCase
 
 IDENTITY_ALGORITHM = "sevro.identity.v1"
 
@@ -25,37 +24,46 @@ def identity_digest(dimensions: Mapping[str, Any]) -> str:
     ).hexdigest()
 
 
-def evaluation_identity(
-    *,
-    runner_build_digest: str,
-    project_digest: str,
-    configuration_digest: str,
-    cases: Sequence[PlannedCase],
-    evaluator: Mapping[str, Any],
-    graders_active: Sequence[Mapping[str, str]],
-    route: Route,
-    condition: str,
-    trials: int,
-    threshold: float,
-) -> dict[str, Any]:
+@frozen
+class IdentityInputs:
+    """What the identity is computed from, gathered by the planner.
+
+    Cases enter only through their digests, so identity needs nothing of the planner's types.
+    """
+
+    runner_build_digest: str
+    project_digest: str
+    configuration_digest: str
+    case_digests: Sequence[Mapping[str, str]]
+    """Each planned case's digests (``case``, ``fixture``, ``checks``, ...), in run order."""
+    evaluator: Mapping[str, Any]
+    graders_active: Sequence[Mapping[str, str]]
+    route: Route
+    condition: str
+    trials: int
+    threshold: float
+
+
+def evaluation_identity(inputs: IdentityInputs) -> dict[str, Any]:
     """The 16 dimensions of Sevro's identity v1; per-case digests are hashed as ordered lists."""
+    cases = inputs.case_digests
     dimensions = {
-        "runnerBuildDigest": runner_build_digest,
-        "projectDigest": project_digest,
-        "configurationDigest": configuration_digest,
+        "runnerBuildDigest": inputs.runner_build_digest,
+        "projectDigest": inputs.project_digest,
+        "configurationDigest": inputs.configuration_digest,
         "extensionDigest": None,
         "extensionProtocol": None,
-        "caseDigest": hash_json([c.digests["case"] for c in cases]),
-        "fixtureDigest": hash_json([c.digests["fixture"] for c in cases]),
-        "checksDigest": hash_json([c.digests["checks"] for c in cases]),
-        "requiredEvidenceDigest": hash_json([c.digests["requiredEvidence"] for c in cases]),
-        "evaluatorDigest": hash_json(dict(evaluator)),
-        "graderDigest": hash_json([dict(g) for g in graders_active]),
+        "caseDigest": hash_json([c["case"] for c in cases]),
+        "fixtureDigest": hash_json([c["fixture"] for c in cases]),
+        "checksDigest": hash_json([c["checks"] for c in cases]),
+        "requiredEvidenceDigest": hash_json([c["requiredEvidence"] for c in cases]),
+        "evaluatorDigest": hash_json(dict(inputs.evaluator)),
+        "graderDigest": hash_json([dict(g) for g in inputs.graders_active]),
         "instrumentationDigest": hash_json({"requested": [], "applied": []}),
-        "routeDigest": hash_json(route.to_json()),
-        "condition": condition,
-        "trialCount": trials,
-        "passThreshold": threshold,
+        "routeDigest": hash_json(inputs.route.to_json()),
+        "condition": inputs.condition,
+        "trialCount": inputs.trials,
+        "passThreshold": inputs.threshold,
     }
     return {
         "algorithm": IDENTITY_ALGORITHM,

@@ -34,6 +34,7 @@ from sevro_core.models import (
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
     NETWORK_NONE,
+    CaseSources,
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
@@ -43,8 +44,7 @@ from sevro_core.plugin.protocols import (
     HostOptions,
     VerdictPolicy,
 )
-from sevro_core.run.identity import IDENTITY_ALGORITHM, evaluation_identity
-from sevro_core.run.sources import CaseSources
+from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 CONDITIONS = ("passive", "enforced")
@@ -160,19 +160,21 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     configuration = _configuration(settings, host, policy, sandbox)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
-        runner_build_digest=runner["buildDigest"],
-        project_digest=project["digest"],
-        configuration_digest=configuration["digest"],
-        cases=planned,
-        evaluator={
-            "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
-            "extension": None,
-        },
-        graders_active=graders_active,
-        route=host.route,
-        condition=settings.condition,
-        trials=settings.trials,
-        threshold=settings.threshold,
+        IdentityInputs(
+            runner_build_digest=runner["buildDigest"],
+            project_digest=project["digest"],
+            configuration_digest=configuration["digest"],
+            case_digests=[p.digests for p in planned],
+            evaluator={
+                "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
+                "extension": None,
+            },
+            graders_active=graders_active,
+            route=host.route,
+            condition=settings.condition,
+            trials=settings.trials,
+            threshold=settings.threshold,
+        )
     )
     announce(sandbox)
     return RunPlan(

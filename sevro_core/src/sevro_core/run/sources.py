@@ -2,37 +2,24 @@
 
 ``--case-source-root DIR`` bounds where sources may live; ``--case-source-map-file FILE`` maps
 source ids to ``file:///`` URLs. Every URL is canonicalised (symlinks resolved) and must stay
-inside the root, so a case can only name a repository the operator put there.
+inside the root, so a case can only name a repository the operator put there. What fixture
+providers receive, :class:`~sevro_core.plugin.protocols.CaseSources`, sits with their protocols.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Mapping
 from pathlib import Path
-
-from attrs import frozen
 
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import MAX_CASE_SOURCE_MAP_BYTES, MAX_CASE_SOURCES
+from sevro_core.plugin.protocols import CaseSources
 
 SOURCE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _SOURCE_ID_RE = re.compile(SOURCE_ID_PATTERN)
 MAX_SOURCE_ID_LENGTH = 128
-
-
-@frozen
-class CaseSources:
-    """The declared sources: id → canonical directory inside ``root``."""
-
-    root: Path
-    map_file: Path
-    sources: Mapping[str, Path]
-
-    def describe(self) -> str:
-        return ", ".join(sorted(self.sources)) or "no sources"
 
 
 def load_case_sources(root: Path | None, map_file: Path | None) -> CaseSources | None:
