@@ -16,7 +16,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_RESULT_FILE_BYTES
 from sevro_core.reporting.output import table
 from sevro_core.store.ownership import Liveness, Owner, liveness
-from sevro_core.store.runstate import DATABASE_NAME, RunRow, RunState
+from sevro_core.store.runstate import DATABASE_NAME, DEFAULT_STATE_DIR, RunRow, RunState
 
 
 def _verdict(run_dir: Path, row: RunRow) -> tuple[str | None, str]:
@@ -85,8 +85,6 @@ def _not_resumable(row: RunRow, status: str, moved_from: str | None, digests: An
 
 
 def list_runs(results_root: Path, run_state_root: Path | None) -> list[dict[str, Any]]:
-    from sevro_core.run.runner import DEFAULT_STATE_DIR
-
     if not results_root.is_dir():
         raise InvocationError(
             "results root does not exist or is not a directory", source=results_root

@@ -1,16 +1,19 @@
 """Aggregation of trial records into case and run states, and the result documents.
 
 ``sevro.cli-result.v1`` is what ``--json`` prints and what ``run.json`` embeds; a pre-run
-failure has its own minimal form (``runId: null``, exit 64 or 70).
+failure has its own minimal form (``runId: null``, exit 64 or 70). ``run.json`` itself
+(:func:`run_document`) is built here too, beside the result it retains.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
+from sevro_core.run.records import TrialRecord
 from sevro_core.states import (
     Execution,
     ExitCode,
@@ -22,9 +25,11 @@ from sevro_core.states import (
     exit_code_for,
     run_verdict,
 )
+from sevro_core.store.evidence import RUN_FORMAT
 
-if TYPE_CHECKING:  # `sevro report` imports this module and must not load the engine
-    from sevro_core.run.engine import TrialRecord
+if TYPE_CHECKING:  # `sevro report` imports this module and must not load the planner
+    from sevro_core.run.planning import RunPlan
+    from sevro_core.store.evidence import EvidenceStore
 
 CLI_RESULT_FORMAT = "sevro.cli-result.v1"
 
@@ -149,3 +154,69 @@ def pre_run_failure(code: str, message: str, exit_code: ExitCode) -> dict[str, A
         "cases": [],
         "diagnostic": {"code": code, "message": message[:MAX_DIAGNOSTIC_CHARS]},
     }
+
+
+def run_document(
+    plan: RunPlan,
+    store: EvidenceStore,
+    status: str,
+    started_at: str,
+    result: dict[str, Any],
+    records: Sequence[TrialRecord],
+    attempts: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """``run.json``: what was evaluated, how, by which plugins, every attempt and trial file."""
+    settings = plan.settings
+    return {
+        "format": RUN_FORMAT,
+        "runId": store.run_id,
+        "status": status,
+        "startedAt": started_at,
+        "finishedAt": _now(),
+        "evaluationIdentity": dict(plan.identity),
+        "configuration": dict(plan.configuration),
+        "runner": dict(plan.runner),
+        "project": {k: v for k, v in plan.project.items() if k != "digest"},
+        "extension": None,
+        "condition": {
+            "requested": settings.condition,
+            "actual": settings.condition if not settings.dry else "unknown",
+            "requestedInstrumentation": [],
+            "appliedInstrumentation": [],
+        },
+        "graders": {"active": [dict(g) for g in plan.graders_active], "replacedDefaults": []},
+        "verdictPolicy": {
+            "id": plan.verdict_policy.id,
+            "version": str(plan.verdict_policy.version),
+        },
+        "routes": [plan.route.to_json()],
+        "plugins": [
+            {"name": p.name, "distribution": p.distribution, "version": p.version}
+            for p in plan.registry.plugins
+        ],
+        "cases": [
+            {
+                "caseId": p.case.id,
+                "source": p.case.source + (f"#{p.case.pointer}" if p.case.pointer else ""),
+                "fixtureProvider": p.fixture_provider,
+                "digests": dict(p.digests),
+            }
+            for p in plan.cases
+        ],
+        "attempts": [dict(a) for a in attempts],
+        "trials": [
+            {
+                "caseId": r.case_id,
+                "trial": r.trial,
+                "attempt": r.attempt if r.path is not None else None,
+                "path": store.relative(r.path) if r.path is not None else None,
+                "sha256": r.sha256 if r.path is not None else None,
+            }
+            for r in records
+        ],
+        "result": retained_result(result, store.run_dir),
+    }
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")

@@ -19,8 +19,8 @@ import structlog
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.schemas import is_valid
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
-from sevro_core.run.engine import TrialRecord
 from sevro_core.run.planning import RunPlan
+from sevro_core.run.records import TrialRecord
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.store.runstate import RunState, TrialCheckpoint
 

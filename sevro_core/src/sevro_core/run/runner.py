@@ -21,19 +21,18 @@ from sevro_core.errors import InvocationError, PersistenceError, SevroError
 from sevro_core.models import CancelToken
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.runinfo import RunInfo
-from sevro_core.run.engine import TrialRecord
 from sevro_core.run.loading import load_cases
 from sevro_core.run.planning import RunPlan, RunSettings, plan_run
-from sevro_core.run.results import cli_result, retained_result
+from sevro_core.run.records import TrialRecord
+from sevro_core.run.results import cli_result, run_document
 from sevro_core.run.resume import recover
 from sevro_core.run.scheduler import run_trials
 from sevro_core.run.signals import cancel_on_signals
 from sevro_core.states import ExitCode
-from sevro_core.store.evidence import RUN_FORMAT, EvidenceStore, ensure_private_dir
-from sevro_core.store.runstate import RunState, TrialCheckpoint
+from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
+from sevro_core.store.runstate import DEFAULT_STATE_DIR, RunState, TrialCheckpoint
 
 log = structlog.get_logger("sevro.run")
-DEFAULT_STATE_DIR = ".sevro-state"
 _SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
 
 
@@ -216,64 +215,3 @@ def _finish_failed(state: RunState, run_id: str) -> None:
         state.finish(run_id, "failed")
     except SevroError as exc:
         log.warning("run state not updated", run_id=run_id, error=str(exc))
-
-
-def run_document(
-    plan: RunPlan,
-    store: EvidenceStore,
-    status: str,
-    started_at: str,
-    result: dict[str, Any],
-    records: Sequence[TrialRecord],
-    attempts: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    settings = plan.settings
-    return {
-        "format": RUN_FORMAT,
-        "runId": store.run_id,
-        "status": status,
-        "startedAt": started_at,
-        "finishedAt": _now(),
-        "evaluationIdentity": dict(plan.identity),
-        "configuration": dict(plan.configuration),
-        "runner": dict(plan.runner),
-        "project": {k: v for k, v in plan.project.items() if k != "digest"},
-        "extension": None,
-        "condition": {
-            "requested": settings.condition,
-            "actual": settings.condition if not settings.dry else "unknown",
-            "requestedInstrumentation": [],
-            "appliedInstrumentation": [],
-        },
-        "graders": {"active": [dict(g) for g in plan.graders_active], "replacedDefaults": []},
-        "verdictPolicy": {
-            "id": plan.verdict_policy.id,
-            "version": str(plan.verdict_policy.version),
-        },
-        "routes": [plan.route.to_json()],
-        "plugins": [
-            {"name": p.name, "distribution": p.distribution, "version": p.version}
-            for p in plan.registry.plugins
-        ],
-        "cases": [
-            {
-                "caseId": p.case.id,
-                "source": p.case.source + (f"#{p.case.pointer}" if p.case.pointer else ""),
-                "fixtureProvider": p.fixture_provider,
-                "digests": dict(p.digests),
-            }
-            for p in plan.cases
-        ],
-        "attempts": [dict(a) for a in attempts],
-        "trials": [
-            {
-                "caseId": r.case_id,
-                "trial": r.trial,
-                "attempt": r.attempt if r.path is not None else None,
-                "path": store.relative(r.path) if r.path is not None else None,
-                "sha256": r.sha256 if r.path is not None else None,
-            }
-            for r in records
-        ],
-        "result": retained_result(result, store.run_dir),
-    }

@@ -13,8 +13,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from attrs import frozen
 
 from sevro_core.models import CancelToken
-from sevro_core.run.engine import TrialRecord, execute_trial, not_admitted
+from sevro_core.run.engine import execute_trial
 from sevro_core.run.planning import PlannedCase, RunPlan
+from sevro_core.run.records import TrialRecord, not_admitted
 from sevro_core.states import Execution, Grading
 from sevro_core.store.evidence import EvidenceStore
 

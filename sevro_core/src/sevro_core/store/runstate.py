@@ -24,6 +24,8 @@ from sevro_core.limits import RUN_STATE_BUSY_TIMEOUT_MS
 from sevro_core.store.ownership import Liveness, Owner, current_owner, liveness
 
 DATABASE_NAME = "sevro-state.sqlite"
+DEFAULT_STATE_DIR = ".sevro-state"
+"""Where the run state lives without ``--run-state-root``: under the results root."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -1,0 +1,91 @@
+"""A trial as the run sees it once it is over: its states, checks and where its evidence is.
+
+The scheduler collects these, the runner checkpoints them, the result documents aggregate them
+and resume rebuilds them from trial files an earlier attempt persisted. Reading one needs
+nothing of the engine, so `sevro report` can aggregate without loading it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.models import CheckOutcome, TrialStates
+from sevro_core.states import CheckStatus, Execution, Grading, Verdict
+
+
+@frozen
+class TrialRecord:
+    """A finished (or never admitted) trial, as the aggregator and the CLI need it."""
+
+    case_id: str
+    trial: int
+    states: TrialStates
+    checks: tuple[CheckOutcome, ...]
+    path: Path | None
+    error_code: str | None = None
+    document: Mapping[str, Any] | None = None
+    attempt: int = 1
+    sha256: str | None = None
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], path: Path, sha256: str) -> TrialRecord:
+        """Rebuild the record of a trial persisted by an earlier attempt."""
+        evidence = document["evidence"]
+        error_code = evidence["execution"].get("errorCode")
+        if error_code is None and evidence["grading"]["error"] is not None:
+            error_code = "sevro.grader.error"
+        checks = tuple(
+            CheckOutcome(
+                c["id"],
+                c["grader"],
+                CheckStatus(c["status"]),
+                c.get("detail"),
+                tuple(c["evidenceRefs"]),
+            )
+            for c in evidence["checks"]
+        )
+        states = TrialStates(
+            Execution(evidence["execution"]["status"]),
+            Grading(evidence["grading"]["status"]),
+            Verdict(evidence["task"]["verdict"]),
+        )
+        return cls(
+            case_id=document["caseId"],
+            trial=document["trial"],
+            states=states,
+            checks=checks,
+            path=path,
+            error_code=error_code,
+            document=document,
+            attempt=evidence["attempt"],
+            sha256=sha256,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "execution": self.states.execution.value,
+            "grading": self.states.grading.value,
+            "task": self.states.verdict.value,
+            "checks": [
+                {"id": c.id, "grader": c.grader, "status": c.status.value} for c in self.checks
+            ],
+            "artifactPath": str(self.path) if self.path is not None else None,
+        }
+
+
+def not_admitted(case_id: str, trial: int, *, cancelled: bool) -> TrialRecord:
+    """A trial the scheduler never started (the run was cancelled or stopped admitting)."""
+    execution = Execution.CANCELLED if cancelled else Execution.NOT_RUN
+    return TrialRecord(
+        case_id=case_id,
+        trial=trial,
+        states=TrialStates(execution, Grading.NOT_REQUESTED, Verdict.NOT_ASSESSED),
+        checks=(),
+        path=None,
+        error_code="sevro.run.cancelled" if cancelled else "sevro.run.not-admitted",
+    )
