@@ -6,7 +6,6 @@ removed; if writing fails the workspace is kept and named.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import re
 import time
@@ -15,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from attrs import evolve
+from attrs import evolve, frozen
 
 from sevro_core.errors import GradingError, PersistenceError, SevroError
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
@@ -37,7 +36,6 @@ from sevro_core.limits import (
 from sevro_core.models import (
     ENGINE_OBSERVATION_PREFIX,
     FINAL_MESSAGE_OBSERVATION,
-    UNKNOWN_USAGE,
     CancelToken,
     CheckOutcome,
     HostRequest,
@@ -46,9 +44,16 @@ from sevro_core.models import (
     TrialStates,
     TrialView,
 )
-from sevro_core.plugin.protocols import ID_PATTERN, FixtureReport
+from sevro_core.plugin.protocols import ID_PATTERN, FixtureReport, MaterialisedFixture
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
+from sevro_core.run.trialevidence import (
+    TrialFindings,
+    elapsed_ms,
+    timestamp,
+    trial_document,
+    trial_evidence,
+)
 from sevro_core.states import (
     CheckStatus,
     Completeness,
@@ -57,69 +62,47 @@ from sevro_core.states import (
     Verdict,
     trial_grading,
 )
-from sevro_core.store.evidence import TRIAL_FORMAT, EvidenceStore
+from sevro_core.store.evidence import EvidenceStore
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
-
-
-def _ms(start: float, end: float) -> float:
-    return round((end - start) * 1000, 3)
 
 
 def render_prompt(template: str, workspace: Path) -> str:
     return template.replace(WORKSPACE_TOKEN, str(workspace))
 
 
+@frozen
+class _Trial:
+    """One trial's fixed context, which every step of :func:`execute_trial` reads."""
+
+    plan: RunPlan
+    planned: PlannedCase
+    trial: int
+    cancel: CancelToken
+    store: EvidenceStore
+    workspace: Path
+    private: Path
+    """The trial's private directory (hosts' and checks' homes), outside the workspace."""
+
+
 def execute_trial(
     plan: RunPlan, planned: PlannedCase, trial: int, cancel: CancelToken, store: EvidenceStore
 ) -> TrialRecord:
     """Run one trial end to end and persist its evidence."""
-    case = planned.case
-    started_at = _now()
+    started_at = timestamp()
     t0 = time.monotonic()
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
-    with _fixture_step(case.id, "materialised", workspace, private):
-        fixture = planned.fixture.materialise(workspace)
-    baseline: Mapping[str, Any] = {}
-    if fixture.probe is not None and not plan.settings.dry:
-        with _fixture_step(case.id, "inspected before the host", workspace, private):
-            baseline = fixture.probe.baseline(cancel)
+    run = _Trial(plan, planned, trial, cancel, store, workspace, private)
+    fixture, baseline = _prepare_fixture(run)
     t_fixture = time.monotonic()
-    report = FixtureReport()
     isolation = plan.sandbox.bind(
         workspace=workspace, private_root=private, cancel=cancel, fixture_bin_dir=fixture.bin_dir
     )
-    if plan.settings.dry:
-        host_result = None
-        execution, error = Execution.NOT_RUN, None
-    else:
-        prompts = tuple(
-            render_prompt(p, workspace)
-            for p in (case.prompt, case.follow_up_prompt)
-            if p is not None
-        )
-        request = HostRequest(
-            case_id=case.id,
-            trial=trial,
-            prompts=prompts,
-            workspace=workspace,
-            condition=plan.settings.condition,
-            cancel=cancel,
-            private_root=private,
-            fixture_bin_dir=fixture.bin_dir,
-            isolation=isolation,
-        )
-        host_result, execution, error = _run_host(plan, request)
+    host_result, execution, error = _run_candidate(run, fixture, isolation)
     t_host = time.monotonic()
-    if fixture.probe is not None and not plan.settings.dry:
-        with _fixture_step(case.id, "inspected after the host", workspace, private):
-            report = _checked_report(fixture.probe.observe(baseline, cancel), host_result)
+    report = _inspect_after_host(run, fixture, baseline, host_result)
     observations = _observations(host_result)
     observations.update((o.id, o) for o in report.observations)
     outcomes: list[CheckOutcome] = []
@@ -132,6 +115,91 @@ def execute_trial(
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
     required = _required_evidence(planned, observations, host_result, report)
+    states, grader_error = _judge(plan, planned, execution, outcomes, grader_error, required)
+    findings = TrialFindings(
+        plan=plan,
+        planned=planned,
+        trial=trial,
+        workspace=workspace,
+        started_at=started_at,
+        t0=t0,
+        durations={
+            "fixtureMs": elapsed_ms(t0, t_fixture),
+            "candidateMs": None if plan.settings.dry else elapsed_ms(t_fixture, t_host),
+            "gradingMs": elapsed_ms(t_host, t_grade),
+        },
+        result=host_result,
+        report=report,
+        observations=observations,
+        outcomes=outcomes,
+        grader_error=grader_error,
+        required=required,
+        states=states,
+        error=error,
+    )
+    return _persist(run, findings)
+
+
+def _prepare_fixture(run: _Trial) -> tuple[MaterialisedFixture, Mapping[str, Any]]:
+    """Materialise the fixture and take its pre-host baseline (none when dry or unprobed)."""
+    case_id, workspace, private = run.planned.case.id, run.workspace, run.private
+    with _fixture_step(case_id, "materialised", workspace, private):
+        fixture = run.planned.fixture.materialise(workspace)
+    baseline: Mapping[str, Any] = {}
+    if fixture.probe is not None and not run.plan.settings.dry:
+        with _fixture_step(case_id, "inspected before the host", workspace, private):
+            baseline = fixture.probe.baseline(run.cancel)
+    return fixture, baseline
+
+
+def _run_candidate(
+    run: _Trial, fixture: MaterialisedFixture, isolation: Isolation
+) -> tuple[HostResult | None, Execution, tuple[str, str] | None]:
+    """Give the host its rendered prompts; a dry run never calls it (``not_run``)."""
+    if run.plan.settings.dry:
+        return None, Execution.NOT_RUN, None
+    case = run.planned.case
+    prompts = tuple(
+        render_prompt(p, run.workspace)
+        for p in (case.prompt, case.follow_up_prompt)
+        if p is not None
+    )
+    request = HostRequest(
+        case_id=case.id,
+        trial=run.trial,
+        prompts=prompts,
+        workspace=run.workspace,
+        condition=run.plan.settings.condition,
+        cancel=run.cancel,
+        private_root=run.private,
+        fixture_bin_dir=fixture.bin_dir,
+        isolation=isolation,
+    )
+    return _run_host(run.plan, request)
+
+
+def _inspect_after_host(
+    run: _Trial,
+    fixture: MaterialisedFixture,
+    baseline: Mapping[str, Any],
+    host_result: HostResult | None,
+) -> FixtureReport:
+    """What the fixture observed of the host's changes, held to the engine's bounds."""
+    if fixture.probe is None or run.plan.settings.dry:
+        return FixtureReport()
+    with _fixture_step(run.planned.case.id, "inspected after the host", run.workspace, run.private):
+        return _checked_report(fixture.probe.observe(baseline, run.cancel), host_result)
+
+
+def _judge(
+    plan: RunPlan,
+    planned: PlannedCase,
+    execution: Execution,
+    outcomes: Sequence[CheckOutcome],
+    grader_error: dict[str, str] | None,
+    required: Sequence[Mapping[str, str]],
+) -> tuple[TrialStates, dict[str, str] | None]:
+    """The trial's grading and verdict; a failing policy leaves it unassessed, never passed."""
     grading = trial_grading(
         execution,
         grader_error=grader_error is not None,
@@ -152,58 +220,39 @@ def execute_trial(
         execution is not Execution.COMPLETED or grading is not Grading.COMPLETED
     ):
         verdict = Verdict.NOT_ASSESSED  # no policy may pass what was not fully graded
-    states = TrialStates(execution, grading, verdict)
+    return TrialStates(execution, grading, verdict), grader_error
+
+
+def _persist(run: _Trial, findings: TrialFindings) -> TrialRecord:
+    """Write the trial's evidence, then remove its directories.
+
+    Evidence is written before the workspace is removed; if writing fails the workspace is
+    kept and named (a persistence failure, exit 70).
+    """
+    error, grader_error = findings.error, findings.grader_error
     error_code = error[0] if error else ("sevro.grader.error" if grader_error else None)
     try:
-        evidence = _evidence(
-            plan,
-            planned,
-            trial,
-            store,
-            host_result,
-            report,
-            observations,
-            outcomes,
-            grader_error,
-            required,
-            states,
-            error,
-            durations={
-                "fixtureMs": _ms(t0, t_fixture),
-                "candidateMs": None if plan.settings.dry else _ms(t_fixture, t_host),
-                "gradingMs": _ms(t_host, t_grade),
-            },
-            started_at=started_at,
-            workspace=workspace,
-            t0=t0,
-        )
-        path = store.case_dir(case.id) / f"trial-{trial}.json"
+        evidence = trial_evidence(findings, run.store)
+        path = run.store.case_dir(run.planned.case.id) / f"trial-{run.trial}.json"
         record = TrialRecord(
-            case_id=case.id,
-            trial=trial,
-            states=states,
-            checks=tuple(outcomes),
+            case_id=run.planned.case.id,
+            trial=run.trial,
+            states=findings.states,
+            checks=tuple(findings.outcomes),
             path=path,
             error_code=error_code,
-            attempt=store.attempt,
+            attempt=run.store.attempt,
         )
-        document = {
-            "format": TRIAL_FORMAT,
-            "runId": store.run_id,
-            "caseId": case.id,
-            "trial": trial,
-            "result": {**record.summary(), "artifactPath": store.relative(path)},
-            "evidence": evidence,
-        }
-        _, digest = store.write_trial(document)
+        document = trial_document(record, path, evidence, run.store)
+        _, digest = run.store.write_trial(document)
     except Exception as exc:
-        remove_tree(private)
+        remove_tree(run.private)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise PersistenceError(
-            f"trial persistence failed ({reason}); fixture retained at {workspace}"
+            f"trial persistence failed ({reason}); fixture retained at {run.workspace}"
         ) from exc
-    remove_tree(workspace)
-    remove_tree(private)
+    remove_tree(run.workspace)
+    remove_tree(run.private)
     return evolve(record, document=document, sha256=digest)
 
 
@@ -407,78 +456,3 @@ def _required_evidence(
             status = "complete" if evidence_id in artifacts else "unavailable"
         out.append({"id": evidence_id, "status": status})
     return out
-
-
-def _evidence(
-    plan: RunPlan,
-    planned: PlannedCase,
-    trial: int,
-    store: EvidenceStore,
-    result: HostResult | None,
-    report: FixtureReport,
-    observations: Mapping[str, Observation],
-    outcomes: Sequence[CheckOutcome],
-    grader_error: Mapping[str, str] | None,
-    required: list[dict[str, str]],
-    states: TrialStates,
-    error: tuple[str, str] | None,
-    *,
-    durations: dict[str, Any],
-    started_at: str,
-    workspace: Path,
-    t0: float,
-) -> dict[str, Any]:
-    case_id = planned.case.id
-    raw = None
-    artifact_refs = []
-    if result is not None and result.final_message is not None:
-        raw = store.write_blob(
-            case_id,
-            f"trial-{trial}-raw.txt",
-            result.final_message.encode("utf-8", "surrogatepass"),
-        )
-    for artifact in (*(result.artifacts if result is not None else ()), *report.artifacts):
-        ref = store.write_blob(case_id, f"trial-{trial}-{artifact.id}.bin", artifact.content)
-        artifact_refs.append({"id": artifact.id, **ref})
-    execution: dict[str, Any] = {"status": states.execution.value}
-    if error is not None:
-        execution["errorCode"], execution["message"] = error[0], error[1][:MAX_DIAGNOSTIC_CHARS]
-    durations["totalMs"] = _ms(t0, time.monotonic())
-    final = observations[FINAL_MESSAGE_OBSERVATION]
-    return {
-        "caseId": case_id,
-        "trial": trial,
-        "attempt": store.attempt,
-        "evaluationDigest": plan.identity["digest"],
-        "caseDigest": planned.digests["identity"],
-        "executionMode": "dry" if plan.settings.dry else "executed",
-        "condition": {
-            "requested": plan.settings.condition,
-            "actual": "unknown" if result is None else plan.settings.condition,
-        },
-        "execution": execution,
-        "grading": {
-            "status": states.grading.value,
-            "error": dict(grader_error) if grader_error else None,
-        },
-        "task": {
-            "verdict": states.verdict.value,
-            "policy": {"id": plan.verdict_policy.id, "version": str(plan.verdict_policy.version)},
-        },
-        "observationCompleteness": final.completeness.value,
-        "observations": [o.to_json() for o in observations.values()],
-        "checks": [o.to_json() for o in outcomes],
-        "requiredEvidence": required,
-        "metrics": [],
-        "routes": [plan.route.to_json()],
-        "usage": (result.usage if result is not None else UNKNOWN_USAGE).to_json(),
-        "turnsCompleted": result.turns_completed if result is not None else 0,
-        "durations": durations,
-        "rawResult": raw,
-        "artifactRefs": artifact_refs,
-        "fixture": {"provider": planned.fixture_provider, "digest": planned.digests["fixture"]},
-        "sandbox": plan.sandbox.evidence(),
-        "workspace": str(workspace),
-        "startedAt": started_at,
-        "finishedAt": _now(),
-    }

@@ -129,6 +129,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
+    """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
     host_plugin: Host = registry.all("host")[resolve_host_id(registry, settings.host)]
     config_source = settings.host_options.config_source or "--host-config"
     try:
@@ -139,12 +140,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         raise InvocationError(
             f"--condition enforced is not supported by {host_plugin.id}, which runs passive only"
         )
-    policy = registry.get("verdict-policy", settings.verdict_policy)
-    if policy is None:
-        raise InvocationError(
-            f"--verdict-policy {settings.verdict_policy!r} is not installed; available: "
-            f"{', '.join(registry.ids('verdict-policy'))}"
-        )
+    policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = select_sandbox(
         registry, settings.sandbox, settings.network, protected_roots(settings, cases)
     )
@@ -152,11 +148,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     planned = tuple(
         _plan_case(case, registry, host, config_source, sandbox, context) for case in cases
     )
-    graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
-    graders_active = tuple(
-        {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
-        for gid, version in sorted(graders)
-    )
+    graders_active = _graders_active(registry, planned)
     configuration = _configuration(settings, host, policy, sandbox)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
@@ -219,6 +211,27 @@ class IsolationUnavailable:
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         raise GradingError(f"{self.grader} needs a sandbox: {self.reason}")
+
+
+def _verdict_policy(registry: Registry, policy_id: str) -> VerdictPolicy:
+    policy: VerdictPolicy | None = registry.get("verdict-policy", policy_id)
+    if policy is None:
+        raise InvocationError(
+            f"--verdict-policy {policy_id!r} is not installed; available: "
+            f"{', '.join(registry.ids('verdict-policy'))}"
+        )
+    return policy
+
+
+def _graders_active(
+    registry: Registry, planned: Sequence[PlannedCase]
+) -> tuple[Mapping[str, str], ...]:
+    """Every grader the cases use, once, sorted: part of the identity and of ``run.json``."""
+    graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
+    return tuple(
+        {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
+        for gid, version in sorted(graders)
+    )
 
 
 def _plugin_source(registry: Registry, kind: str, object_id: str) -> str:

@@ -30,7 +30,7 @@ from sevro_core.run.scheduler import run_trials
 from sevro_core.run.signals import cancel_on_signals
 from sevro_core.states import ExitCode
 from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
-from sevro_core.store.runstate import DEFAULT_STATE_DIR, RunState, TrialCheckpoint
+from sevro_core.store.runstate import DEFAULT_STATE_DIR, Claim, RunState, TrialCheckpoint
 
 log = structlog.get_logger("sevro.run")
 _SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
@@ -96,6 +96,7 @@ def _execute_claimed(
     *,
     resume: bool,
 ) -> RunOutcome:
+    """Claim the evaluation, run its trials and write ``run.json``, all under signal handling."""
     settings = plan.settings
     started_at = _now()
     with _signals(cancel):
@@ -108,101 +109,147 @@ def _execute_claimed(
             project_root=settings.project_root,
         )
         run_id = claim.run_id
-        try:
-            store = EvidenceStore(
-                settings.results_root, run_id, attempt=claim.attempt, reopen=claim.resumed
-            )
-            reused = recover(plan, store, state) if claim.resumed else {}
-        except Exception:
-            _finish_failed(state, run_id)
-            raise
-        info = RunInfo(
-            run_id=run_id,
-            evaluation_digest=plan.identity["digest"],
-            run_dir=store.run_dir,
-            case_ids=tuple(p.case.id for p in plan.cases),
-            trials=settings.trials,
-            dry=settings.dry,
-        )
-        log.info(
-            "run started",
-            run_id=run_id,
-            attempt=claim.attempt,
-            evaluation=plan.identity["digest"][:12],
-            cases=len(plan.cases),
-            trials=settings.trials,
-            jobs=settings.jobs,
-        )
-        _hook(plan.registry, "sevro_run_started", run=info)
-
-        def finished(record: TrialRecord) -> None:
-            if record.path is not None and record.sha256 is not None:
-                state.checkpoint(
-                    run_id,
-                    TrialCheckpoint(
-                        record.case_id,
-                        record.trial,
-                        record.attempt,
-                        store.relative(record.path),
-                        record.sha256,
-                        record.states.execution.value,
-                    ),
-                )
-            log.debug(
-                "trial finished",
-                case=record.case_id,
-                trial=record.trial,
-                execution=record.states.execution.value,
-                grading=record.states.grading.value,
-                task=record.states.verdict.value,
-            )
-            if record.document is not None:
-                _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
-            on_trial(record)
-
+        store, reused = _open_store(plan, state, claim)
+        info = _started(plan, claim, store)
+        finished = _trial_finished(plan, state, store, info, on_trial)
         try:
             records = run_trials(plan, store, cancel, finished, reused=reused)
         except BaseException as exc:
             log.info("run failed", run_id=run_id, error=str(exc))
             _finish_failed(state, run_id)
             raise
-        signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
-        status = "interrupted" if signal_exit is not None else "completed"
-        diagnostic = None
-        if signal_exit is not None:
-            diagnostic = {
-                "code": "sevro.run.cancelled",
-                "message": f"interrupted by {cancel.reason}",
-            }
-        run_path = store.run_dir / "run.json"
-        result = cli_result(
-            run_id=run_id,
-            case_ids=info.case_ids,
-            records=records,
-            threshold=settings.threshold,
-            dry=settings.dry,
-            evidence_path=run_path,
-            signal_exit=signal_exit,
-            diagnostic=diagnostic,
-        )
+        result, status = _result(plan, info, store, records, cancel)
         state.finish(run_id, status)
         document = run_document(
             plan, store, status, started_at, result, records, state.attempts(run_id)
         )
-        try:
-            store.write_run(document)
-            digest = hashlib.sha256(run_path.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise PersistenceError(
-                f"run evidence could not be written to {run_path}: {exc}"
-            ) from exc
-        try:
-            state.record_run_evidence(run_id, digest)
-        except SevroError as exc:  # the run is complete; `sevro runs` then checks the schema
-            log.warning("run.json digest not recorded", run_id=run_id, error=str(exc))
+        _write_run(state, store, document)
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
     return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
+
+
+def _open_store(
+    plan: RunPlan, state: RunState, claim: Claim
+) -> tuple[EvidenceStore, dict[tuple[str, int], TrialRecord]]:
+    """The run's evidence directory, and on resume the trials an earlier attempt persisted.
+
+    A failure here marks the claimed run failed before it propagates.
+    """
+    try:
+        store = EvidenceStore(
+            plan.settings.results_root, claim.run_id, attempt=claim.attempt, reopen=claim.resumed
+        )
+        reused = recover(plan, store, state) if claim.resumed else {}
+    except Exception:
+        _finish_failed(state, claim.run_id)
+        raise
+    return store, reused
+
+
+def _started(plan: RunPlan, claim: Claim, store: EvidenceStore) -> RunInfo:
+    """Announce the run (log and ``sevro_run_started``); what hooks learn about it."""
+    settings = plan.settings
+    info = RunInfo(
+        run_id=claim.run_id,
+        evaluation_digest=plan.identity["digest"],
+        run_dir=store.run_dir,
+        case_ids=tuple(p.case.id for p in plan.cases),
+        trials=settings.trials,
+        dry=settings.dry,
+    )
+    log.info(
+        "run started",
+        run_id=claim.run_id,
+        attempt=claim.attempt,
+        evaluation=plan.identity["digest"][:12],
+        cases=len(plan.cases),
+        trials=settings.trials,
+        jobs=settings.jobs,
+    )
+    _hook(plan.registry, "sevro_run_started", run=info)
+    return info
+
+
+def _trial_finished(
+    plan: RunPlan,
+    state: RunState,
+    store: EvidenceStore,
+    info: RunInfo,
+    on_trial: Callable[[TrialRecord], None],
+) -> Callable[[TrialRecord], None]:
+    """What happens as each trial ends: checkpoint it (so resume can reuse it), log, tell hooks
+    and the caller."""
+
+    def finished(record: TrialRecord) -> None:
+        if record.path is not None and record.sha256 is not None:
+            state.checkpoint(
+                info.run_id,
+                TrialCheckpoint(
+                    record.case_id,
+                    record.trial,
+                    record.attempt,
+                    store.relative(record.path),
+                    record.sha256,
+                    record.states.execution.value,
+                ),
+            )
+        log.debug(
+            "trial finished",
+            case=record.case_id,
+            trial=record.trial,
+            execution=record.states.execution.value,
+            grading=record.states.grading.value,
+            task=record.states.verdict.value,
+        )
+        if record.document is not None:
+            _hook(plan.registry, "sevro_trial_finished", run=info, trial=record.document)
+        on_trial(record)
+
+    return finished
+
+
+def _result(
+    plan: RunPlan,
+    info: RunInfo,
+    store: EvidenceStore,
+    records: Sequence[TrialRecord],
+    cancel: CancelToken,
+) -> tuple[dict[str, Any], str]:
+    """The run's ``sevro.cli-result.v1`` and its status (``interrupted`` after a signal)."""
+    signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
+    status = "interrupted" if signal_exit is not None else "completed"
+    diagnostic = None
+    if signal_exit is not None:
+        diagnostic = {
+            "code": "sevro.run.cancelled",
+            "message": f"interrupted by {cancel.reason}",
+        }
+    result = cli_result(
+        run_id=info.run_id,
+        case_ids=info.case_ids,
+        records=records,
+        threshold=plan.settings.threshold,
+        dry=plan.settings.dry,
+        evidence_path=store.run_dir / "run.json",
+        signal_exit=signal_exit,
+        diagnostic=diagnostic,
+    )
+    return result, status
+
+
+def _write_run(state: RunState, store: EvidenceStore, document: dict[str, Any]) -> None:
+    """Write ``run.json`` and record its digest; only a failed write fails the run."""
+    run_path = store.run_dir / "run.json"
+    try:
+        store.write_run(document)
+        digest = hashlib.sha256(run_path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PersistenceError(f"run evidence could not be written to {run_path}: {exc}") from exc
+    try:
+        state.record_run_evidence(store.run_id, digest)
+    except SevroError as exc:  # the run is complete; `sevro runs` then checks the schema
+        log.warning("run.json digest not recorded", run_id=store.run_id, error=str(exc))
 
 
 def _finish_failed(state: RunState, run_id: str) -> None:

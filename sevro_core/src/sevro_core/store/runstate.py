@@ -235,28 +235,11 @@ class RunState:
         identity: Mapping[str, Any] | None,
         project_root: Path | None,
     ) -> Claim:
+        """One transaction: free the evaluation from dead owners, then take or resume its run."""
         owner = current_owner()
         now = _now()
         with self._transaction() as db:
-            active = db.execute(
-                "SELECT run_id, owner_pid, owner_host, owner_start, started_at FROM runs "
-                "WHERE evaluation_digest = ? AND status = 'active'",
-                (evaluation_digest,),
-            ).fetchall()
-            for run_id, pid, host, start, started in active:
-                state = liveness(Owner(pid, host, start))
-                if state is Liveness.ALIVE:
-                    raise InvocationError(
-                        f"an equivalent sevro run is active: run {run_id}, pid {pid} on {host} "
-                        f"since {started}; wait for it or stop it"
-                    )
-                if state is Liveness.UNKNOWN:
-                    raise InvocationError(
-                        f"an equivalent sevro run {run_id} is owned by pid {pid} on host {host}, "
-                        "which cannot be verified from here; run it there or use another "
-                        "--run-state-root"
-                    )
-                self._end(db, run_id, "interrupted", now)
+            self._interrupt_dead_owners(db, evaluation_digest, now)
             previous = None
             if resume:
                 previous = db.execute(
@@ -301,6 +284,34 @@ class RunState:
                 (run_id, attempt, owner.pid, owner.host, now),
             )
         return Claim(run_id=run_id, attempt=attempt, resumed=previous is not None, owner=owner)
+
+    @classmethod
+    def _interrupt_dead_owners(
+        cls, db: sqlite3.Connection, evaluation_digest: str, now: str
+    ) -> None:
+        """Mark the evaluation's runs whose owner is verifiably dead ``interrupted``.
+
+        A live owner, or one that cannot be verified from here (another host), blocks the claim.
+        """
+        active = db.execute(
+            "SELECT run_id, owner_pid, owner_host, owner_start, started_at FROM runs "
+            "WHERE evaluation_digest = ? AND status = 'active'",
+            (evaluation_digest,),
+        ).fetchall()
+        for run_id, pid, host, start, started in active:
+            state = liveness(Owner(pid, host, start))
+            if state is Liveness.ALIVE:
+                raise InvocationError(
+                    f"an equivalent sevro run is active: run {run_id}, pid {pid} on {host} "
+                    f"since {started}; wait for it or stop it"
+                )
+            if state is Liveness.UNKNOWN:
+                raise InvocationError(
+                    f"an equivalent sevro run {run_id} is owned by pid {pid} on host {host}, "
+                    "which cannot be verified from here; run it there or use another "
+                    "--run-state-root"
+                )
+            cls._end(db, run_id, "interrupted", now)
 
     @staticmethod
     def _end(db: sqlite3.Connection, run_id: str, status: str, now: str) -> None:
