@@ -27,7 +27,6 @@ LAYERS = (
     "limits",
     "logs",
     "errors",
-    "interrupts",
     "states",
     "vocabulary",
     "formats",

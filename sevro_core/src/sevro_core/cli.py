@@ -15,7 +15,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from sevro_core.interrupts import interrupted
 from sevro_core.limits import (
     DEFAULT_JOBS,
     DEFAULT_STATUS_INTERVAL_SECONDS,
@@ -718,7 +717,11 @@ def _doctor_results(check: Any, settings: dict[str, str], registry: Any, sandbox
 
 
 def main() -> None:
-    """Console entry point: turns usage errors into one-line exit-64 diagnostics."""
+    """The CLI: turns usage errors into one-line exit-64 diagnostics.
+
+    SIGINT and SIGTERM outside a run (a ``KeyboardInterrupt``) propagate to
+    :func:`sevro_core.entry.main`, the console entry point, which ends them with one line.
+    """
     from click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
     from sevro_core.errors import SevroError
@@ -745,11 +748,9 @@ def main() -> None:
         from sevro_core.errors import InvocationError
 
         _main_fail(InvocationError(exc.format_message()), as_json)
-    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (sevro_core.entry), outside a run
-        interrupted(exc)
     except typer.Abort as exc:
-        if isinstance(exc.__cause__, KeyboardInterrupt):  # click wraps it
-            interrupted(exc.__cause__)
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click wraps it; entry.main reports it
+            raise exc.__cause__ from None
         sys.stderr.write("sevro: aborted\n")
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

@@ -2,22 +2,30 @@
 
 Importing the CLI (typer, click, sevro's modules) takes tens of milliseconds; a Ctrl-C there
 used to print ``KeyboardInterrupt`` frames, and SIGTERM killed the process without a word. This
-module imports only ``signal`` and :mod:`sevro_core.interrupts` (itself only ``signal`` and
-``sys``; not even ``typing``: this is the first sevro code to run), turns SIGTERM into
-:class:`~sevro_core.interrupts.Terminated` (a ``KeyboardInterrupt``), records which signal came,
-and catches both around the whole CLI. During a run, :mod:`sevro_core.run.signals` replaces
+module imports only ``signal`` and ``sys`` (not even ``typing``: it is the first sevro code to
+run), turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``), records which signal
+came, and catches both around the whole CLI. During a run, :mod:`sevro_core.run.signals` replaces
 these handlers with ones that cancel the run instead.
 """
 
 from __future__ import annotations
 
 import signal
-
-from sevro_core.interrupts import Terminated, interrupted, received
+import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from types import FrameType
+    from typing import NoReturn
+
+EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+
+received: list[str] = []
+"""The signals that arrived outside a run, first first (``list.append`` takes no lock)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived while no run was there to cancel."""
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -42,3 +50,18 @@ def main() -> None:
         if received:
             interrupted(Terminated() if received[0] == "SIGTERM" else KeyboardInterrupt())
         raise
+
+
+def interrupted(exc: KeyboardInterrupt) -> NoReturn:
+    """Ignore further signals, say which one stopped sevro, exit 130 (SIGINT) or 143 (SIGTERM)."""
+    while True:
+        try:  # a second signal may land here too: it must not escape as a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            continue
+    name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+    received.clear()  # reported here: the SystemExit below must pass main() unchanged
+    sys.stderr.write(f"sevro: interrupted by {name}\n")
+    sys.exit(EXIT_CODES[name])
