@@ -141,7 +141,7 @@ def room(module: str) -> str:
     return module.split(".")[1] if "." in module else "__init__"
 
 
-def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
+def test_the_graph_sees_every_kind_of_import() -> None:
     """Negative control for the cycle finder: module-level, TYPE_CHECKING and function-local
     imports all make edges, and a circle through any of them is reported."""
     source = (
@@ -179,18 +179,33 @@ def test_no_import_cycles() -> None:
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
 
 
-def test_rooms_are_layered() -> None:
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a room into a room above it (PENDING_UPWARD aside)."""
     height = {name: index for index, name in enumerate(LAYERS)}
-    graph = import_graph()
-    rooms = {room(module) for module in graph}
-    assert rooms <= set(height), f"rooms missing from LAYERS: {sorted(rooms - set(height))}"
-    upward = sorted(
+    return sorted(
         f"{module} ({room(module)}) imports {target} ({room(target)})"
         for module, targets in graph.items()
         for target in targets
         if height[room(target)] > height[room(module)] and (module, target) not in PENDING_UPWARD
     )
+
+
+def test_rooms_are_layered() -> None:
+    graph = import_graph()
+    rooms = {room(module) for module in graph}
+    assert rooms <= set(LAYERS), f"rooms missing from LAYERS: {sorted(rooms - set(LAYERS))}"
+    upward = upward_imports(graph)
     assert not upward, "imports from a lower room into a higher one:\n" + "\n".join(upward)
+
+
+def test_the_layering_check_can_fail() -> None:
+    """Negative control: the store importing the run is an upward import; the reverse is not."""
+    upward = {"sevro_core.store.runstate": {"sevro_core.run.runner"}}
+    downward = {"sevro_core.run.runner": {"sevro_core.store.runstate", "sevro_core.models"}}
+    assert upward_imports(upward) == [
+        "sevro_core.store.runstate (store) imports sevro_core.run.runner (run)"
+    ]
+    assert upward_imports(downward) == []
 
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
