@@ -41,6 +41,7 @@ LAYERS = (
     "api",
     "builtins",
     "arguments",
+    "runflags",  # i13-hostsettings: cli.run's and cli.doctor's flags, built from the registry
     "cli",
     "entry",
     "__main__",
