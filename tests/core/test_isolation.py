@@ -17,8 +17,6 @@ from sevro_core.errors import InvocationError
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot
 from sevro_core.isolation.sandbox import (
-    LOCAL_HTTP_CAPABILITY,
-    SANDBOX_CAPABILITY,
     IsolationError,
     SandboxSelection,
     select_sandbox,
@@ -30,6 +28,7 @@ from sevro_core.plugin.protocols import (
     SandboxPolicy,
     SandboxProbe,
 )
+from sevro_core.vocabulary import LOCAL_HTTP_CAPABILITY, SANDBOX_CAPABILITY
 
 
 class Backend:

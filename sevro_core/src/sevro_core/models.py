@@ -15,9 +15,6 @@ from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Ver
 if TYPE_CHECKING:
     from sevro_core.isolation.sandbox import Isolation
 
-FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
-ENGINE_OBSERVATION_PREFIX = "sevro.observation."
-
 
 @frozen
 class CheckDeclaration:

@@ -36,11 +36,8 @@ from sevro_core.isolation.protection import (
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken
 from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
+from sevro_core.vocabulary import LOCAL_HTTP_CAPABILITY, SANDBOX_CAPABILITY
 
-SANDBOX_CAPABILITY = "sevro.sandbox"
-"""Provided by the planner when commands can run isolated (or the operator opted out)."""
-LOCAL_HTTP_CAPABILITY = "sevro.sandbox.local-http"
-PID_NAMESPACE_CAPABILITY = "sevro.sandbox.pid-namespace"
 POLICY_FORMAT = "sevro.sandbox-policy.v1"
 AUTO, NONE = "auto", "none"
 

@@ -35,8 +35,6 @@ from sevro_core.limits import (
     MAX_TOTAL_ARTIFACT_BYTES,
 )
 from sevro_core.models import (
-    ENGINE_OBSERVATION_PREFIX,
-    FINAL_MESSAGE_OBSERVATION,
     UNKNOWN_USAGE,
     CancelToken,
     CheckOutcome,
@@ -57,6 +55,7 @@ from sevro_core.states import (
     trial_grading,
 )
 from sevro_core.store.evidence import TRIAL_FORMAT, EvidenceStore
+from sevro_core.vocabulary import ENGINE_OBSERVATION_PREFIX, FINAL_MESSAGE_OBSERVATION
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)

@@ -18,13 +18,11 @@ from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot, engine_roots
 from sevro_core.isolation.sandbox import (
-    SANDBOX_CAPABILITY,
     SandboxSelection,
     announce,
     select_sandbox,
 )
 from sevro_core.models import (
-    FINAL_MESSAGE_OBSERVATION,
     Case,
     CheckDeclaration,
     CheckOutcome,
@@ -45,11 +43,15 @@ from sevro_core.plugin.protocols import (
 )
 from sevro_core.run.identity import IDENTITY_ALGORITHM, evaluation_identity
 from sevro_core.run.sources import CaseSources
+from sevro_core.vocabulary import (
+    CONTINUATION_CAPABILITY,
+    ENFORCED_CAPABILITY,
+    FINAL_MESSAGE_OBSERVATION,
+    SANDBOX_CAPABILITY,
+)
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 CONDITIONS = ("passive", "enforced")
-ENFORCED_CAPABILITY = "sevro.condition.enforced"
-CONTINUATION_CAPABILITY = "sevro.host.continuation"
 
 
 @frozen
