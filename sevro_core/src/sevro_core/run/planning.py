@@ -122,7 +122,7 @@ class RunPlan:
 def resolve_host_id(registry: Registry, name: str) -> str:
     """``scripted`` and ``sevro.host.scripted`` both name the scripted host."""
     for candidate in (name, f"sevro.host.{name}"):
-        if registry.get("host", candidate) is not None:
+        if registry.host(candidate) is not None:
             return candidate
     raise InvocationError(
         f"--host {name!r} is not installed; available hosts: "
@@ -131,7 +131,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
-    host_plugin: Host = registry.all("host")[resolve_host_id(registry, settings.host)]
+    host_plugin = registry.hosts()[resolve_host_id(registry, settings.host)]
     config_source = settings.host_options.config_source or "--host-config"
     try:
         host = host_plugin.configure(settings.host_options)
@@ -141,7 +141,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         raise InvocationError(
             f"--condition enforced is not supported by {host_plugin.id}, which runs passive only"
         )
-    policy = registry.get("verdict-policy", settings.verdict_policy)
+    policy = registry.verdict_policy(settings.verdict_policy)
     if policy is None:
         raise InvocationError(
             f"--verdict-policy {settings.verdict_policy!r} is not installed; available: "
@@ -236,7 +236,7 @@ def compile_fixture(
     case: Case, registry: Registry, context: FixtureContext
 ) -> tuple[str, CompiledFixture]:
     """Find the provider that owns the case's fixture shape and validate it."""
-    provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
+    provider = next((p for p in registry.fixtures().values() if p.accepts(case.fixture)), None)
     if provider is None:
         raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
     try:
@@ -251,7 +251,7 @@ def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
     """Resolve each check's grader and validate its configuration."""
     checks = []
     for index, declaration in enumerate(case.checks):
-        grader: Grader | None = registry.get("grader", declaration.grader)
+        grader = registry.grader(declaration.grader)
         if grader is None:
             raise _refusal(
                 case,
