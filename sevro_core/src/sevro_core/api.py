@@ -14,7 +14,7 @@ by ``sevro --help``.
 from __future__ import annotations
 
 from sevro_core import limits
-from sevro_core.errors import ConfigurationError, GradingError, HostExecutionError, join_pointer
+from sevro_core.errors import ConfigurationError, GradingError, join_pointer
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
 from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
 from sevro_core.fixtures.overlay import (
@@ -169,7 +169,6 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     # ---- errors: refuse a configuration, fail to grade, fail to isolate
     "ConfigurationError",
     "GradingError",
-    "HostExecutionError",
     "IsolationError",
     "WorkspaceEscapeError",
     # ---- vocabulary: shared observation, artifact and capability ids
