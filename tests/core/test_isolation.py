@@ -17,8 +17,6 @@ from sevro_core.errors import InvocationError
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot
 from sevro_core.isolation.sandbox import (
-    LOCAL_HTTP_CAPABILITY,
-    SANDBOX_CAPABILITY,
     IsolationError,
     SandboxSelection,
     select_sandbox,
@@ -30,6 +28,7 @@ from sevro_core.plugin.protocols import (
     SandboxPolicy,
     SandboxProbe,
 )
+from sevro_core.vocabulary import LOCAL_HTTP_CAPABILITY, SANDBOX_CAPABILITY
 
 
 class Backend:
@@ -63,8 +62,11 @@ class Registry:
     def __init__(self, *backends: Backend) -> None:
         self.backends = {b.id: b for b in backends}
 
-    def get(self, kind: str, object_id: str) -> Any:
+    def sandbox(self, object_id: str) -> Any:
         return self.backends.get(object_id)
+
+    def sandboxes(self) -> dict[str, Any]:
+        return self.backends
 
     def ids(self, kind: str) -> list[str]:
         return sorted(self.backends)

@@ -9,10 +9,16 @@ from sevro_core.testing import SevroProject
 from tests.e2e.helpers import assert_valid_evidence, trial_evidence
 
 LISTING_FIXTURE = textwrap.dedent("""
-    from sevro_core.plugin.hookspecs import hookimpl
-    from sevro_core.models import Artifact, CheckOutcome, Observation
-    from sevro_core.plugin.protocols import FixtureReport, MaterialisedFixture
-    from sevro_core.states import CheckStatus, Completeness
+    from sevro_core.api import (
+        Artifact,
+        CheckOutcome,
+        CheckStatus,
+        Completeness,
+        FixtureReport,
+        MaterialisedFixture,
+        Observation,
+        hookimpl,
+    )
 
 
     class Probe:

@@ -15,10 +15,7 @@ from sevro_core.testing import SevroProject, require_tool
 from tests.e2e.helpers import regex_check
 
 CONTAINS_GRADER = textwrap.dedent("""
-    from sevro_core.plugin.hookspecs import hookimpl
-    from sevro_core.errors import ConfigurationError
-    from sevro_core.models import CheckOutcome
-    from sevro_core.states import CheckStatus
+    from sevro_core.api import CheckOutcome, CheckStatus, ConfigurationError, hookimpl
 
 
     class Compiled:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.models import FINAL_MESSAGE_OBSERVATION
 from sevro_core.states import CheckStatus
+from sevro_core.vocabulary import FINAL_MESSAGE_OBSERVATION
 from sevro_graders.output_grader import OutputGrader
 from tests.graders.helpers import view
 

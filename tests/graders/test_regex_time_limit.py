@@ -125,7 +125,7 @@ def test_one_budget_is_shared_by_every_match_of_a_check() -> None:
 def test_without_a_budget_each_match_gets_the_configured_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("sevro_core.limits.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
     with pytest.raises(GradingError, match=r"did not finish within the 0\.2 s") as raised:
         compile_js_regex(PATHOLOGICAL).test(PATHOLOGICAL_TEXT)
     assert str(raised.value).startswith("regex /")
@@ -148,7 +148,7 @@ def test_the_default_limit_is_the_documented_constant() -> None:
 def test_graders_turn_a_pathological_match_into_a_grading_error(
     grader: Any, configuration: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("sevro_core.limits.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
     check = grader.compile(configuration)
     with pytest.raises(GradingError, match=r"^check 'c1': regex .* did not finish within"):
         check.grade("c1", view(PATHOLOGICAL_TEXT))
@@ -181,7 +181,7 @@ SLOW_VALUE = json.dumps({"x": PATHOLOGICAL_TEXT})
 def test_schema_and_json_regexes_are_bounded_too(
     grader: Any, configuration: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("sevro_core.limits.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
     check = grader.compile(configuration)
     with pytest.raises(GradingError, match=r"^check 'c1': regex /\^\(a\|aa\)\+\$/ did not finish"):
         check.grade("c1", view(message))
@@ -215,7 +215,7 @@ def test_unevaluated_properties_with_pattern_properties_is_refused() -> None:
 
 
 def test_shell_output_regexes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sevro_graders.jsregex.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("sevro_core.limits.REGEX_CHECK_TIMEOUT_SECONDS", 0.2)
     check = ShellGrader().compile({"run": "true", "expectRegex": PATHOLOGICAL})
     with match_budget("sh"), pytest.raises(GradingError, match=r"^check 'sh': regex"):
         check.assess(0, PATHOLOGICAL_TEXT)

@@ -25,8 +25,11 @@ class Registry:
     def __init__(self, *backends: Any) -> None:
         self.backends = {b.id: b for b in backends}
 
-    def get(self, kind: str, object_id: str) -> Any:
+    def sandbox(self, object_id: str) -> Any:
         return self.backends.get(object_id)
+
+    def sandboxes(self) -> dict[str, Any]:
+        return self.backends
 
     def ids(self, kind: str) -> list[str]:
         return sorted(self.backends)

@@ -12,9 +12,6 @@ from attrs import field, frozen
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 
-FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
-ENGINE_OBSERVATION_PREFIX = "sevro.observation."
-
 
 @frozen
 class CheckDeclaration:

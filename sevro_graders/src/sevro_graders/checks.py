@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.models import FINAL_MESSAGE_OBSERVATION, CheckOutcome, TrialView
-from sevro_core.states import CheckStatus
+from sevro_core.api import FINAL_MESSAGE_OBSERVATION, CheckOutcome, CheckStatus, TrialView
 from sevro_graders.jsregex import match_budget
 
 EVIDENCE_REFS = (FINAL_MESSAGE_OBSERVATION,)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sevro_core.errors import ConfigurationError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.formats.schemas import describe_first_error, validator
+from sevro_core.api import ConfigurationError, JsonValue, describe_first_error, validator
 from sevro_graders.jsondoc import Pointer, PointerSyntaxError
 from sevro_graders.jsregex import JsFlagsError, JsRegex, JsRegexError, compile_js_regex
 

@@ -14,11 +14,16 @@ from collections.abc import Mapping
 
 from attrs import frozen
 
-from sevro_core.errors import GradingError
-from sevro_core.fixtures.probe import GIT_CAPABILITY, GIT_HEAD_OBSERVATION
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.models import CheckOutcome, TrialView
-from sevro_core.states import CheckStatus, Completeness
+from sevro_core.api import (
+    GIT_CAPABILITY,
+    GIT_HEAD_OBSERVATION,
+    CheckOutcome,
+    CheckStatus,
+    Completeness,
+    GradingError,
+    JsonValue,
+    TrialView,
+)
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.git-head"

@@ -23,8 +23,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from sevro_core.errors import ConfigurationError, GradingError, join_pointer
-from sevro_core.formats.jsonio import JsonValue
+from sevro_core.api import ConfigurationError, GradingError, JsonValue, join_pointer
 from sevro_graders.jsregex import JsRegexError, search_schema_pattern, translate_schema_pattern
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -17,13 +17,11 @@ from typing import Any, Literal
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.limits import MAX_JSON_DEPTH
+from sevro_core.api import ConfigurationError, JsonValue, join_pointer, limits
 from sevro_graders.jsregex import JsRegex, JsRegexError, compile_js_regex
 from sevro_graders.jsstrings import js_trim
 
-MAX_DOCUMENT_DEPTH = MAX_JSON_DEPTH
+MAX_DOCUMENT_DEPTH = limits.MAX_JSON_DEPTH
 """Deepest nesting accepted in a candidate's JSON document (the case-file bound)."""
 
 REGEX_KEY = "$regex"

@@ -26,8 +26,7 @@ from contextlib import contextmanager
 import regex
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, GradingError
-from sevro_core.limits import REGEX_CHECK_TIMEOUT_SECONDS
+from sevro_core.api import ConfigurationError, GradingError, limits
 from sevro_graders.jsstrings import JS_LINE_TERMINATORS, JS_WHITESPACE, CodeRange, to_utf16_units
 
 MAX_PATTERN_LENGTH = 4096
@@ -97,7 +96,7 @@ def match_budget(check_id: str, seconds: float | None = None) -> Iterator[None]:
     per-match limit alone would let one check run for a multiple of it. The clock is the
     process's CPU time, the clock ``regex`` itself measures its ``timeout`` with.
     """
-    limit = REGEX_CHECK_TIMEOUT_SECONDS if seconds is None else seconds
+    limit = limits.REGEX_CHECK_TIMEOUT_SECONDS if seconds is None else seconds
     saved = (_budget.deadline, _budget.seconds, _budget.check_id)
     _budget.deadline, _budget.seconds = time.process_time() + limit, limit
     _budget.check_id = check_id
@@ -137,14 +136,16 @@ def search_schema_pattern(translated: str, text: str, source: str) -> bool:
 def _bounded(source: str, match: Callable[[float], object]) -> bool:
     """Run ``match(timeout)`` within what is left of the check's budget; True if it matched."""
     deadline = _budget.deadline
-    remaining = REGEX_CHECK_TIMEOUT_SECONDS if deadline is None else deadline - time.process_time()
+    remaining = (
+        limits.REGEX_CHECK_TIMEOUT_SECONDS if deadline is None else deadline - time.process_time()
+    )
     try:
         if remaining <= 0:
             raise TimeoutError
         return match(remaining) is not None
     except TimeoutError:
         check = "" if _budget.check_id is None else f"check {_budget.check_id!r}: "
-        limit = REGEX_CHECK_TIMEOUT_SECONDS if _budget.seconds is None else _budget.seconds
+        limit = limits.REGEX_CHECK_TIMEOUT_SECONDS if _budget.seconds is None else _budget.seconds
         raise GradingError(
             f"{check}regex /{_preview(source)}/ did not finish within the {limit:g} s "
             "regex time limit of a check (REGEX_CHECK_TIMEOUT_SECONDS; catastrophic "

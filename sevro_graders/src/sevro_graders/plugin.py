@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import Grader
+from sevro_core.api import Grader, hookimpl
 from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 
 from attrs import frozen
 
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.models import CheckOutcome, TrialView
+from sevro_core.api import CheckOutcome, JsonValue, TrialView
 from sevro_graders.checks import FinalMessageGrader, grade_final_message
 from sevro_graders.configuration import check_shape
 from sevro_graders.inlineschema import InlineSchema, compile_inline_schema

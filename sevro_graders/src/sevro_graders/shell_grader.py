@@ -16,11 +16,19 @@ from collections.abc import Mapping
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, GradingError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.isolation.sandbox import SANDBOX_CAPABILITY, IsolationError
-from sevro_core.models import ENGINE_OBSERVATION_PREFIX, CheckOutcome, Observation, TrialView
-from sevro_core.states import CheckStatus, Completeness
+from sevro_core.api import (
+    ENGINE_OBSERVATION_PREFIX,
+    SANDBOX_CAPABILITY,
+    CheckOutcome,
+    CheckStatus,
+    Completeness,
+    ConfigurationError,
+    GradingError,
+    IsolationError,
+    JsonValue,
+    Observation,
+    TrialView,
+)
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex, match_budget
 

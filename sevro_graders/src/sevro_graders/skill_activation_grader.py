@@ -14,11 +14,15 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from sevro_core.errors import GradingError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.skills import SKILLS_OBSERVATION
-from sevro_core.models import CheckOutcome, TrialView
-from sevro_core.states import CheckStatus, Completeness
+from sevro_core.api import (
+    SKILLS_OBSERVATION,
+    CheckOutcome,
+    CheckStatus,
+    Completeness,
+    GradingError,
+    JsonValue,
+    TrialView,
+)
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.skill-activation"

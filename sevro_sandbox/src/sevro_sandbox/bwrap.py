@@ -23,11 +23,16 @@ from pathlib import Path
 
 from attrs import evolve
 
-from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
-from sevro_core.isolation.sandbox import LOCAL_HTTP_CAPABILITY, PID_NAMESPACE_CAPABILITY
-from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
-from sevro_core.models import CancelToken
-from sevro_core.plugin.protocols import SandboxPolicy, SandboxProbe
+from sevro_core.api import (
+    DEFAULT_PATH,
+    LOCAL_HTTP_CAPABILITY,
+    PID_NAMESPACE_CAPABILITY,
+    CancelToken,
+    SandboxPolicy,
+    SandboxProbe,
+    limits,
+    run_bounded,
+)
 from sevro_sandbox.mounts import Mount, plan_mounts, within
 from sevro_sandbox.sockets import host_sockets, runtime_directories
 
@@ -136,7 +141,7 @@ def _run(argv: list[str], cwd: Path) -> tuple[int | None, str]:
         argv,
         cwd=cwd,
         env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
-        timeout_s=SANDBOX_PROBE_TIMEOUT_SECONDS,
+        timeout_s=limits.SANDBOX_PROBE_TIMEOUT_SECONDS,
         cancel=CancelToken(),
         output_limit=4096,
     )

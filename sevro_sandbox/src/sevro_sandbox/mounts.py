@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from sevro_core.plugin.protocols import SandboxPolicy
+from sevro_core.api import SandboxPolicy
 
 
 class Mount(enum.IntEnum):

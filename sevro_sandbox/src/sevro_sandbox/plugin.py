@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import Sandbox
+from sevro_core.api import Sandbox, hookimpl
 from sevro_sandbox.bwrap import BubblewrapSandbox
 from sevro_sandbox.sandbox_exec import SandboxExecSandbox
 

@@ -23,11 +23,16 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
-from sevro_core.isolation.sandbox import LOCAL_HTTP_CAPABILITY
-from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
-from sevro_core.models import CancelToken
-from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, SandboxPolicy, SandboxProbe
+from sevro_core.api import (
+    DEFAULT_PATH,
+    LOCAL_HTTP_CAPABILITY,
+    NETWORK_LOCAL_HTTP,
+    CancelToken,
+    SandboxPolicy,
+    SandboxProbe,
+    limits,
+    run_bounded,
+)
 from sevro_sandbox.mounts import Mount, plan_mounts
 
 BACKEND_ID = "sevro.sandbox.sandbox-exec"
@@ -130,7 +135,7 @@ class SandboxExecSandbox:
                 sandbox_exec_argv(["/bin/sh", "-c", script, "sh", str(secret)], policy),
                 cwd=dirs["workspace"],
                 env={"PATH": DEFAULT_PATH},
-                timeout_s=SANDBOX_PROBE_TIMEOUT_SECONDS,
+                timeout_s=limits.SANDBOX_PROBE_TIMEOUT_SECONDS,
                 cancel=CancelToken(),
                 output_limit=4096,
             )

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from sevro_core.limits import MAX_HOST_SOCKET_LISTING_BYTES
+from sevro_core.api import limits
 
 RUNTIME_DIRECTORIES = (
     "/run",
@@ -58,10 +58,10 @@ def runtime_directories(candidates: Iterable[str] = RUNTIME_DIRECTORIES) -> tupl
 
 def _read_table(table: Path) -> bytes:
     with open(table, "rb") as handle:
-        data = handle.read(MAX_HOST_SOCKET_LISTING_BYTES + 1)
-    if len(data) > MAX_HOST_SOCKET_LISTING_BYTES:
+        data = handle.read(limits.MAX_HOST_SOCKET_LISTING_BYTES + 1)
+    if len(data) > limits.MAX_HOST_SOCKET_LISTING_BYTES:
         raise OSError(
-            f"{table} is larger than {MAX_HOST_SOCKET_LISTING_BYTES} bytes; "
+            f"{table} is larger than {limits.MAX_HOST_SOCKET_LISTING_BYTES} bytes; "
             "the host's sockets cannot all be hidden"
         )
     return data

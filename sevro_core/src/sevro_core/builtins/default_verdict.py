@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sevro_core.models import CheckOutcome
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import VerdictPolicy
-from sevro_core.states import CheckStatus, Execution, Grading, Verdict
+from sevro_core.api import (
+    CheckOutcome,
+    CheckStatus,
+    Execution,
+    Grading,
+    Verdict,
+    VerdictPolicy,
+    hookimpl,
+)
 
 
 class DefaultVerdictPolicy:

@@ -14,26 +14,30 @@ from pathlib import Path
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, find_git
-from sevro_core.fixtures.overlay import (
-    GitOverlay,
-    commit,
-    compile_overlay,
-    write_files,
-    write_identity,
-)
-from sevro_core.fixtures.paths import check_collisions, check_git_path
-from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.formats.schemas import describe_first_error, validator
-from sevro_core.limits import MAX_COMMIT_MESSAGE_BYTES, MAX_GIT_FIXTURE_BYTES, MAX_GIT_FIXTURE_FILES
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import (
+from sevro_core.api import (
+    FIXTURE_BRANCH,
+    GIT_FIXTURE_CAPABILITIES,
     NO_FIXTURE_CONTEXT,
+    ConfigurationError,
     FixtureContext,
     FixtureProvider,
+    Git,
+    GitOverlay,
+    GitProbe,
+    JsonValue,
     MaterialisedFixture,
+    check_collisions,
+    check_git_path,
+    commit_paths,
+    compile_overlay,
+    describe_first_error,
+    find_git,
+    hookimpl,
+    join_pointer,
+    limits,
+    validator,
+    write_files,
+    write_identity,
 )
 
 PROVIDER_ID = "sevro.fixture.generated"
@@ -69,7 +73,7 @@ class GeneratedFixture:
         bound = git.bound(workspace)
         for entry in self.commits:
             write_files(workspace, entry.files)
-            commit(bound, workspace, [path for path, _ in entry.files], entry.message)
+            commit_paths(bound, workspace, [path for path, _ in entry.files], entry.message)
         bin_dir = self.overlay.apply(bound, workspace)
         return MaterialisedFixture(
             bin_dir=bin_dir, probe=GitProbe(git=git, workspace=workspace, source=PROVIDER_ID)
@@ -101,14 +105,14 @@ class GeneratedFixtureProvider:
             pointers.setdefault(path, join_pointer("/files", path))
         check_collisions(pointers, "", pointers)
         count = sum(len(c.files) for c in commits) + len(overlay.files)
-        if count > MAX_GIT_FIXTURE_FILES:
+        if count > limits.MAX_GIT_FIXTURE_FILES:
             raise ConfigurationError(
-                f"commits and overlay declare {count} files; at most {MAX_GIT_FIXTURE_FILES}"
+                f"commits and overlay declare {count} files; at most {limits.MAX_GIT_FIXTURE_FILES}"
             )
         size += overlay.byte_size
-        if size > MAX_GIT_FIXTURE_BYTES:
+        if size > limits.MAX_GIT_FIXTURE_BYTES:
             raise ConfigurationError(
-                f"paths, contents, messages and names exceed {MAX_GIT_FIXTURE_BYTES} bytes"
+                f"paths, contents, messages and names exceed {limits.MAX_GIT_FIXTURE_BYTES} bytes"
             )
         git = find_git()
         if git is None:
@@ -128,9 +132,10 @@ def _compile_commits(declared: JsonValue) -> tuple[tuple[Commit, ...], dict[str,
         message = entry["message"]
         if "\0" in message:
             raise ConfigurationError("message contains NUL", pointer + "/message")
-        if len(message.encode("utf-8")) > MAX_COMMIT_MESSAGE_BYTES:
+        if len(message.encode("utf-8")) > limits.MAX_COMMIT_MESSAGE_BYTES:
             raise ConfigurationError(
-                f"message is longer than {MAX_COMMIT_MESSAGE_BYTES} bytes", pointer + "/message"
+                f"message is longer than {limits.MAX_COMMIT_MESSAGE_BYTES} bytes",
+                pointer + "/message",
             )
         files = entry["files"]
         for path in files:

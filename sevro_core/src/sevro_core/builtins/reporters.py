@@ -6,8 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import Reporter
+from sevro_core.api import Reporter, hookimpl
 
 
 def _cell(value: Any) -> str:
@@ -123,7 +122,7 @@ class MarkdownReporter:
 
 def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """With ``--details``: each reason a case did not pass, with its trials."""
-    from sevro_core.reporting.failures import trial_ranges
+    from sevro_core.api import trial_ranges
 
     table: list[list[Any]] = []
     for row in rows:

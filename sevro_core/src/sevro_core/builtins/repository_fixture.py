@@ -15,19 +15,26 @@ from pathlib import Path
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fixtures.git import Git, GitError, find_git
-from sevro_core.fixtures.overlay import GitOverlay, compile_overlay, write_identity
-from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.formats.schemas import describe_first_error, validator
-from sevro_core.limits import MAX_GIT_FIXTURE_BYTES, MAX_SOURCE_LISTING_BYTES
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import (
+from sevro_core.api import (
+    GIT_FIXTURE_CAPABILITIES,
     NO_FIXTURE_CONTEXT,
+    ConfigurationError,
     FixtureContext,
     FixtureProvider,
+    Git,
+    GitError,
+    GitOverlay,
+    GitProbe,
+    JsonValue,
     MaterialisedFixture,
+    compile_overlay,
+    describe_first_error,
+    find_git,
+    hookimpl,
+    join_pointer,
+    limits,
+    validator,
+    write_identity,
 )
 
 PROVIDER_ID = "sevro.fixture.repository"
@@ -125,8 +132,8 @@ class RepositoryFixtureProvider:
                 "/sourceRef",
             )
         overlay = compile_overlay(declaration)
-        if overlay.byte_size > MAX_GIT_FIXTURE_BYTES:
-            raise ConfigurationError(f"overlay exceeds {MAX_GIT_FIXTURE_BYTES} bytes")
+        if overlay.byte_size > limits.MAX_GIT_FIXTURE_BYTES:
+            raise ConfigurationError(f"overlay exceeds {limits.MAX_GIT_FIXTURE_BYTES} bytes")
         git = find_git()
         if git is None:
             raise ConfigurationError("a repository fixture needs git, which is not on PATH")
@@ -158,7 +165,7 @@ def _inspect(git: Git, ref: str, source: Path) -> tuple[str, dict[str, bytes]]:
         raise refuse(f"is not clean: {dirty}; commit or remove them (untracked files count)")
     listing = git.run(
         "ls-tree", "-r", "-t", "-z", "--full-tree", revision, cwd=source,
-        limit=MAX_SOURCE_LISTING_BYTES,
+        limit=limits.MAX_SOURCE_LISTING_BYTES,
     )  # fmt: skip
     tree: dict[str, bytes] = {}
     for record in listing.stdout.split(b"\0"):

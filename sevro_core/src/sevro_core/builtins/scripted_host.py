@@ -16,34 +16,40 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, join_pointer
-from sevro_core.fixtures.paths import check_relative_path
-from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, write_confined
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.formats.schemas import describe_first_error, validator
-from sevro_core.hosts.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
-from sevro_core.hosts.skills import skills_data as make_skills_data
-from sevro_core.isolation.sandbox import IsolationError
-from sevro_core.limits import (
-    DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS,
-    MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
-    MAX_SCRIPTED_READ_BYTES,
-)
-from sevro_core.models import (
+from sevro_core.api import (
+    COMMANDS_OBSERVATION,
+    CONTINUATION_CAPABILITY,
+    FILE_READS_OBSERVATION,
+    SKILLS_OBSERVATION,
     UNKNOWN_USAGE,
     Case,
+    Completeness,
+    ConfigurationError,
+    ConfiguredHost,
+    Host,
+    HostOptions,
     HostRequest,
     HostResult,
+    IsolationError,
+    JsonValue,
+    MountedSkill,
     Observation,
     Route,
+    WorkspaceEscapeError,
+    check_relative_path,
+    classify_read,
+    describe_first_error,
+    discover_skills,
+    hookimpl,
+    join_pointer,
+    limits,
+    read_confined,
+    validator,
+    write_confined,
 )
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
-from sevro_core.states import Completeness
+from sevro_core.api import skills_data as make_skills_data
 
 HOST_ID = "sevro.host.scripted"
-COMMANDS_OBSERVATION = "sevro.commands"
-FILE_READS_OBSERVATION = "sevro.file-reads"
 
 SKILLS_DIRS = (".agents/skills", ".claude/skills")
 """Where the scripted host discovers skills: Codex's directory, then Claude Code's."""
@@ -70,7 +76,7 @@ class ScriptedHost:
     version = "1.0.0"
     capabilities = frozenset(
         {
-            "sevro.host.continuation",
+            CONTINUATION_CAPABILITY,
             COMMANDS_OBSERVATION,
             FILE_READS_OBSERVATION,
             SKILLS_OBSERVATION,
@@ -82,7 +88,7 @@ class ScriptedHost:
         self, settings: Mapping[str, str], *, registry: Any = None, sandbox: str = "auto"
     ) -> list[Any]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
-        from sevro_core.isolation.doctor import sandbox_check
+        from sevro_core.api import sandbox_check
 
         return [sandbox_check(registry, sandbox)]
 
@@ -217,7 +223,7 @@ class _TrialState:
     def _read(self, turn: int, path: str) -> None:
         entry: dict[str, JsonValue] = {"turn": turn, "ordinal": self.ordinal, "path": path}
         try:
-            data, size = read_confined(self.request.workspace, path, MAX_SCRIPTED_READ_BYTES)
+            data, size = read_confined(self.request.workspace, path, limits.MAX_SCRIPTED_READ_BYTES)
         except WorkspaceEscapeError:
             entry.update(complete=False, error="symlink")
         except FileNotFoundError:
@@ -245,13 +251,13 @@ class _TrialState:
         request = self.request
         if request.isolation is None:
             raise _TurnFailed("run steps need the trial's sandbox, and the request carries none")
-        timeout_ms = body.get("timeoutMs", DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS)
+        timeout_ms = body.get("timeoutMs", limits.DEFAULT_SCRIPTED_COMMAND_TIMEOUT_MS)
         try:
             outcome = request.isolation.run(
                 ["/bin/sh", "-c", body["command"]],
                 role="candidate",
                 timeout_s=timeout_ms / 1000,
-                output_limit=MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
+                output_limit=limits.MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
                 environment=request.environment,
             )
         except IsolationError as exc:

@@ -16,7 +16,7 @@ import os
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve, frozen
 
@@ -36,11 +36,11 @@ from sevro_core.isolation.protection import (
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken, ProcessOutcome
 from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
+from sevro_core.vocabulary import LOCAL_HTTP_CAPABILITY, SANDBOX_CAPABILITY
 
-SANDBOX_CAPABILITY = "sevro.sandbox"
-"""Provided by the planner when commands can run isolated (or the operator opted out)."""
-LOCAL_HTTP_CAPABILITY = "sevro.sandbox.local-http"
-PID_NAMESPACE_CAPABILITY = "sevro.sandbox.pid-namespace"
+if TYPE_CHECKING:
+    from sevro_core.plugin.manager import Registry
+
 POLICY_FORMAT = "sevro.sandbox-policy.v1"
 AUTO, NONE = "auto", "none"
 
@@ -165,10 +165,10 @@ class SandboxSelection:
         )
 
 
-def resolve_backend_id(registry: Any, name: str) -> str:
+def resolve_backend_id(registry: Registry, name: str) -> str:
     """``bwrap`` and ``sevro.sandbox.bwrap`` both name the bubblewrap backend."""
     for candidate in (name, f"sevro.sandbox.{name}"):
-        if registry.get("sandbox", candidate) is not None:
+        if registry.sandbox(candidate) is not None:
             return candidate
     raise InvocationError(
         f"--sandbox {name!r} is not installed; choose auto, none or one of: "
@@ -177,7 +177,7 @@ def resolve_backend_id(registry: Any, name: str) -> str:
 
 
 def select_sandbox(
-    registry: Any, requested: str, network: str, roots: Sequence[ProtectedRoot]
+    registry: Registry, requested: str, network: str, roots: Sequence[ProtectedRoot]
 ) -> SandboxSelection:
     """Probe and choose; an explicitly named backend that does not work is an exit-64 refusal."""
     if requested == NONE:
@@ -185,7 +185,7 @@ def select_sandbox(
             requested, None, None, "disabled by --sandbox none", network, tuple(roots)
         )
     if requested != AUTO:
-        backend = registry.get("sandbox", resolve_backend_id(registry, requested))
+        backend = registry.sandboxes()[resolve_backend_id(registry, requested)]
         probe = backend.probe()
         if not probe.available:
             raise InvocationError(f"--sandbox {requested} does not work here: {probe.detail}")
@@ -195,8 +195,7 @@ def select_sandbox(
             requested, backend, probe.version, probe.detail, network, tuple(roots)
         )
     problems = []
-    for backend_id in registry.ids("sandbox"):
-        backend = registry.get("sandbox", backend_id)
+    for backend_id, backend in sorted(registry.sandboxes().items()):
         if network == NETWORK_LOCAL_HTTP and LOCAL_HTTP_CAPABILITY not in backend.capabilities:
             problems.append(f"{backend_id}: no loopback-only networking")
             continue

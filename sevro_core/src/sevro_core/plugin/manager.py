@@ -22,7 +22,15 @@ from attrs import define, field, frozen
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_PLUGIN_FILE_BYTES
 from sevro_core.plugin import hookspecs
-from sevro_core.plugin.protocols import ID_PATTERN
+from sevro_core.plugin.protocols import (
+    ID_PATTERN,
+    FixtureProvider,
+    Grader,
+    Host,
+    Reporter,
+    Sandbox,
+    VerdictPolicy,
+)
 
 ENTRY_POINT_GROUP = "sevro"
 LOAD_PLUGINS_ENV = "SEVRO_LOAD_PLUGINS"
@@ -90,11 +98,54 @@ class PluginInfo:
 
 @define
 class Registry:
-    """Everything the loaded plugins registered, by kind and id."""
+    """Everything the loaded plugins registered, by kind and id.
+
+    The typed accessors (``host(id)``, ``graders()``, ...) are what code uses; registration
+    checked each object's id, version, capabilities, requires and its kind's methods, so the
+    objects are what their protocol says. ``get``, ``all`` and ``ids`` take the kind as a string
+    (``"verdict-policy"``) for code that handles every kind alike.
+    """
 
     manager: pluggy.PluginManager
     plugins: list[PluginInfo]
     objects: dict[str, dict[str, Any]]
+
+    def host(self, object_id: str) -> Host | None:
+        return self.objects["host"].get(object_id)
+
+    def grader(self, object_id: str) -> Grader | None:
+        return self.objects["grader"].get(object_id)
+
+    def fixture(self, object_id: str) -> FixtureProvider | None:
+        return self.objects["fixture"].get(object_id)
+
+    def sandbox(self, object_id: str) -> Sandbox | None:
+        return self.objects["sandbox"].get(object_id)
+
+    def verdict_policy(self, object_id: str) -> VerdictPolicy | None:
+        return self.objects["verdict-policy"].get(object_id)
+
+    def reporter(self, object_id: str) -> Reporter | None:
+        return self.objects["reporter"].get(object_id)
+
+    def hosts(self) -> Mapping[str, Host]:
+        return self.objects["host"]
+
+    def graders(self) -> Mapping[str, Grader]:
+        return self.objects["grader"]
+
+    def fixtures(self) -> Mapping[str, FixtureProvider]:
+        """Fixture providers in registration order, the order ``accepts`` is asked in."""
+        return self.objects["fixture"]
+
+    def sandboxes(self) -> Mapping[str, Sandbox]:
+        return self.objects["sandbox"]
+
+    def verdict_policies(self) -> Mapping[str, VerdictPolicy]:
+        return self.objects["verdict-policy"]
+
+    def reporters(self) -> Mapping[str, Reporter]:
+        return self.objects["reporter"]
 
     def get(self, kind: str, object_id: str) -> Any | None:
         return self.objects[kind].get(object_id)

@@ -30,17 +30,18 @@ from sevro_core.limits import (
     MAX_RESULTS_ROOT_RUNS,
 )
 from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.failures import case_failures
 from sevro_core.run.results import located_result, retained_result
 
 REPORT_FORMAT = "sevro.report.v1"
 
 
-def reporter_for(registry: Registry, fmt: str) -> Any:
-    for reporter in registry.all("reporter").values():
+def reporter_for(registry: Registry, fmt: str) -> Reporter:
+    for reporter in registry.reporters().values():
         if reporter.format == fmt:
             return reporter
-    formats = sorted(r.format for r in registry.all("reporter").values())
+    formats = sorted(r.format for r in registry.reporters().values())
     raise InvocationError(f"no reporter for format {fmt!r}; available: {', '.join(formats)}")
 
 

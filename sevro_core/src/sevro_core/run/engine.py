@@ -34,8 +34,6 @@ from sevro_core.limits import (
     MAX_TOTAL_ARTIFACT_BYTES,
 )
 from sevro_core.models import (
-    ENGINE_OBSERVATION_PREFIX,
-    FINAL_MESSAGE_OBSERVATION,
     CancelToken,
     CheckOutcome,
     HostRequest,
@@ -63,6 +61,7 @@ from sevro_core.states import (
     trial_grading,
 )
 from sevro_core.store.evidence import EvidenceStore
+from sevro_core.vocabulary import ENGINE_OBSERVATION_PREFIX, FINAL_MESSAGE_OBSERVATION
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)

@@ -18,13 +18,11 @@ from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot, engine_roots
 from sevro_core.isolation.sandbox import (
-    SANDBOX_CAPABILITY,
     SandboxSelection,
     announce,
     select_sandbox,
 )
 from sevro_core.models import (
-    FINAL_MESSAGE_OBSERVATION,
     Case,
     CheckDeclaration,
     CheckOutcome,
@@ -45,11 +43,15 @@ from sevro_core.plugin.protocols import (
     VerdictPolicy,
 )
 from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
+from sevro_core.vocabulary import (
+    CONTINUATION_CAPABILITY,
+    ENFORCED_CAPABILITY,
+    FINAL_MESSAGE_OBSERVATION,
+    SANDBOX_CAPABILITY,
+)
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 CONDITIONS = ("passive", "enforced")
-ENFORCED_CAPABILITY = "sevro.condition.enforced"
-CONTINUATION_CAPABILITY = "sevro.host.continuation"
 
 
 @frozen
@@ -120,7 +122,7 @@ class RunPlan:
 def resolve_host_id(registry: Registry, name: str) -> str:
     """``scripted`` and ``sevro.host.scripted`` both name the scripted host."""
     for candidate in (name, f"sevro.host.{name}"):
-        if registry.get("host", candidate) is not None:
+        if registry.host(candidate) is not None:
             return candidate
     raise InvocationError(
         f"--host {name!r} is not installed; available hosts: "
@@ -130,7 +132,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
-    host_plugin: Host = registry.all("host")[resolve_host_id(registry, settings.host)]
+    host_plugin = registry.hosts()[resolve_host_id(registry, settings.host)]
     config_source = settings.host_options.config_source or "--host-config"
     try:
         host = host_plugin.configure(settings.host_options)
@@ -214,7 +216,7 @@ class IsolationUnavailable:
 
 
 def _verdict_policy(registry: Registry, policy_id: str) -> VerdictPolicy:
-    policy: VerdictPolicy | None = registry.get("verdict-policy", policy_id)
+    policy = registry.verdict_policy(policy_id)
     if policy is None:
         raise InvocationError(
             f"--verdict-policy {policy_id!r} is not installed; available: "
@@ -249,7 +251,7 @@ def compile_fixture(
     case: Case, registry: Registry, context: FixtureContext
 ) -> tuple[str, CompiledFixture]:
     """Find the provider that owns the case's fixture shape and validate it."""
-    provider = next((p for p in registry.all("fixture").values() if p.accepts(case.fixture)), None)
+    provider = next((p for p in registry.fixtures().values() if p.accepts(case.fixture)), None)
     if provider is None:
         raise _refusal(case, "no installed fixture provider accepts this fixture", "fixture")
     try:
@@ -264,7 +266,7 @@ def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
     """Resolve each check's grader and validate its configuration."""
     checks = []
     for index, declaration in enumerate(case.checks):
-        grader: Grader | None = registry.get("grader", declaration.grader)
+        grader = registry.grader(declaration.grader)
         if grader is None:
             raise _refusal(
                 case,

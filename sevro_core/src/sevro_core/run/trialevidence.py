@@ -18,7 +18,6 @@ from attrs import frozen
 
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
 from sevro_core.models import (
-    FINAL_MESSAGE_OBSERVATION,
     UNKNOWN_USAGE,
     CheckOutcome,
     HostResult,
@@ -29,6 +28,7 @@ from sevro_core.plugin.protocols import FixtureReport
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.store.evidence import TRIAL_FORMAT, EvidenceStore
+from sevro_core.vocabulary import FINAL_MESSAGE_OBSERVATION
 
 
 def timestamp() -> str:

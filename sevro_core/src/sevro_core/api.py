@@ -1,0 +1,256 @@
+"""The stable surface for plugin authors: everything a host, grader, fixture, sandbox, verdict
+policy or reporter needs, from one import.
+
+``from sevro_core.api import hookimpl, CheckOutcome, CheckStatus, ...``. What is listed in
+``__all__`` keeps its name and meaning across minor versions; every other ``sevro_core`` module is
+the core's own business and may move. sevro's first-party plugins (``sevro_graders``,
+``sevro_sandbox``, ``sevro_core.builtins``) import from here only, like a third party would (a
+test keeps it so). ``docs/plugins.md`` shows a grader, a host and a reporter written against it.
+
+Importing this module costs what loading the built-in plugins costs anyway; it is never imported
+by ``sevro --help``.
+"""
+
+from __future__ import annotations
+
+from sevro_core import limits
+from sevro_core.errors import ConfigurationError, GradingError, join_pointer
+from sevro_core.fixtures.changes import Snapshot, changes, snapshot
+from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
+from sevro_core.fixtures.overlay import (
+    GitOverlay,
+    commit_paths,
+    compile_overlay,
+    write_files,
+    write_identity,
+)
+from sevro_core.fixtures.paths import check_collisions, check_git_path, check_relative_path
+from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
+from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, write_confined
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.schemas import describe_first_error, validator
+from sevro_core.hosts.agentcli import (
+    ENV_NAME,
+    BinaryError,
+    Credentials,
+    DoctorCheck,
+    HostFailure,
+    NativeBinary,
+    auth_check,
+    binary_version,
+    candidate_binary,
+    credential_settings,
+    inside,
+    is_native_executable,
+    pid_namespace_argv,
+    read_credential_file,
+    require_credential,
+    scrub,
+    seconds_setting,
+    secret_strings,
+    stderr_tail,
+    write_private,
+)
+from sevro_core.hosts.skills import MountedSkill, classify_read, discover_skills, skills_data
+from sevro_core.isolation.doctor import sandbox_check
+from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
+from sevro_core.isolation.sandbox import Isolation, IsolationError
+from sevro_core.models import (
+    UNKNOWN_USAGE,
+    Artifact,
+    CancelToken,
+    Case,
+    CheckDeclaration,
+    CheckOutcome,
+    HostRequest,
+    HostResult,
+    Observation,
+    ProcessOutcome,
+    Route,
+    TrialIsolation,
+    TrialView,
+    Usage,
+)
+from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.protocols import (
+    ID_PATTERN,
+    NETWORK_LOCAL_HTTP,
+    NETWORK_NONE,
+    NO_FIXTURE_CONTEXT,
+    CaseSources,
+    CompiledCheck,
+    CompiledFixture,
+    ConfiguredHost,
+    FixtureContext,
+    FixtureProvider,
+    FixtureReport,
+    Grader,
+    Host,
+    HostOptions,
+    MaterialisedFixture,
+    Plugin,
+    Reporter,
+    Sandbox,
+    SandboxPolicy,
+    SandboxProbe,
+    VerdictPolicy,
+    WorkspaceProbe,
+)
+from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.reporting.failures import trial_ranges
+from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
+from sevro_core.vocabulary import (
+    COMMANDS_OBSERVATION,
+    CONTINUATION_CAPABILITY,
+    DIFF_ARTIFACT,
+    ENFORCED_CAPABILITY,
+    ENGINE_OBSERVATION_PREFIX,
+    FILE_READS_OBSERVATION,
+    FILES_CAPABILITY,
+    FILES_CHANGED_OBSERVATION,
+    FINAL_MESSAGE_OBSERVATION,
+    GIT_CAPABILITY,
+    GIT_HEAD_OBSERVATION,
+    LOCAL_HTTP_CAPABILITY,
+    PID_NAMESPACE_CAPABILITY,
+    SANDBOX_CAPABILITY,
+    SKILLS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
+    WORKSPACE_OBSERVATION,
+)
+
+__all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within groups
+    # ---- registration: pluggy marker for the `sevro_register_*` and lifecycle hooks
+    "ID_PATTERN",
+    "Registry",
+    "RunInfo",
+    "hookimpl",
+    # ---- the plugin kinds (typing protocols)
+    "CompiledCheck",
+    "CompiledFixture",
+    "ConfiguredHost",
+    "FixtureProvider",
+    "Grader",
+    "Host",
+    "Plugin",
+    "Reporter",
+    "Sandbox",
+    "VerdictPolicy",
+    "WorkspaceProbe",
+    # ---- values plugins receive and return
+    "UNKNOWN_USAGE",
+    "Artifact",
+    "CancelToken",
+    "Case",
+    "CaseSources",
+    "CheckDeclaration",
+    "CheckOutcome",
+    "FixtureContext",
+    "FixtureReport",
+    "HostOptions",
+    "HostRequest",
+    "HostResult",
+    "JsonValue",
+    "MaterialisedFixture",
+    "NO_FIXTURE_CONTEXT",
+    "NETWORK_LOCAL_HTTP",
+    "NETWORK_NONE",
+    "Observation",
+    "Route",
+    "SandboxPolicy",
+    "SandboxProbe",
+    "TrialView",
+    "Usage",
+    # ---- states
+    "CheckStatus",
+    "Completeness",
+    "Execution",
+    "Grading",
+    "Verdict",
+    # ---- errors: refuse a configuration, fail to grade, fail to isolate
+    "ConfigurationError",
+    "GradingError",
+    "IsolationError",
+    "WorkspaceEscapeError",
+    # ---- vocabulary: shared observation, artifact and capability ids
+    "COMMANDS_OBSERVATION",
+    "CONTINUATION_CAPABILITY",
+    "DIFF_ARTIFACT",
+    "ENFORCED_CAPABILITY",
+    "ENGINE_OBSERVATION_PREFIX",
+    "FILES_CAPABILITY",
+    "FILES_CHANGED_OBSERVATION",
+    "FILE_READS_OBSERVATION",
+    "FINAL_MESSAGE_OBSERVATION",
+    "GIT_CAPABILITY",
+    "GIT_HEAD_OBSERVATION",
+    "LOCAL_HTTP_CAPABILITY",
+    "PID_NAMESPACE_CAPABILITY",
+    "SANDBOX_CAPABILITY",
+    "SKILLS_OBSERVATION",
+    "TOOL_CALLS_OBSERVATION",
+    "WORKSPACE_OBSERVATION",
+    # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations
+    "describe_first_error",
+    "join_pointer",
+    "validator",
+    # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`
+    "limits",
+    # ---- commands: bounded processes and the trial's sandbox
+    "DEFAULT_PATH",
+    "Isolation",
+    "ProcessOutcome",
+    "TrialIsolation",
+    "run_bounded",
+    # ---- workspaces: confined reads and writes, declared paths, change detection
+    "Snapshot",
+    "changes",
+    "check_collisions",
+    "check_git_path",
+    "check_relative_path",
+    "read_confined",
+    "snapshot",
+    "write_confined",
+    # ---- skills mounted in a workspace (hosts report `sevro.skills` by one rule)
+    "MountedSkill",
+    "classify_read",
+    "discover_skills",
+    "skills_data",
+    # ---- Git fixtures: the runner, history and overlay building, the workspace probe
+    "FIXTURE_BRANCH",
+    "GIT_FIXTURE_CAPABILITIES",
+    "Git",
+    "GitError",
+    "GitOverlay",
+    "GitProbe",
+    "commit_paths",
+    "compile_overlay",
+    "find_git",
+    "write_files",
+    "write_identity",
+    # ---- doctor and reports
+    "DoctorCheck",
+    "sandbox_check",
+    "trial_ranges",
+    # ---- agent-CLI hosts: binaries, credentials, secrets (what the Codex and Claude hosts use)
+    "ENV_NAME",
+    "BinaryError",
+    "Credentials",
+    "HostFailure",
+    "NativeBinary",
+    "auth_check",
+    "binary_version",
+    "candidate_binary",
+    "credential_settings",
+    "inside",
+    "is_native_executable",
+    "pid_namespace_argv",
+    "read_credential_file",
+    "require_credential",
+    "scrub",
+    "seconds_setting",
+    "secret_strings",
+    "stderr_tail",
+    "write_private",
+]

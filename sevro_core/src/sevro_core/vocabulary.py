@@ -1,0 +1,53 @@
+"""The ids plugins and the engine agree on: observations, artifacts and capabilities.
+
+A grader ``requires`` what a host, a fixture or the engine ``capabilities`` provide, and a case's
+``requiredEvidence`` names observation ids; both sides must spell an id the same way, so each
+shared id is defined here once and imported from here (or from :mod:`sevro_core.api`). Ids a
+single plugin owns (``sevro.codex.events``) stay with that plugin. The strings are part of the
+evidence format: they never change.
+"""
+
+from __future__ import annotations
+
+# ---- observations ----------------------------------------------------------------------------
+
+ENGINE_OBSERVATION_PREFIX = "sevro.observation."
+"""The engine's and fixtures' namespace; hosts may not report observations in it."""
+FINAL_MESSAGE_OBSERVATION = "sevro.observation.final-message"
+"""The agent's last reply, observed by the engine from every host's result."""
+GIT_HEAD_OBSERVATION = "sevro.observation.git-head"
+"""Git fixtures: the base revision, the current one and whether history was kept."""
+WORKSPACE_OBSERVATION = "sevro.observation.workspace"
+"""Git fixtures: what changed in the working tree against the baseline."""
+FILES_CHANGED_OBSERVATION = "sevro.files-changed"
+"""Hosts: files the agent created, modified or deleted in the workspace."""
+SKILLS_OBSERVATION = "sevro.skills"
+"""Hosts: the skills mounted in the workspace and which of them the agent read."""
+COMMANDS_OBSERVATION = "sevro.commands"
+"""Hosts: the commands the agent ran, with their exit codes."""
+FILE_READS_OBSERVATION = "sevro.file-reads"
+"""The scripted host: the files its script read."""
+TOOL_CALLS_OBSERVATION = "sevro.tool-calls"
+"""Agent-CLI hosts: the tool calls the agent made, by name."""
+
+# ---- artifacts -------------------------------------------------------------------------------
+
+DIFF_ARTIFACT = "sevro.git.diff"
+"""Git fixtures: the working tree's diff against the baseline."""
+
+# ---- capabilities ----------------------------------------------------------------------------
+
+SANDBOX_CAPABILITY = "sevro.sandbox"
+"""Provided by the planner when commands can run isolated (or the operator opted out)."""
+LOCAL_HTTP_CAPABILITY = "sevro.sandbox.local-http"
+"""A sandbox backend that can offer loopback-only networking."""
+PID_NAMESPACE_CAPABILITY = "sevro.sandbox.pid-namespace"
+"""A sandbox backend where nothing the command starts outlives it."""
+FILES_CAPABILITY = "sevro.fixture.files"
+"""A fixture that writes declared files into the workspace."""
+GIT_CAPABILITY = "sevro.fixture.git"
+"""A fixture whose workspace is a Git repository observed by ``GitProbe``."""
+CONTINUATION_CAPABILITY = "sevro.host.continuation"
+"""A host that can run a case's ``followUpPrompt`` in the same session."""
+ENFORCED_CAPABILITY = "sevro.condition.enforced"
+"""A host that can run the ``enforced`` condition."""
