@@ -8,6 +8,7 @@ Parts run in Sevro's order and the first failure wins: ``validJson`` → ``schem
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
@@ -16,7 +17,6 @@ from sevro_core.formats.jsonio import JsonValue
 from sevro_core.models import CheckOutcome, TrialView
 from sevro_graders.checks import FinalMessageGrader, grade_final_message
 from sevro_graders.configuration import check_shape, pointer_at, regex_at
-from sevro_graders.inlineschema import InlineSchema, compile_inline_schema
 from sevro_graders.json_grader import Part, ValueAssertions
 from sevro_graders.jsondoc import (
     NOT_EXACT,
@@ -26,6 +26,9 @@ from sevro_graders.jsondoc import (
     find_document,
 )
 from sevro_graders.jsregex import JsRegex
+
+if TYPE_CHECKING:  # jsonschema loads only when a schema check is compiled
+    from sevro_graders.inlineschema import InlineSchema
 
 GRADER_ID = "sevro.output"
 ASSERTION_KEYS = ("validJson", "schema", "jsonPath", "expectExact", "expectRegex", "notRegex")
@@ -109,9 +112,7 @@ class OutputGrader(FinalMessageGrader):
             )
         return OutputCheck(
             valid_json=config.get("validJson") is True,
-            schema=compile_inline_schema(config["schema"], "/schema")
-            if "schema" in config
-            else None,
+            schema=_compile_schema(config["schema"], "/schema") if "schema" in config else None,
             values=values,
             expect_exact=config.get("expectExact"),
             expect_regex=regex_at(config["expectRegex"], flags, pattern_key="expectRegex")
@@ -121,3 +122,9 @@ class OutputGrader(FinalMessageGrader):
             if "notRegex" in config
             else None,
         )
+
+
+def _compile_schema(schema: Mapping[str, JsonValue], pointer: str) -> InlineSchema:
+    from sevro_graders.inlineschema import compile_inline_schema
+
+    return compile_inline_schema(schema, pointer)

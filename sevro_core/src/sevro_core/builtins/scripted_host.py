@@ -38,7 +38,14 @@ from sevro_core.models import (
     Route,
 )
 from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
+from sevro_core.plugin.protocols import (
+    ConfiguredHost,
+    DoctorCheck,
+    DoctorRequest,
+    Host,
+    HostOptions,
+    HostSetting,
+)
 from sevro_core.states import Completeness
 
 HOST_ID = "sevro.host.scripted"
@@ -46,7 +53,7 @@ COMMANDS_OBSERVATION = "sevro.commands"
 FILE_READS_OBSERVATION = "sevro.file-reads"
 
 SKILLS_DIRS = (".agents/skills", ".claude/skills")
-"""Where the scripted host discovers skills: Codex's directory, then Claude Code's."""
+"""Where the scripted host discovers skills: the directories the agent CLIs read, in order."""
 MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
@@ -77,14 +84,13 @@ class ScriptedHost:
         }
     )
     requires: frozenset[str] = frozenset()
+    settings: tuple[HostSetting, ...] = ()
 
-    def doctor(
-        self, settings: Mapping[str, str], *, registry: Any = None, sandbox: str = "auto"
-    ) -> list[Any]:
+    def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
         from sevro_core.isolation.doctor import sandbox_check
 
-        return [sandbox_check(registry, sandbox)]
+        return [sandbox_check(request.registry, request.sandbox)]
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
         if options.config is None:
