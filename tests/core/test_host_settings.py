@@ -98,3 +98,9 @@ def test_declarations_are_checked() -> None:
 
     with pytest.raises(InvocationError, match="not a HostSetting"):
         check_declarations({"acme.host.odd": NotASetting()}, {})
+
+    class NotATuple:
+        settings = "acme.bin"
+
+    with pytest.raises(InvocationError, match="not a tuple of HostSetting"):
+        check_declarations({"acme.host.odd": NotATuple()}, {})

@@ -68,8 +68,10 @@ def check_declarations(hosts: Mapping[str, Any], owners: Mapping[str, str]) -> N
     keys: dict[str, str] = {}
     flags: dict[str, str] = {}
     for host_id, host in hosts.items():
+        where = f"host {host_id} (plugin {owners.get(host_id, '?')})"
+        if not isinstance(getattr(host, "settings", ()), tuple | list):
+            raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
         for setting in declared_settings(host):
-            where = f"host {host_id} (plugin {owners.get(host_id, '?')})"
             _check_one(setting, where)
             for table, name, what in ((keys, setting.key, "key"), (flags, setting.flag, "flag")):
                 if name in table:
