@@ -232,7 +232,6 @@ CasesArg = Annotated[
         show_default=False,
     ),
 ]
-_HOST_PARAM_PREFIX = "host_setting__"  # sevro_core.plugin.hostsettings.option_name
 
 
 class _HostSettingsCommand(TyperCommand):
@@ -259,7 +258,9 @@ class _HostSettingsCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        given = {k: v for k, v in ctx.params.items() if k.startswith(_HOST_PARAM_PREFIX)}
+        from sevro_core.plugin.hostsettings import OPTION_PREFIX
+
+        given = {k: v for k, v in ctx.params.items() if k.startswith(OPTION_PREFIX)}
         ctx.meta["sevro.host-flags"] = given
         ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
         return super().invoke(ctx)

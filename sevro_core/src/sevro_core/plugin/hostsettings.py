@@ -102,9 +102,13 @@ def _check_one(setting: Any, where: str) -> None:
         )
 
 
+OPTION_PREFIX = "host_setting__"
+"""Click parameter names of host flags start with this; no core parameter's name does."""
+
+
 def option_name(setting: HostSetting) -> str:
-    """The click parameter name of a setting's flag (never a core parameter's name)."""
-    return "host_setting__" + setting.flag[2:].replace("-", "_")
+    """The click parameter name of a setting's flag."""
+    return OPTION_PREFIX + setting.flag[2:].replace("-", "_")
 
 
 def click_options(hosts: Mapping[str, Any]) -> list[Any]:
