@@ -54,7 +54,8 @@ Variant = Callable[[Prepared], None]
 
 
 def _clis() -> tuple[str, str]:
-    from sevro_core.testing import require_claude, require_codex
+    from sevro_hosts_claude.testing import require_claude
+    from sevro_hosts_codex.testing import require_codex
 
     return require_codex(), require_claude()
 

@@ -21,14 +21,10 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import (
-    SevroProject,
-    require_claude,
-    require_codex,
-    require_sandbox,
-    require_tool,
-)
+from sevro_core.testing import SevroProject, require_sandbox, require_tool
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_claude.testing import require_claude
+from sevro_hosts_codex.testing import require_codex
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import run_codex, shell
 

@@ -12,7 +12,8 @@ from sevro_core.limits import (
     MAX_SUMMARY_FAILED_CASES,
     MAX_SUMMARY_REASONS_PER_CASE,
 )
-from sevro_core.testing import SevroProject, require_codex, require_sandbox
+from sevro_core.testing import SevroProject, require_sandbox
+from sevro_hosts_codex.testing import require_codex
 from tests.e2e.helpers import regex_check
 
 HEADER = "why cases did not pass (first failing check or error per trial):"

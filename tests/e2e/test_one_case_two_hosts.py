@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_claude, require_codex
+from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_claude.testing import require_claude
+from sevro_hosts_codex.testing import require_codex
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import observation, run_codex, shell, trial
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_claude
+from sevro_core.testing import SevroProject
+from sevro_hosts_claude.testing import require_claude
 
 
 @pytest.mark.slow

@@ -110,8 +110,8 @@ def test_is_error_with_exit_code_zero_fails_execution(
     """Claude Code 2.1.332 exits 1 with its error results; sevro must not rely on that."""
     from sevro_core.models import CancelToken, HostRequest
     from sevro_core.plugin.protocols import HostOptions
-    from sevro_core.testing import require_claude
     from sevro_hosts_claude import host as module
+    from sevro_hosts_claude.testing import require_claude
 
     claude = require_claude()
     monkeypatch.setenv("SEVRO_TEST_EVENTS_KEY", "sk-events-test")

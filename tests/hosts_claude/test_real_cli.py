@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_claude
+from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import (
     API_KEY,
     API_KEY_ENV,

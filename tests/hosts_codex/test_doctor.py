@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_codex
+from sevro_core.testing import SevroProject
+from sevro_hosts_codex.testing import require_codex
 
 
 @pytest.mark.slow

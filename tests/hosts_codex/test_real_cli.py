@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_codex
+from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, reply
+from sevro_hosts_codex.testing import require_codex
 from tests.hosts_codex.helpers import (
     API_KEY,
     API_KEY_ENV,

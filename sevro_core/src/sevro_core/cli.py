@@ -12,15 +12,11 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from sevro_core.limits import (
-    DEFAULT_JOBS,
-    DEFAULT_STATUS_INTERVAL_SECONDS,
-    MAX_JOBS,
-    MAX_TRIALS,
-)
+from sevro_core.limits import DEFAULT_JOBS, DEFAULT_STATUS_INTERVAL_SECONDS
 
 
 class _PluginCommandGroup(TyperGroup):
@@ -150,193 +146,224 @@ def _fail(exc: Exception, *, as_json: bool) -> NoReturn:
     raise typer.Exit(int(exit_code))
 
 
-def _positive_int(value: int, flag: str, maximum: int) -> int:
-    from sevro_core.errors import InvocationError
+HostOpt = Annotated[
+    str, typer.Option(help="Host id or short name (`sevro plugins` lists the installed hosts).")
+]
+HostConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--host-config", help="Host configuration JSON file (the scripted host's script)."
+    ),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Model the host should use.")]
+EffortOpt = Annotated[str | None, typer.Option(help="Reasoning effort the host should use.")]
+HostSettingOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--host-setting",
+        metavar="KEY=VALUE",
+        help="Set one of the host's settings by key (repeatable); each also has its own flag.",
+    ),
+]
+TrialsOpt = Annotated[int, typer.Option(help="Trials per case.")]
+ThresholdOpt = Annotated[
+    float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
+]
+JobsOpt = Annotated[int, typer.Option(help="Trials run in parallel.")]
+DryOpt = Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")]
+ConditionOpt = Annotated[str, typer.Option(help="passive or enforced.")]
+ResultsRootOpt = Annotated[Path, typer.Option("--results-root", help="Where runs are kept.")]
+ProjectRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--project-root", help="Project whose revision enters the identity (default: cwd)."
+    ),
+]
+WorkspaceRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace-root", help="Where trial workspaces are made (default: system temp)."
+    ),
+]
+VerdictPolicyOpt = Annotated[str, typer.Option("--verdict-policy", help="Task-verdict policy.")]
+RunStateRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--run-state-root",
+        help="Where ownership and checkpoints live (default: <results-root>/.sevro-state).",
+    ),
+]
+ResumeOpt = Annotated[
+    bool, typer.Option("--resume", help="Continue the latest interrupted run of this evaluation.")
+]
+SandboxOpt = Annotated[
+    str,
+    typer.Option(
+        "--sandbox",
+        help="Isolation for host commands and shell checks: auto, bwrap, sandbox-exec, or "
+        "none (an explicit opt-out, recorded in evidence and identity).",
+    ),
+]
+ProtectedRootOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--protected-root",
+        help="Hide this file or directory from sandboxed commands too (repeatable).",
+    ),
+]
+LocalHttpOpt = Annotated[
+    bool,
+    typer.Option(
+        "--local-http",
+        help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
+    ),
+]
+StatusIntervalOpt = Annotated[
+    float,
+    typer.Option(
+        "--status-interval", help="Off a terminal, print a status line every SECONDS (0: never)."
+    ),
+]
+CasesArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Case files (one case or an array) or directories of *.json case files.",
+        show_default=False,
+    ),
+]
 
-    if value < 1 or value > maximum:
-        raise InvocationError(f"{flag} must be between 1 and {maximum}, not {value}")
-    return value
+
+class _HostSettingsCommand(TyperCommand):
+    """``run`` and ``doctor``: they also take the flags the installed hosts declare.
+
+    The registry is loaded only when such a command is parsed or its help shown (``sevro
+    --help`` loads no plugin); the flags' values go to ``_host_settings``, not to the callback.
+    """
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        if "sevro.host-options" not in ctx.meta:
+            registry = _registry(ctx)
+            from sevro_core.plugin.hostsettings import click_options
+
+            ctx.meta["sevro.host-options"] = (
+                [] if registry is None else click_options(registry.all("host"))
+            )
+        return [*params, *ctx.meta["sevro.host-options"]]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if _registry(ctx) is None and not {"-h", "--help"} & set(args):
+            _loaded_registry(ctx)  # raises why the plugins did not load (exit 64)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from sevro_core.plugin.hostsettings import OPTION_PREFIX
+
+        given = {k: v for k, v in ctx.params.items() if k.startswith(OPTION_PREFIX)}
+        ctx.meta["sevro.host-flags"] = given
+        ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
+        return super().invoke(ctx)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                sections.setdefault(_help_section(param), []).append(record)
+        for title in ("Arguments", "Options", "Host settings"):
+            if sections.get(title):
+                with formatter.section(title):
+                    formatter.write_dl(sections[title])
 
 
-@app.command()
+def _help_section(param: click.Parameter) -> str:
+    if param.param_type_name == "argument":
+        return "Arguments"
+    name = param.name or ""
+    return "Host settings" if name.startswith("host_setting") else "Options"
+
+
+def _registry(ctx: click.Context) -> Any:
+    """The plugins of this invocation, loaded once (None if they failed to load)."""
+    if "sevro.registry" not in ctx.meta:
+        from sevro_core.errors import InvocationError
+        from sevro_core.plugin.manager import load_plugins
+
+        try:
+            ctx.meta["sevro.registry"] = load_plugins(_plugin_files_from_argv())
+        except InvocationError as exc:
+            ctx.meta["sevro.registry"] = exc
+    found = ctx.meta["sevro.registry"]
+    return None if isinstance(found, Exception) else found
+
+
+def _loaded_registry(ctx: click.Context | None = None) -> Any:
+    """The plugins of this invocation; raises the ``InvocationError`` that stopped them."""
+    ctx = ctx or click.get_current_context()
+    registry = _registry(ctx)
+    if registry is None:
+        raise ctx.meta["sevro.registry"]
+    return registry
+
+
+def _host_settings(registry: Any, host: str, pairs: list[str] | None) -> dict[str, str]:
+    """The host flags and ``--host-setting`` pairs given, by key, checked against ``--host``."""
+    from sevro_core.plugin.hostsettings import resolve_settings
+
+    flags = click.get_current_context().meta.get("sevro.host-flags", {})
+    return resolve_settings(registry.all("host"), host, flags, pairs or [])
+
+
+@app.command(cls=_HostSettingsCommand)
 def run(
-    cases: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Case files (one case or an array) or directories of *.json case files.",
-            show_default=False,
-        ),
-    ],
-    host: Annotated[
-        str, typer.Option(help="Host id or short name (scripted, codex, claude).")
-    ] = "scripted",
-    host_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--host-config", help="Host configuration JSON file (the scripted host's script)."
-        ),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Model the host should use.")] = None,
-    effort: Annotated[
-        str | None, typer.Option(help="Reasoning effort the host should use.")
-    ] = None,
-    codex_bin: Annotated[
-        Path | None, typer.Option("--codex-bin", help="Codex CLI binary (default: codex on PATH).")
-    ] = None,
-    codex_auth_file: Annotated[
-        Path | None,
-        typer.Option("--codex-auth-file", help="Codex auth.json copied into each trial's home."),
-    ] = None,
-    codex_api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--codex-api-key-env", help="Name of the environment variable holding an API key."
-        ),
-    ] = None,
-    claude_bin: Annotated[
-        Path | None,
-        typer.Option("--claude-bin", help="Claude Code binary (default: claude on PATH)."),
-    ] = None,
-    claude_credential_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--claude-credential-file",
-            help="Claude Code .credentials.json copied into each trial's config directory.",
-        ),
-    ] = None,
-    claude_api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--claude-api-key-env",
-            help="Name of the environment variable holding an Anthropic API key.",
-        ),
-    ] = None,
-    trials: Annotated[int, typer.Option(help="Trials per case.")] = 1,
-    threshold: Annotated[
-        float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
-    ] = 1.0,
-    jobs: Annotated[int, typer.Option(help="Trials run in parallel.")] = DEFAULT_JOBS,
-    dry: Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")] = False,
-    condition: Annotated[str, typer.Option(help="passive or enforced.")] = "passive",
-    results_root: Annotated[
-        Path, typer.Option("--results-root", help="Where runs are kept.")
-    ] = Path("sevro-results"),
-    project_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--project-root", help="Project whose revision enters the identity (default: cwd)."
-        ),
-    ] = None,
-    workspace_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace-root", help="Where trial workspaces are made (default: system temp)."
-        ),
-    ] = None,
-    verdict_policy: Annotated[
-        str, typer.Option("--verdict-policy", help="Task-verdict policy.")
-    ] = "sevro.verdict.default",
-    run_state_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--run-state-root",
-            help="Where ownership and checkpoints live (default: <results-root>/.sevro-state).",
-        ),
-    ] = None,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Continue the latest interrupted run of this evaluation."),
-    ] = False,
-    sandbox: Annotated[
-        str,
-        typer.Option(
-            "--sandbox",
-            help="Isolation for host commands and shell checks: auto, bwrap, sandbox-exec, or "
-            "none (an explicit opt-out, recorded in evidence and identity).",
-        ),
-    ] = "auto",
-    protected_root: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--protected-root",
-            help="Hide this file or directory from sandboxed commands too (repeatable).",
-        ),
-    ] = None,
-    local_http: Annotated[
-        bool,
-        typer.Option(
-            "--local-http",
-            help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
-        ),
-    ] = False,
+    cases: CasesArg,
+    host: HostOpt = "scripted",
+    host_config: HostConfigOpt = None,
+    model: ModelOpt = None,
+    effort: EffortOpt = None,
+    host_setting: HostSettingOpt = None,
+    trials: TrialsOpt = 1,
+    threshold: ThresholdOpt = 1.0,
+    jobs: JobsOpt = DEFAULT_JOBS,
+    dry: DryOpt = False,
+    condition: ConditionOpt = "passive",
+    results_root: ResultsRootOpt = Path("sevro-results"),
+    project_root: ProjectRootOpt = None,
+    workspace_root: WorkspaceRootOpt = None,
+    verdict_policy: VerdictPolicyOpt = "sevro.verdict.default",
+    run_state_root: RunStateRootOpt = None,
+    resume: ResumeOpt = False,
+    sandbox: SandboxOpt = "auto",
+    protected_root: ProtectedRootOpt = None,
+    local_http: LocalHttpOpt = False,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
-    status_interval: Annotated[
-        float,
-        typer.Option(
-            "--status-interval",
-            help="Off a terminal, print a status line every SECONDS (0: never).",
-        ),
-    ] = DEFAULT_STATUS_INTERVAL_SECONDS,
+    status_interval: StatusIntervalOpt = DEFAULT_STATUS_INTERVAL_SECONDS,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
     verbose: VerboseOpt = 0,
 ) -> None:
     """Run cases for N trials, grade them and keep the evidence."""
+    options = dict(locals())  # first statement: exactly the options above, as Typer converted them
     from sevro_core.errors import InvocationError, SevroError
+    from sevro_core.runflags import RunFlags
+
+    flags = RunFlags(**options)
 
     try:
-        _setup_logging(log_format, verbose)
-        _status_interval(status_interval)
-        settings = _run_settings(
-            host=host,
-            host_config=host_config,
-            model=model,
-            effort=effort,
-            host_settings=_host_settings(
-                host,
-                {
-                    "codex.bin": ("--codex-bin", codex_bin),
-                    "codex.authFile": ("--codex-auth-file", codex_auth_file),
-                    "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
-                    "claude.bin": ("--claude-bin", claude_bin),
-                    "claude.credentialFile": ("--claude-credential-file", claude_credential_file),
-                    "claude.apiKeyEnv": ("--claude-api-key-env", claude_api_key_env),
-                },
-            ),
-            trials=trials,
-            threshold=threshold,
-            jobs=jobs,
-            dry=dry,
-            condition=condition,
-            results_root=results_root,
-            project_root=project_root,
-            workspace_root=workspace_root,
-            verdict_policy=verdict_policy,
-            run_state_root=run_state_root,
-            sandbox=sandbox,
-            protected_roots=protected_root or [],
-            local_http=local_http,
-            case_source_root=case_source_root,
-            case_source_map_file=case_source_map_file,
-        )
-        from sevro_core.plugin.manager import load_plugins
         from sevro_core.run.runner import prepare
+        from sevro_core.runflags import check_status_interval, run_settings
 
-        registry = load_plugins(_plugin_files_from_argv())
+        _setup_logging(log_format, verbose)
+        check_status_interval(status_interval)
+        registry = _loaded_registry()
+        settings = run_settings(flags, _host_settings(registry, host, host_setting))
         plan = prepare(cases, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
     try:
-        outcome = _execute(
-            plan,
-            as_json=as_json,
-            resume=resume,
-            verbose=verbose,
-            status_interval=status_interval,
-            json_lines=log_format == "json",
-        )
+        outcome = _execute(plan, flags)
     except SevroError as exc:
         _fail(exc, as_json=as_json)
     except Exception as exc:
@@ -344,153 +371,7 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def _host_settings(host: str, flags: dict[str, tuple[str, Path | str | None]]) -> dict[str, str]:
-    """Host-specific flags, keyed ``<host>.<setting>``; a flag for another host is an error."""
-    from sevro_core.errors import InvocationError
-
-    out: dict[str, str] = {}
-    for key, (flag, value) in flags.items():
-        if value is None:
-            continue
-        owner = key.split(".", 1)[0]
-        if host not in (owner, f"sevro.host.{owner}"):
-            raise InvocationError(f"{flag} needs --host {owner}")
-        out[key] = str(value.expanduser().resolve()) if isinstance(value, Path) else value
-    return out
-
-
-def _run_settings(
-    *,
-    host: str,
-    host_config: Path | None,
-    model: str | None,
-    effort: str | None,
-    host_settings: dict[str, str],
-    trials: int,
-    threshold: float,
-    jobs: int,
-    dry: bool,
-    condition: str,
-    results_root: Path,
-    project_root: Path | None,
-    workspace_root: Path | None,
-    verdict_policy: str,
-    run_state_root: Path | None,
-    sandbox: str = "auto",
-    protected_roots: list[Path] | None = None,
-    local_http: bool = False,
-    case_source_root: Path | None = None,
-    case_source_map_file: Path | None = None,
-) -> Any:
-    import math
-
-    from sevro_core.arguments import check_results_root, check_writable_directory
-    from sevro_core.errors import InvocationError
-    from sevro_core.formats.jsonio import read_json_file
-    from sevro_core.limits import MAX_HOST_CONFIG_BYTES
-    from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, HostOptions
-    from sevro_core.run.planning import CONDITIONS, RunSettings
-    from sevro_core.run.sources import load_case_sources
-
-    _positive_int(trials, "--trials", MAX_TRIALS)
-    _positive_int(jobs, "--jobs", MAX_JOBS)
-    if not math.isfinite(threshold) or not 0 < threshold <= 1:
-        raise InvocationError(f"--threshold must be in (0, 1], not {threshold}")
-    if condition not in CONDITIONS:
-        raise InvocationError(f"--condition must be passive or enforced, not {condition!r}")
-    config = None
-    if host_config is not None:
-        config = read_json_file(host_config, MAX_HOST_CONFIG_BYTES, what="host configuration")
-        if not isinstance(config, dict):
-            raise InvocationError("host configuration must be a JSON object", source=host_config)
-    project = (project_root or Path.cwd()).resolve()
-    if not project.is_dir():
-        raise InvocationError("--project-root is not a directory", source=project_root)
-    if workspace_root is not None:
-        check_writable_directory(workspace_root, "--workspace-root")  # read-only: 64, not 70
-    if workspace_root is not None and workspace_root.resolve() == Path("/"):
-        raise InvocationError(
-            "--workspace-root must not be /: it is hidden from sandboxed commands"
-        )
-    if not sandbox.strip():
-        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
-    protected = _protected_roots(protected_roots or [])
-    results = results_root.expanduser().resolve()
-    check_results_root(results)
-    return RunSettings(
-        trials=trials,
-        threshold=float(threshold),
-        jobs=jobs,
-        dry=dry,
-        condition=condition,
-        results_root=results,
-        project_root=project,
-        host=host,
-        host_options=HostOptions(
-            config=config,
-            config_source=str(host_config) if host_config else None,
-            model=model,
-            effort=effort,
-            settings=host_settings,
-            protected_roots=_host_protected_roots(project, results, run_state_root, protected),
-        ),
-        verdict_policy=verdict_policy,
-        workspace_root=workspace_root.resolve() if workspace_root is not None else None,
-        run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
-        sandbox=sandbox,
-        network=NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE,
-        protected_roots=protected,
-        case_sources=load_case_sources(case_source_root, case_source_map_file),
-    )
-
-
-def _host_protected_roots(
-    project: Path, results: Path, run_state_root: Path | None, extra: tuple[Path, ...]
-) -> tuple[Path, ...]:
-    """What a host's own permission settings must deny: the engine's roots and the operator's."""
-    from sevro_core.isolation.protection import canonical, engine_roots
-
-    roots = engine_roots(project_root=project, results_root=results, run_state_root=run_state_root)
-    return tuple(dict.fromkeys([*(canonical(r.path) for r in roots), *extra]))
-
-
-def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
-    """Canonical, existing, never ``/``: a root that does not exist could appear unprotected."""
-    from sevro_core.errors import InvocationError
-    from sevro_core.isolation.protection import canonical
-    from sevro_core.limits import MAX_PROTECTED_ROOTS
-
-    if len(paths) > MAX_PROTECTED_ROOTS:
-        raise InvocationError(f"more than {MAX_PROTECTED_ROOTS} --protected-root flags")
-    out: dict[Path, None] = {}
-    for path in paths:
-        resolved = canonical(path.expanduser())
-        if not resolved.exists():
-            raise InvocationError("--protected-root does not exist", source=path)
-        if resolved == Path("/"):
-            raise InvocationError("--protected-root must not be / (nothing could run)")
-        out.setdefault(resolved, None)
-    return tuple(out)
-
-
-def _status_interval(seconds: float) -> None:
-    import math
-
-    from sevro_core.errors import InvocationError
-
-    if not math.isfinite(seconds) or not 0 <= seconds <= 86_400:
-        raise InvocationError(f"--status-interval must be between 0 and 86400, not {seconds}")
-
-
-def _execute(
-    plan: Any,
-    *,
-    as_json: bool,
-    resume: bool,
-    verbose: int = 0,
-    status_interval: float = 0,
-    json_lines: bool = False,
-) -> Any:
+def _execute(plan: Any, flags: Any) -> Any:
     import json
 
     from sevro_core.reporting.output import TrialProgress, render_summary
@@ -499,13 +380,13 @@ def _execute(
     total = len(plan.cases) * plan.settings.trials
     with TrialProgress(
         total,
-        enabled=not as_json and sys.stderr.isatty(),
-        verbose=verbose,
-        status_interval=status_interval,
-        json_lines=json_lines,
+        enabled=not flags.as_json and sys.stderr.isatty(),
+        verbose=flags.verbose,
+        status_interval=flags.status_interval,
+        json_lines=flags.log_format == "json",
     ) as progress:
-        outcome = execute(plan, on_trial=progress.advance, resume=resume)
-    if as_json:
+        outcome = execute(plan, on_trial=progress.advance, resume=flags.resume)
+    if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:
         sys.stdout.write(render_summary(outcome.result))
@@ -639,27 +520,12 @@ def report(
     sys.stdout.write(chosen.render(document))
 
 
-@app.command()
+@app.command(cls=_HostSettingsCommand)
 def doctor(
-    host: Annotated[str, typer.Option(help="Host id or short name to check (codex, ...).")],
-    codex_bin: Annotated[
-        Path | None, typer.Option("--codex-bin", help="Codex CLI binary (default: codex on PATH).")
-    ] = None,
-    codex_auth_file: Annotated[
-        Path | None, typer.Option("--codex-auth-file", help="Codex auth.json to check.")
-    ] = None,
-    codex_api_key_env: Annotated[
-        str | None, typer.Option("--codex-api-key-env", help="Variable holding an API key.")
-    ] = None,
-    claude_bin: Annotated[
-        Path | None, typer.Option("--claude-bin", help="Claude Code binary (default: PATH).")
-    ] = None,
-    claude_credential_file: Annotated[
-        Path | None, typer.Option("--claude-credential-file", help="Credentials to check.")
-    ] = None,
-    claude_api_key_env: Annotated[
-        str | None, typer.Option("--claude-api-key-env", help="Variable holding an API key.")
-    ] = None,
+    host: Annotated[
+        str, typer.Option(help="Host id or short name to check (`sevro plugins` lists them).")
+    ],
+    host_setting: HostSettingOpt = None,
     sandbox: Annotated[
         str,
         typer.Option(
@@ -672,48 +538,32 @@ def doctor(
     from sevro_core.errors import InvocationError
 
     try:
-        from sevro_core.plugin.manager import load_plugins
+        from sevro_core.plugin.protocols import DoctorRequest
         from sevro_core.run.planning import resolve_host_id
 
-        registry = load_plugins(_plugin_files_from_argv())
+        registry = _loaded_registry()
         host_id = resolve_host_id(registry, host)
-        settings = _host_settings(
-            host,
-            {
-                "codex.bin": ("--codex-bin", codex_bin),
-                "codex.authFile": ("--codex-auth-file", codex_auth_file),
-                "codex.apiKeyEnv": ("--codex-api-key-env", codex_api_key_env),
-                "claude.bin": ("--claude-bin", claude_bin),
-                "claude.credentialFile": ("--claude-credential-file", claude_credential_file),
-                "claude.apiKeyEnv": ("--claude-api-key-env", claude_api_key_env),
-            },
-        )
+        settings = _host_settings(registry, host, host_setting)
         check = getattr(registry.get("host", host_id), "doctor", None)
         if check is None:
             raise InvocationError(f"host {host_id} has no doctor checks")
-        results = _doctor_results(check, settings, registry, sandbox)
+        results = list(check(DoctorRequest(settings=settings, registry=registry, sandbox=sandbox)))
     except InvocationError as exc:
         _fail(exc, as_json=False)
+    sys.stdout.write(_doctor_lines(host_id, results))
+    raise typer.Exit(0 if all(r.ok for r in results) else 1)
+
+
+def _doctor_lines(host_id: str, results: list[Any]) -> str:
+    """One line per check, a fix under each failure; a host without checks says so."""
     lines = [f"sevro doctor: {host_id}"]
+    if not results:
+        lines.append(f"  {host_id} declares no doctor checks: nothing was verified")
     for result in results:
         lines.append(f"  {'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}")
         if not result.ok and result.fix:
             lines.append(f"       fix: {result.fix}")
-    sys.stdout.write("\n".join(lines) + "\n")
-    raise typer.Exit(0 if all(r.ok for r in results) else 1)
-
-
-def _doctor_results(check: Any, settings: dict[str, str], registry: Any, sandbox: str) -> Any:
-    """Hosts whose commands run in sevro's sandbox take the registry and ``--sandbox``."""
-    import inspect
-
-    from sevro_core.errors import InvocationError
-
-    if "registry" in inspect.signature(check).parameters:
-        return check(settings, registry=registry, sandbox=sandbox)
-    if sandbox != "auto":
-        raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
-    return check(settings)
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

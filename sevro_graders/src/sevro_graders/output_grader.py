@@ -8,13 +8,13 @@ Parts run in Sevro's order and the first failure wins: ``validJson`` → ``schem
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from sevro_core.api import CheckOutcome, ConfigurationError, JsonValue, TrialView
 from sevro_graders.checks import FinalMessageGrader, grade_final_message
 from sevro_graders.configuration import check_shape, pointer_at, regex_at
-from sevro_graders.inlineschema import InlineSchema, compile_inline_schema
 from sevro_graders.json_grader import Part, ValueAssertions
 from sevro_graders.jsondoc import (
     NOT_EXACT,
@@ -24,6 +24,9 @@ from sevro_graders.jsondoc import (
     find_document,
 )
 from sevro_graders.jsregex import JsRegex
+
+if TYPE_CHECKING:  # jsonschema loads only when a schema check is compiled
+    from sevro_graders.inlineschema import InlineSchema
 
 GRADER_ID = "sevro.output"
 ASSERTION_KEYS = ("validJson", "schema", "jsonPath", "expectExact", "expectRegex", "notRegex")
@@ -107,9 +110,7 @@ class OutputGrader(FinalMessageGrader):
             )
         return OutputCheck(
             valid_json=config.get("validJson") is True,
-            schema=compile_inline_schema(config["schema"], "/schema")
-            if "schema" in config
-            else None,
+            schema=_compile_schema(config["schema"], "/schema") if "schema" in config else None,
             values=values,
             expect_exact=config.get("expectExact"),
             expect_regex=regex_at(config["expectRegex"], flags, pattern_key="expectRegex")
@@ -119,3 +120,9 @@ class OutputGrader(FinalMessageGrader):
             if "notRegex" in config
             else None,
         )
+
+
+def _compile_schema(schema: Mapping[str, JsonValue], pointer: str) -> InlineSchema:
+    from sevro_graders.inlineschema import compile_inline_schema
+
+    return compile_inline_schema(schema, pointer)

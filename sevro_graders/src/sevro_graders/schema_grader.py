@@ -7,14 +7,17 @@ The document is found as for ``sevro.json``; the schema is Draft 2020-12 as Sevr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from sevro_core.api import CheckOutcome, JsonValue, TrialView
 from sevro_graders.checks import FinalMessageGrader, grade_final_message
 from sevro_graders.configuration import check_shape
-from sevro_graders.inlineschema import InlineSchema, compile_inline_schema
 from sevro_graders.jsondoc import NOT_EXACT, NoDocument, find_document
+
+if TYPE_CHECKING:  # jsonschema loads only when a schema check is compiled
+    from sevro_graders.inlineschema import InlineSchema
 
 GRADER_ID = "sevro.schema"
 
@@ -42,6 +45,12 @@ class SchemaGrader(FinalMessageGrader):
     def compile(self, configuration: Mapping[str, JsonValue]) -> SchemaCheck:
         config = check_shape("schema.v1", configuration)
         return SchemaCheck(
-            schema=compile_inline_schema(config["schema"], "/schema"),
+            schema=_compile_schema(config["schema"], "/schema"),
             exact_document=bool(config.get("exactDocument", False)),
         )
+
+
+def _compile_schema(schema: Mapping[str, JsonValue], pointer: str) -> InlineSchema:
+    from sevro_graders.inlineschema import compile_inline_schema
+
+    return compile_inline_schema(schema, pointer)

@@ -18,9 +18,9 @@ from attrs import frozen
 from sevro_core.limits import (
     MAX_HOST_EVENT_LINE_BYTES,
     MAX_HOST_EVENT_STREAM_BYTES,
-    MAX_HOST_TOOL_CALLS_PER_TURN,
 )
 from sevro_core.models import Usage
+from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 
 EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
 

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,14 @@ from sevro_core.limits import (
 )
 from sevro_core.models import Artifact, Case, HostRequest, HostResult, Observation, Route, Usage
 from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
+from sevro_core.plugin.protocols import (
+    ConfiguredHost,
+    DoctorCheck,
+    DoctorRequest,
+    Host,
+    HostOptions,
+    HostSetting,
+)
 from sevro_core.states import Completeness
 from sevro_hosts_claude.binary import BinaryError, ClaudeBinary, locate
 from sevro_hosts_claude.configuration import (
@@ -92,11 +99,34 @@ class ClaudeHost:
     )
     requires: frozenset[str] = frozenset()
 
-    def doctor(self, settings: Mapping[str, str]) -> list[Any]:
-        """Checks for `sevro doctor --host claude` (objects with name, ok, detail, fix)."""
+    settings = (
+        HostSetting(
+            key="claude.bin",
+            flag="--claude-bin",
+            help="Claude Code binary (default: claude on PATH).",
+            kind="path",
+        ),
+        HostSetting(
+            key="claude.credentialFile",
+            flag="--claude-credential-file",
+            help="Claude Code .credentials.json copied into each trial's config directory.",
+            kind="path",
+        ),
+        HostSetting(
+            key="claude.apiKeyEnv",
+            flag="--claude-api-key-env",
+            help="Name of the environment variable holding an Anthropic API key.",
+            kind="string",
+        ),
+    )
+
+    def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
+        """Checks for `sevro doctor --host claude`: binary, version, credentials, sandbox."""
+        from sevro_core.isolation.doctor import refuse_sandbox_choice
         from sevro_hosts_claude.doctor import diagnose
 
-        return list(diagnose(settings))
+        refuse_sandbox_choice(request.sandbox)  # Claude runs commands in its own sandbox
+        return list(diagnose(request.settings))
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
         config = parse(options.config, options.settings)

@@ -52,7 +52,14 @@ from sevro_core.models import (
     Usage,
 )
 from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import ConfiguredHost, Host, HostOptions
+from sevro_core.plugin.protocols import (
+    ConfiguredHost,
+    DoctorCheck,
+    DoctorRequest,
+    Host,
+    HostOptions,
+    HostSetting,
+)
 from sevro_core.states import Completeness
 from sevro_hosts_codex.binary import BinaryError, CodexBinary, locate
 from sevro_hosts_codex.configuration import (
@@ -97,11 +104,34 @@ class CodexHost:
     )
     requires: frozenset[str] = frozenset()
 
-    def doctor(self, settings: Mapping[str, str]) -> list[Any]:
-        """Checks for `sevro doctor --host codex` (objects with name, ok, detail, fix)."""
+    settings = (
+        HostSetting(
+            key="codex.bin",
+            flag="--codex-bin",
+            help="Codex CLI binary (default: codex on PATH).",
+            kind="path",
+        ),
+        HostSetting(
+            key="codex.authFile",
+            flag="--codex-auth-file",
+            help="Codex auth.json copied into each trial's home.",
+            kind="path",
+        ),
+        HostSetting(
+            key="codex.apiKeyEnv",
+            flag="--codex-api-key-env",
+            help="Name of the environment variable holding an API key.",
+            kind="string",
+        ),
+    )
+
+    def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
+        """Checks for `sevro doctor --host codex`: binary, version, credentials, sandbox."""
+        from sevro_core.isolation.doctor import refuse_sandbox_choice
         from sevro_hosts_codex.doctor import diagnose
 
-        return list(diagnose(settings))
+        refuse_sandbox_choice(request.sandbox)  # Codex runs commands in its own sandbox
+        return list(diagnose(request.settings))
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
         config = parse(options.config, options.settings)

@@ -26,10 +26,13 @@ from sevro_core.api import (
     Completeness,
     ConfigurationError,
     ConfiguredHost,
+    DoctorCheck,
+    DoctorRequest,
     Host,
     HostOptions,
     HostRequest,
     HostResult,
+    HostSetting,
     IsolationError,
     JsonValue,
     MountedSkill,
@@ -52,7 +55,7 @@ from sevro_core.api import skills_data as make_skills_data
 HOST_ID = "sevro.host.scripted"
 
 SKILLS_DIRS = (".agents/skills", ".claude/skills")
-"""Where the scripted host discovers skills: Codex's directory, then Claude Code's."""
+"""Where the scripted host discovers skills: the directories the agent CLIs read, in order."""
 MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
@@ -83,14 +86,13 @@ class ScriptedHost:
         }
     )
     requires: frozenset[str] = frozenset()
+    settings: tuple[HostSetting, ...] = ()
 
-    def doctor(
-        self, settings: Mapping[str, str], *, registry: Any = None, sandbox: str = "auto"
-    ) -> list[Any]:
+    def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
         from sevro_core.api import sandbox_check
 
-        return [sandbox_check(registry, sandbox)]
+        return [sandbox_check(request.registry, request.sandbox)]
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
         if options.config is None:

@@ -1,6 +1,6 @@
 """Pieces every agent-CLI host needs: the binary, private files, secret scrubbing, stderr.
 
-Kept in one place so the Codex and Claude hosts treat credentials and diagnostics the same way.
+Kept in one place so every agent-CLI host treats credentials and diagnostics the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sevro_core.limits import (
     MAX_HOST_STDERR_TAIL_CHARS,
     MAX_HOST_STDERR_TAIL_LINES,
 )
+from sevro_core.plugin.protocols import DoctorCheck as DoctorCheck  # noqa: PLC0414 (re-export)
 from sevro_core.reporting.failures import escape_controls
 
 REDACTED = "[redacted]"
@@ -228,16 +229,6 @@ def credential_settings(
     if file is not None and api_key_env is not None:
         raise ConfigurationError(f"{file_flag} and {env_flag} are exclusive")
     return Credentials(Path(file) if file is not None else None, api_key_env)
-
-
-@frozen
-class DoctorCheck:
-    """One line of `sevro doctor`: what was checked, whether it holds, and how to fix it."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
 
 
 def auth_check(

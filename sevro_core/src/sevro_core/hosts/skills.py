@@ -1,7 +1,7 @@
 """Skill activation evidence shared by agent-CLI hosts.
 
-A skill is *offered* when its ``.agents/skills/<name>/SKILL.md`` (Codex; Claude Code uses
-``.claude/skills``) is mounted in the workspace at
+A skill is *offered* when its ``SKILL.md`` (``<skills dir>/<name>/SKILL.md``, in the skills
+directory the host's agent CLI reads, such as ``.agents/skills``) is mounted in the workspace at
 the start of the trial (the agent CLI discovers and lists it to the model). It is *read* only
 when a completed, direct, whole-file read of that path returned its exact body; any other
 command that touches the file (a page, a grep, a pipe, a failed or truncated read) is ``partial``

@@ -11,39 +11,33 @@ recorded by their canonical path, because the operator chose exactly those.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 
 from attrs import frozen
 
-CREDENTIAL_PATHS = (
-    ".aws",
-    ".azure",
-    ".claude",
-    ".claude.json",
-    ".codex",
-    ".config/gcloud",
-    ".config/gh",
-    ".docker",
-    ".git-credentials",
-    ".gnupg",
-    ".kube",
-    ".local/share/keyrings",
-    ".netrc",
-    ".npmrc",
-    ".oci",
-    ".password-store",
-    ".pypirc",
-    ".ssh",
-    ".terraform.d",
-)
-"""Credential files and directories below a home, protected even when the home itself is not."""
+CREDENTIAL_LOCATIONS_FILE = "credential-locations.json"
+"""Data file beside this module: well-known credential paths below a home and variables naming
+agent-CLI homes outside it. Data, not code, so that the core names no host and the protection
+does not depend on which host plugins are installed."""
 
-HOST_HOME_VARIABLES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
-"""Variables naming agent CLI homes outside ``~`` (they hold authentication)."""
+
+def _credential_locations() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    text = resources.files(__package__ or "sevro_core.isolation").joinpath(
+        CREDENTIAL_LOCATIONS_FILE
+    )
+    document = json.loads(text.read_text("utf-8"))
+    return tuple(document["homeEntries"]), tuple(document["homeVariables"])
+
+
+CREDENTIAL_PATHS, HOST_HOME_VARIABLES = _credential_locations()
+"""Credential files and directories below a home, protected even when the home itself is not;
+variables naming agent CLI homes outside ``~`` (they hold authentication)."""
 
 OPERATOR = "operator"
 PEER_WORKSPACES = "peer-workspaces"

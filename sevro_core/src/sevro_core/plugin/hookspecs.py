@@ -30,7 +30,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def sevro_register_hosts(register: Callable[[Host], None]) -> None:
-    """Register agent hosts (``sevro.host.scripted``, ``sevro.host.codex``, ...)."""
+    """Register agent hosts (``sevro.host.scripted``, ``acme.host.foo``, ...)."""
 
 
 @hookspec

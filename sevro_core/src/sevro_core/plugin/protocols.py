@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
@@ -25,6 +25,9 @@ from sevro_core.models import (
     TrialView,
 )
 from sevro_core.states import Execution, Grading, Verdict
+
+if TYPE_CHECKING:
+    from sevro_core.plugin.manager import Registry
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
 """Namespaced identifier, as Sevro defines it (``sevro.regex``, ``acme.grader.foo``)."""
@@ -53,7 +56,7 @@ class HostOptions:
     model: str | None = None
     effort: str | None = None
     settings: Mapping[str, str] = field(factory=dict)
-    """Host-specific flags by namespaced key (``codex.bin``); each host reads only its own."""
+    """Host-specific flags by namespaced key (``acme.bin``); each host reads only its own."""
     protected_roots: tuple[Path, ...] = ()
     """Paths the agent's commands must neither read nor write (project, results, state, home)."""
 
@@ -76,9 +79,58 @@ class ConfiguredHost(Protocol):
         """Run every turn of one trial; never raises for agent failures."""
 
 
+SETTING_KINDS = ("path", "string")
+"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given."""
+
+
+@frozen
+class HostSetting:
+    """One host-specific setting, declared by the host; sevro builds `--<flag>` and accepts
+    `--host-setting KEY=VALUE` from it."""
+
+    key: str
+    """Namespaced, like ``acme.bin``; the host reads the value in ``HostOptions.settings``."""
+    flag: str
+    """The long option sevro adds to ``run`` and ``doctor``, like ``--acme-bin``."""
+    help: str
+    kind: str
+    """One of :data:`SETTING_KINDS`."""
+    secret: bool = False
+    """Never echoed, never in evidence or a redacted configuration."""
+
+
+@frozen
+class DoctorCheck:
+    """One line of `sevro doctor`: what was checked, whether it holds, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@frozen
+class DoctorRequest:
+    """What `sevro doctor --host ...` hands a host: its validated settings and the run context."""
+
+    settings: Mapping[str, str]
+    """Validated host settings by key (only this host's)."""
+    registry: Registry
+    """The loaded plugins (for hosts that check the sandbox backend sevro would pick)."""
+    sandbox: str = "auto"
+    """``--sandbox``, for hosts that run commands in sevro's sandbox."""
+
+
 class Host(Plugin, Protocol):
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """The host-specific settings it accepts (flags on ``run`` and ``doctor``)."""
+
     def configure(self, options: HostOptions) -> ConfiguredHost:
         """Validate options (``ConfigurationError``) and bind them."""
+
+    def doctor(self, request: DoctorRequest) -> Sequence[DoctorCheck]:
+        """Checks for `sevro doctor`: whether this host can run here, with one fix each."""
 
 
 class CompiledCheck(Protocol):

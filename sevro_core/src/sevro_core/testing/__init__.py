@@ -30,17 +30,14 @@ def require_tool(name: str) -> str:
     return found
 
 
-CODEX_BIN_ENV = "SEVRO_CODEX_BIN"
-CODEX_LOCAL_PREFIX = ".agent-clis"
+AGENT_CLIS_PREFIX = ".agent-clis"
 """Where scripts/setup installs the pinned agent CLIs (an npm prefix)."""
 
 
-CLAUDE_BIN_ENV = "SEVRO_CLAUDE_BIN"
-
-
-def _require_agent_cli(name: str, env: str, what: str) -> str:
-    """``$<env>``, else PATH, else a repo-local npm prefix (``.agent-clis``, made by
-    scripts/setup) above the working directory; skip locally, fail in CI."""
+def require_agent_cli(name: str, env: str, what: str) -> str:
+    """An agent CLI for real-CLI tests: ``$<env>``, else PATH, else a repo-local npm prefix
+    (``.agent-clis``, made by scripts/setup) above the working directory; skip locally, fail in
+    CI. Host distributions wrap it (``sevro_hosts_<name>.testing``)."""
     configured = os.environ.get(env)
     if configured:
         if not Path(configured).is_file():
@@ -50,7 +47,7 @@ def _require_agent_cli(name: str, env: str, what: str) -> str:
     if found is not None:
         return found
     for directory in (Path.cwd(), *Path.cwd().parents):
-        local = directory / CODEX_LOCAL_PREFIX / "node_modules" / ".bin" / name
+        local = directory / AGENT_CLIS_PREFIX / "node_modules" / ".bin" / name
         if local.is_file():
             return str(local)
     message = f"the {what} CLI is not installed (set {env} or put {name} on PATH)"
@@ -65,16 +62,6 @@ def require_sandbox() -> str:
     Tests that run host commands or shell checks need one: without it those fail by design.
     """
     return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
-
-
-def require_codex() -> str:
-    """The Codex CLI for real-CLI tests (see ``_require_agent_cli``)."""
-    return _require_agent_cli("codex", CODEX_BIN_ENV, "Codex")
-
-
-def require_claude() -> str:
-    """The Claude Code CLI for real-CLI tests (see ``_require_agent_cli``)."""
-    return _require_agent_cli("claude", CLAUDE_BIN_ENV, "Claude Code")
 
 
 @frozen

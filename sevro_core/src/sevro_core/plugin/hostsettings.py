@@ -1,0 +1,195 @@
+"""Host settings: the flags hosts declare, checked at plugin load and parsed for ``run``/``doctor``.
+
+A host lists its settings (:class:`~sevro_core.plugin.protocols.HostSetting`); sevro turns each
+into a ``--flag`` on ``sevro run`` and ``sevro doctor`` and also accepts it as
+``--host-setting KEY=VALUE``. The core names no host: everything here comes from the registry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sevro_core.errors import InvocationError
+from sevro_core.plugin.protocols import SETTING_KINDS, HostSetting
+
+HOST_SETTING_FLAG = "--host-setting"
+RESERVED_FLAGS = frozenset(
+    {
+        "--case-source-map-file",
+        "--case-source-root",
+        "--condition",
+        "--dry",
+        "--effort",
+        "--help",
+        "--host",
+        "--host-config",
+        HOST_SETTING_FLAG,
+        "--jobs",
+        "--json",
+        "--local-http",
+        "--log-format",
+        "--model",
+        "--plugin",
+        "--project-root",
+        "--protected-root",
+        "--results-root",
+        "--resume",
+        "--run-state-root",
+        "--sandbox",
+        "--status-interval",
+        "--threshold",
+        "--trials",
+        "--verbose",
+        "--verdict-policy",
+        "--version",
+        "--workspace-root",
+    }
+)
+"""The core's own flags on ``sevro``, ``run`` and ``doctor``: no host may declare one
+(tests/core/test_host_settings.py keeps this list equal to the commands' options)."""
+
+_KEY_RE = re.compile(r"^[a-z][a-z0-9]*(?:\.[a-z][a-zA-Z0-9]*)+$")
+_FLAG_RE = re.compile(r"^--[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+def declared_settings(host: Any) -> tuple[HostSetting, ...]:
+    """A host's settings; a host written before settings existed declares none."""
+    return tuple(getattr(host, "settings", ()))
+
+
+def check_declarations(hosts: Mapping[str, Any], owners: Mapping[str, str]) -> None:
+    """Refuse malformed settings, a key or flag declared twice, or a core flag (exit 64).
+
+    ``owners`` maps a host id to the plugin that registered it, for the message.
+    """
+    keys: dict[str, str] = {}
+    flags: dict[str, str] = {}
+    for host_id, host in hosts.items():
+        where = f"host {host_id} (plugin {owners.get(host_id, '?')})"
+        if not isinstance(getattr(host, "settings", ()), tuple | list):
+            raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
+        for setting in declared_settings(host):
+            _check_one(setting, where)
+            for table, name, what in ((keys, setting.key, "key"), (flags, setting.flag, "flag")):
+                if name in table:
+                    raise InvocationError(
+                        f"host setting {what} {name} is declared twice: by {table[name]} and by "
+                        f"{where}; uninstall one or restrict SEVRO_LOAD_PLUGINS"
+                    )
+                table[name] = where
+
+
+def _check_one(setting: Any, where: str) -> None:
+    if not isinstance(setting, HostSetting):
+        raise InvocationError(f"{where} declares a setting that is not a HostSetting: {setting!r}")
+    if not _KEY_RE.match(setting.key) or len(setting.key) > 128:
+        raise InvocationError(
+            f"{where} declares an invalid setting key {setting.key!r} (namespaced: acme.bin)"
+        )
+    if not _FLAG_RE.match(setting.flag) or len(setting.flag) > 64:
+        raise InvocationError(
+            f"{where} declares an invalid flag {setting.flag!r} (a long option: --acme-bin)"
+        )
+    if setting.flag in RESERVED_FLAGS:
+        raise InvocationError(f"{where} declares {setting.flag}, which is a flag of sevro itself")
+    if setting.kind not in SETTING_KINDS:
+        raise InvocationError(
+            f"{where} declares setting {setting.key} of kind {setting.kind!r}; "
+            f"kinds: {', '.join(SETTING_KINDS)}"
+        )
+
+
+OPTION_PREFIX = "host_setting__"
+"""Click parameter names of host flags start with this; no core parameter's name does."""
+
+
+def option_name(setting: HostSetting) -> str:
+    """The click parameter name of a setting's flag."""
+    return OPTION_PREFIX + setting.flag[2:].replace("-", "_")
+
+
+def click_options(hosts: Mapping[str, Any]) -> list[Any]:
+    """One ``click.Option`` per declared setting, in registry order."""
+    import click
+
+    options = []
+    for host_id, host in hosts.items():
+        for setting in declared_settings(host):
+            metavar = "PATH" if setting.kind == "path" else "TEXT"
+            options.append(
+                click.Option(
+                    [setting.flag, option_name(setting)],
+                    help=f"{setting.help} [{setting.key}; --host {short_name(host_id)}]",
+                    metavar=metavar,
+                    default=None,
+                    show_default=False,
+                )
+            )
+    return options
+
+
+def short_name(host_id: str) -> str:
+    """What ``--host`` accepts for a host: ``scripted`` for ``sevro.host.scripted``."""
+    return host_id.removeprefix("sevro.host.")
+
+
+def resolve_settings(
+    hosts: Mapping[str, Any],
+    host: str,
+    flag_values: Mapping[str, str | None],
+    pairs: Sequence[str],
+) -> dict[str, str]:
+    """The settings for ``--host host``, by key, from the host flags and ``--host-setting``.
+
+    ``flag_values`` maps :func:`option_name` to the value given (None when absent). A flag of
+    another host, an unknown key, a malformed pair or one key given twice is exit 64. Path
+    settings are expanded and resolved to absolute paths.
+    """
+    given: dict[str, str] = {}
+    for host_id, setting in _all_settings(hosts):
+        value = flag_values.get(option_name(setting))
+        if value is None:
+            continue
+        if host not in (host_id, short_name(host_id)):
+            raise InvocationError(f"{setting.flag} needs --host {short_name(host_id)}")
+        given[setting.key] = _normalise(setting, value)
+    own = {
+        s.key: s for host_id, s in _all_settings(hosts) if host in (host_id, short_name(host_id))
+    }
+    for pair in pairs:
+        key, value = _split(pair)
+        declared = own.get(key)
+        if declared is None:
+            known = ", ".join(sorted(own)) or "none"
+            raise InvocationError(
+                f"{HOST_SETTING_FLAG} {key[:64]!r} is not a setting of --host {host} "
+                f"(known: {known})"
+            )
+        if key in given:
+            raise InvocationError(f"{key} is given twice ({declared.flag} and {HOST_SETTING_FLAG})")
+        given[key] = _normalise(declared, value)
+    return given
+
+
+def _all_settings(hosts: Mapping[str, Any]) -> Iterable[tuple[str, HostSetting]]:
+    for host_id, host in hosts.items():
+        for setting in declared_settings(host):
+            yield host_id, setting
+
+
+def _split(pair: str) -> tuple[str, str]:
+    key, sep, value = pair.partition("=")
+    if not sep or not key.strip():  # the value is never echoed: it may be a secret
+        raise InvocationError(f"{HOST_SETTING_FLAG} must be KEY=VALUE with a non-empty KEY")
+    if not value.strip():
+        raise InvocationError(f"{HOST_SETTING_FLAG} {key[:64]!r} must not have an empty value")
+    return key, value
+
+
+def _normalise(setting: HostSetting, value: str) -> str:
+    if setting.kind == "path":
+        return str(Path(value).expanduser().resolve())
+    return value

@@ -1,0 +1,171 @@
+"""``sevro run``'s flags as one value, and the checked ``RunSettings`` built from them.
+
+The command passes its options here in one piece (:class:`RunFlags`) so that the command itself
+stays short; every check below is what ``sevro run`` has always refused with exit 64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from attrs import frozen
+
+from sevro_core.errors import InvocationError
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.limits import MAX_JOBS, MAX_TRIALS
+from sevro_core.plugin.protocols import HostOptions
+from sevro_core.run.planning import RunSettings
+
+
+@frozen
+class RunFlags:
+    """Every option of ``sevro run`` as Typer converted it (host settings come separately)."""
+
+    cases: list[Path]
+    host: str
+    host_config: Path | None
+    model: str | None
+    effort: str | None
+    host_setting: list[str] | None
+    trials: int
+    threshold: float
+    jobs: int
+    dry: bool
+    condition: str
+    results_root: Path
+    project_root: Path | None
+    workspace_root: Path | None
+    verdict_policy: str
+    run_state_root: Path | None
+    resume: bool
+    sandbox: str
+    protected_root: list[Path] | None
+    local_http: bool
+    case_source_root: Path | None
+    case_source_map_file: Path | None
+    status_interval: float
+    as_json: bool
+    plugin: list[Path] | None
+    log_format: str
+    verbose: int
+
+
+def positive_int(value: int, flag: str, maximum: int) -> int:
+    if value < 1 or value > maximum:
+        raise InvocationError(f"{flag} must be between 1 and {maximum}, not {value}")
+    return value
+
+
+def check_status_interval(seconds: float) -> None:
+    if not math.isfinite(seconds) or not 0 <= seconds <= 86_400:
+        raise InvocationError(f"--status-interval must be between 0 and 86400, not {seconds}")
+
+
+def run_settings(flags: RunFlags, host_settings: Mapping[str, str]) -> RunSettings:
+    """Check the flags (exit 64 on the first problem) and build the run's settings."""
+    from sevro_core.arguments import check_results_root, check_writable_directory
+    from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE
+    from sevro_core.run.planning import CONDITIONS
+    from sevro_core.run.sources import load_case_sources
+
+    positive_int(flags.trials, "--trials", MAX_TRIALS)
+    positive_int(flags.jobs, "--jobs", MAX_JOBS)
+    if not math.isfinite(flags.threshold) or not 0 < flags.threshold <= 1:
+        raise InvocationError(f"--threshold must be in (0, 1], not {flags.threshold}")
+    if flags.condition not in CONDITIONS:
+        raise InvocationError(f"--condition must be passive or enforced, not {flags.condition!r}")
+    config = _host_config(flags.host_config)
+    project = (flags.project_root or Path.cwd()).resolve()
+    if not project.is_dir():
+        raise InvocationError("--project-root is not a directory", source=flags.project_root)
+    workspace_root = flags.workspace_root
+    if workspace_root is not None:
+        check_writable_directory(workspace_root, "--workspace-root")  # read-only: 64, not 70
+    if workspace_root is not None and workspace_root.resolve() == Path("/"):
+        raise InvocationError(
+            "--workspace-root must not be /: it is hidden from sandboxed commands"
+        )
+    if not flags.sandbox.strip():
+        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    protected = _protected_roots(flags.protected_root or [])
+    results = flags.results_root.expanduser().resolve()
+    check_results_root(results)
+    run_state_root = flags.run_state_root
+    return RunSettings(
+        trials=flags.trials,
+        threshold=float(flags.threshold),
+        jobs=flags.jobs,
+        dry=flags.dry,
+        condition=flags.condition,
+        results_root=results,
+        project_root=project,
+        host=flags.host,
+        host_options=_host_options(flags, config, host_settings, project, results, protected),
+        verdict_policy=flags.verdict_policy,
+        workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
+        sandbox=flags.sandbox,
+        network=NETWORK_LOCAL_HTTP if flags.local_http else NETWORK_NONE,
+        protected_roots=protected,
+        case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
+    )
+
+
+def _host_config(path: Path | None) -> Mapping[str, JsonValue] | None:
+    from sevro_core.formats.jsonio import read_json_file
+    from sevro_core.limits import MAX_HOST_CONFIG_BYTES
+
+    if path is None:
+        return None
+    config = read_json_file(path, MAX_HOST_CONFIG_BYTES, what="host configuration")
+    if not isinstance(config, dict):
+        raise InvocationError("host configuration must be a JSON object", source=path)
+    return config
+
+
+def _host_options(
+    flags: RunFlags,
+    config: Mapping[str, JsonValue] | None,
+    host_settings: Mapping[str, str],
+    project: Path,
+    results: Path,
+    protected: tuple[Path, ...],
+) -> HostOptions:
+    return HostOptions(
+        config=config,
+        config_source=str(flags.host_config) if flags.host_config else None,
+        model=flags.model,
+        effort=flags.effort,
+        settings=dict(host_settings),
+        protected_roots=_host_protected_roots(project, results, flags.run_state_root, protected),
+    )
+
+
+def _host_protected_roots(
+    project: Path, results: Path, run_state_root: Path | None, extra: tuple[Path, ...]
+) -> tuple[Path, ...]:
+    """What a host's own permission settings must deny: the engine's roots and the operator's."""
+    from sevro_core.isolation.protection import canonical, engine_roots
+
+    roots = engine_roots(project_root=project, results_root=results, run_state_root=run_state_root)
+    return tuple(dict.fromkeys([*(canonical(r.path) for r in roots), *extra]))
+
+
+def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
+    """Canonical, existing, never ``/``: a root that does not exist could appear unprotected."""
+    from sevro_core.isolation.protection import canonical
+    from sevro_core.limits import MAX_PROTECTED_ROOTS
+
+    if len(paths) > MAX_PROTECTED_ROOTS:
+        raise InvocationError(f"more than {MAX_PROTECTED_ROOTS} --protected-root flags")
+    out: dict[Path, None] = {}
+    for path in paths:
+        resolved = canonical(path.expanduser())
+        if not resolved.exists():
+            raise InvocationError("--protected-root does not exist", source=path)
+        if resolved == Path("/"):
+            raise InvocationError("--protected-root must not be / (nothing could run)")
+        out.setdefault(resolved, None)
+    return tuple(out)

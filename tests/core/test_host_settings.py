@@ -1,0 +1,106 @@
+"""Host settings in process: the reserved flags, resolving flags and pairs, declaration checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from sevro_core.errors import InvocationError
+from sevro_core.plugin.hostsettings import (
+    RESERVED_FLAGS,
+    check_declarations,
+    option_name,
+    resolve_settings,
+)
+from sevro_core.plugin.protocols import HostSetting
+
+BIN = HostSetting("acme.bin", "--acme-bin", "Binary.", "path")
+TOKEN_ENV = HostSetting("acme.tokenEnv", "--acme-token-env", "Variable.", "string", secret=True)
+
+
+class Acme:
+    settings = (BIN, TOKEN_ENV)
+
+
+class Bare:
+    """A host written before settings existed: it declares none."""
+
+
+HOSTS: dict[str, Any] = {"acme.host.tool": Acme(), "sevro.host.bare": Bare()}
+
+
+def test_reserved_flags_are_the_core_commands_own() -> None:
+    from sevro_core.cli import app
+
+    group = typer.main.get_group(app)
+    ctx = group.make_context("sevro", ["run", "--help"], resilient_parsing=True)
+    flags = {o for p in group.params for o in p.opts if o.startswith("--")}
+    for name in ("run", "doctor"):
+        command = group.commands[name]
+        flags |= {o for p in command.params for o in p.opts if o.startswith("--")}
+    flags.add(ctx.help_option_names[-1])
+    assert flags == RESERVED_FLAGS
+
+
+def test_flags_and_pairs_resolve_by_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    given = resolve_settings(
+        HOSTS, "acme.host.tool", {option_name(BIN): "bin/tool"}, ["acme.tokenEnv=KEY=1"]
+    )
+    assert given == {"acme.bin": str(tmp_path / "bin" / "tool"), "acme.tokenEnv": "KEY=1"}
+    assert resolve_settings(HOSTS, "bare", {}, []) == {}
+
+
+@pytest.mark.parametrize(
+    ("host", "flags", "pairs", "message"),
+    [
+        ("bare", {option_name(BIN): "/x"}, [], "--acme-bin needs --host acme.host.tool"),
+        ("acme.host.tool", {}, ["acme.nope=1"], "known: acme.bin, acme.tokenEnv"),
+        ("bare", {}, ["acme.bin=/x"], "is not a setting of --host bare (known: none)"),
+        ("acme.host.tool", {}, ["acme.bin"], "must be KEY=VALUE"),
+        ("acme.host.tool", {}, [" =x"], "must be KEY=VALUE"),
+        (
+            "acme.host.tool",
+            {option_name(BIN): "/x"},
+            ["acme.bin=/y"],
+            "acme.bin is given twice (--acme-bin and --host-setting)",
+        ),
+    ],
+)
+def test_bad_settings_are_refused(
+    host: str, flags: dict[str, str], pairs: list[str], message: str
+) -> None:
+    with pytest.raises(InvocationError) as raised:
+        resolve_settings(HOSTS, host, flags, pairs)
+    assert message in raised.value.one_line()
+
+
+def test_a_malformed_pair_never_echoes_its_value() -> None:
+    with pytest.raises(InvocationError) as raised:
+        resolve_settings(HOSTS, "acme.host.tool", {}, ["sk-secret-token"])
+    assert "sk-secret" not in raised.value.one_line()
+
+
+def test_declarations_are_checked() -> None:
+    check_declarations(HOSTS, {})
+
+    class Clash:
+        settings = (HostSetting("other.bin", "--acme-bin", "Clash.", "path"),)
+
+    with pytest.raises(InvocationError, match="flag --acme-bin is declared twice"):
+        check_declarations({**HOSTS, "other.host.clash": Clash()}, {"other.host.clash": "file:x"})
+
+    class NotASetting:
+        settings = ({"key": "acme.bin"},)
+
+    with pytest.raises(InvocationError, match="not a HostSetting"):
+        check_declarations({"acme.host.odd": NotASetting()}, {})
+
+    class NotATuple:
+        settings = "acme.bin"
+
+    with pytest.raises(InvocationError, match="not a tuple of HostSetting"):
+        check_declarations({"acme.host.odd": NotATuple()}, {})

@@ -1,0 +1,46 @@
+"""The core names no host but its built-in scripted one: host knowledge lives in host plugins.
+
+Adding a host (pi, ...) must not mean editing ``sevro_core``. The scan is case-insensitive and
+matches the names inside identifiers too (``CODEX_HOME``, ``require_claude``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parent.parent / "sevro_core" / "src" / "sevro_core"
+HOST_NAMES = re.compile(r"codex|claude|anthropic|openai", re.IGNORECASE)
+ALLOWED = {
+    # The test kit's mock model server speaks the OpenAI and Anthropic wire formats: it is what
+    # real agent CLIs talk to in tests, not knowledge of a host.
+    ("testing/mockmodel.py", None),
+    # The scripted host stands in for every agent: it finds skills in the directories the agent
+    # CLIs read, so one skill case runs on every host (docs/hosts/scripted.md).
+    ("builtins/scripted_host.py", 'SKILLS_DIRS = (".agents/skills", ".claude/skills")'),
+}
+
+
+def host_names_in(root: Path) -> list[str]:
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if (relative, None) in ALLOWED:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if HOST_NAMES.search(line) and (relative, line.strip()) not in ALLOWED:
+                hits.append(f"{relative}:{number}: {line.strip()}")
+    return hits
+
+
+def test_core_names_no_host_but_scripted() -> None:
+    assert host_names_in(CORE) == []
+
+
+def test_the_scan_finds_a_host_name(tmp_path: Path) -> None:
+    (tmp_path / "module.py").write_text('HOME_VARIABLE = "CODEX_HOME"\n"""Uses Claude."""\n')
+    (tmp_path / "clean.py").write_text('"""Runs any host."""\n')
+    assert host_names_in(tmp_path) == [
+        'module.py:1: HOME_VARIABLE = "CODEX_HOME"',
+        'module.py:2: """Uses Claude."""',
+    ]
