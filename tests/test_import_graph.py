@@ -49,7 +49,7 @@ LAYERS = (
 )
 # i13-hostsettings moves `DoctorCheck` from hosts/agentcli.py into plugin/protocols.py, which
 # removes this edge; the coordinator deletes the exemption when merging both branches.
-PENDING_UPWARD = frozenset({("sevro_core.isolation.doctor", "sevro_core.hosts.agentcli")})
+PENDING_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 # Functions of the orchestration path longer than this many lines (docstring included) or with
 # more than MAX_PARAMETERS parameters should be split into named steps or given a parameter object.

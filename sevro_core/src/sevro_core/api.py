@@ -237,7 +237,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "DoctorRequest",
     "sandbox_check",
     "trial_ranges",
-    # ---- agent-CLI hosts: binaries, credentials, secrets (what the Codex and Claude hosts use)
+    # ---- agent-CLI hosts: binaries, credentials, secrets (what the agent-CLI hosts share)
     "ENV_NAME",
     "BinaryError",
     "Credentials",

@@ -3,8 +3,8 @@
 A grader ``requires`` what a host, a fixture or the engine ``capabilities`` provide, and a case's
 ``requiredEvidence`` names observation ids; both sides must spell an id the same way, so each
 shared id is defined here once and imported from here (or from :mod:`sevro_core.api`). Ids a
-single plugin owns (``sevro.codex.events``) stay with that plugin. The strings are part of the
-evidence format: they never change.
+single plugin owns (a host's own event-stream artifact) stay with that plugin. The strings
+are part of the evidence format: they never change.
 """
 
 from __future__ import annotations

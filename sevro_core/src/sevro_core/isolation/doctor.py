@@ -13,14 +13,13 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from sevro_core.errors import InvocationError
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot
 from sevro_core.isolation.sandbox import IsolationError, select_sandbox
 from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
-from sevro_core.plugin.protocols import NETWORK_NONE, DoctorCheck
+from sevro_core.plugin.protocols import NETWORK_NONE, DoctorCheck, PluginLookup
 
 _PROBE = (
     "echo probe > probe.txt || exit 11; "
@@ -43,7 +42,7 @@ _FIX = (
 )
 
 
-def sandbox_check(registry: Any, requested: str = "auto") -> DoctorCheck:
+def sandbox_check(registry: PluginLookup, requested: str = "auto") -> DoctorCheck:
     """One ``sandbox`` line: the selected backend and what the probe proved, or why it failed."""
     if requested == "none":
         return DoctorCheck(

@@ -16,7 +16,7 @@ import os
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import evolve, frozen
 
@@ -35,11 +35,14 @@ from sevro_core.isolation.protection import (
 )
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken, ProcessOutcome
-from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE, Sandbox, SandboxPolicy
+from sevro_core.plugin.protocols import (
+    NETWORK_LOCAL_HTTP,
+    NETWORK_NONE,
+    PluginLookup,
+    Sandbox,
+    SandboxPolicy,
+)
 from sevro_core.vocabulary import LOCAL_HTTP_CAPABILITY, SANDBOX_CAPABILITY
-
-if TYPE_CHECKING:
-    from sevro_core.plugin.manager import Registry
 
 POLICY_FORMAT = "sevro.sandbox-policy.v1"
 AUTO, NONE = "auto", "none"
@@ -165,7 +168,7 @@ class SandboxSelection:
         )
 
 
-def resolve_backend_id(registry: Registry, name: str) -> str:
+def resolve_backend_id(registry: PluginLookup, name: str) -> str:
     """``bwrap`` and ``sevro.sandbox.bwrap`` both name the bubblewrap backend."""
     for candidate in (name, f"sevro.sandbox.{name}"):
         if registry.sandbox(candidate) is not None:
@@ -177,7 +180,7 @@ def resolve_backend_id(registry: Registry, name: str) -> str:
 
 
 def select_sandbox(
-    registry: Registry, requested: str, network: str, roots: Sequence[ProtectedRoot]
+    registry: PluginLookup, requested: str, network: str, roots: Sequence[ProtectedRoot]
 ) -> SandboxSelection:
     """Probe and choose; an explicitly named backend that does not work is an exit-64 refusal."""
     if requested == NONE:

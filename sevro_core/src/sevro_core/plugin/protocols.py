@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from attrs import field, frozen
 
@@ -25,9 +25,6 @@ from sevro_core.models import (
     TrialView,
 )
 from sevro_core.states import Execution, Grading, Verdict
-
-if TYPE_CHECKING:
-    from sevro_core.plugin.manager import Registry
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
 """Namespaced identifier, as Sevro defines it (``sevro.regex``, ``acme.grader.foo``)."""
@@ -109,13 +106,29 @@ class DoctorCheck:
     fix: str | None = None
 
 
+class PluginLookup(Protocol):
+    """Read access to the loaded plugins, as :class:`~sevro_core.plugin.manager.Registry` gives it.
+
+    Declared here so protocols never import the manager (which imports them).
+    """
+
+    def host(self, object_id: str) -> Host | None: ...
+    def grader(self, object_id: str) -> Grader | None: ...
+    def fixture(self, object_id: str) -> FixtureProvider | None: ...
+    def sandbox(self, object_id: str) -> Sandbox | None: ...
+    def verdict_policy(self, object_id: str) -> VerdictPolicy | None: ...
+    def reporter(self, object_id: str) -> Reporter | None: ...
+    def sandboxes(self) -> Mapping[str, Sandbox]: ...
+    def ids(self, kind: str) -> list[str]: ...
+
+
 @frozen
 class DoctorRequest:
     """What `sevro doctor --host ...` hands a host: its validated settings and the run context."""
 
     settings: Mapping[str, str]
     """Validated host settings by key (only this host's)."""
-    registry: Registry
+    registry: PluginLookup
     """The loaded plugins (for hosts that check the sandbox backend sevro would pick)."""
     sandbox: str = "auto"
     """``--sandbox``, for hosts that run commands in sevro's sandbox."""
