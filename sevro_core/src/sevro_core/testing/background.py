@@ -76,14 +76,16 @@ class SevroProcess:
 
     def wait_for_line(
         self, needle: str, *, stream: str = "stderr", timeout: float = DEFAULT_WAIT_SECONDS
-    ) -> None:
-        """Read ``stream`` until a line containing ``needle`` (what was read is kept for
-        :meth:`finish`); nothing more is read, so the pipe fills as it would otherwise."""
+    ) -> list[str]:
+        """Read ``stream`` until a line containing ``needle``; return the lines read by this
+        call, that one last. What was read is kept for :meth:`finish`; nothing past that line
+        is read, so the pipe fills as it would otherwise."""
         pipe = self.process.stderr if stream == "stderr" else self.process.stdout
         if pipe is None:
             raise ValueError(f"{stream} is not a pipe")
         buffer, wanted = self._read[stream], needle.encode()
         deadline = time.monotonic() + timeout
+        lines: list[str] = []
         with selectors.DefaultSelector() as selector:
             selector.register(pipe, selectors.EVENT_READ)
             while True:
@@ -91,8 +93,9 @@ class SevroProcess:
                 while end != -1:  # lines read by an earlier wait are not matched again
                     line = buffer[self._scanned[stream] : end]
                     self._scanned[stream] = end + 1
+                    lines.append(line.decode("utf-8", "replace"))
                     if wanted in line:
-                        return
+                        return lines
                     end = buffer.find(b"\n", self._scanned[stream])
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -104,8 +107,11 @@ class SevroProcess:
                     raise AssertionError(f"sevro ended before {needle!r}: {self._ended()}")
                 buffer += chunk
 
-    def finish(self, timeout: float = DEFAULT_WAIT_SECONDS) -> CliResult:
-        """Wait for sevro to end; a hang kills its group and fails the test."""
+    def finish(
+        self, timeout: float = DEFAULT_WAIT_SECONDS, *, hang: str | None = None
+    ) -> CliResult:
+        """Wait for sevro to end; a hang kills its group and fails the test (with ``hang`` as
+        the message, if given)."""
         from sevro_core.testing import CliResult
 
         try:
@@ -113,9 +119,9 @@ class SevroProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             stdout, stderr = self.process.communicate()
+            told = (bytes(self._read["stderr"]) + (stderr or b"")).decode(errors="replace")
             raise AssertionError(
-                f"sevro did not end within {timeout:g} s (killed); stderr: "
-                f"{(bytes(self._read['stderr']) + (stderr or b'')).decode(errors='replace')}"
+                hang or f"sevro did not end within {timeout:g} s (killed); stderr: {told}"
             ) from None
         return CliResult(
             self.process.returncode,
@@ -149,7 +155,7 @@ class SevroProcess:
 def start_sevro(
     args: Sequence[str | Path],
     *,
-    cwd: Path,
+    cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str] = SEVRO,
     stdin: int | None = None,
