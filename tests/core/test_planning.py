@@ -5,10 +5,12 @@ its accepted counterpart."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sevro_core.errors import InvocationError
+from sevro_core.models import Case
 from sevro_core.plugin.protocols import HostOptions
 from sevro_core.run.planning import CONTINUATION_CAPABILITY, ENFORCED_CAPABILITY, plan_run
 from sevro_core.testing import ScopedPlugins
@@ -209,8 +211,8 @@ def test_identity_changes_in_exactly_the_dimension_that_changed(
     sevro_plugins.register("grader", StubGrader(grader_id="acme.grader.newer", version="2"))
     registry = sevro_plugins.registry()
 
-    def dimensions(*cases: object, **fields: object) -> dict[str, object]:
-        planned = plan(registry, tmp_path, *cases, **fields)  # type: ignore[arg-type]
+    def dimensions(*cases: Case, **fields: Any) -> dict[str, object]:
+        planned = plan(registry, tmp_path, *cases, **fields)
         return dict(planned.identity["dimensions"])
 
     reference = dimensions(case(checks=[check("acme.grader.stub")]))
