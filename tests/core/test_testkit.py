@@ -25,8 +25,10 @@ from sevro_core.testing import (
     SevroProject,
     grade,
     observation,
+    require_sandbox,
     run_in_process,
     start_sevro,
+    trial_isolation,
     trial_view,
 )
 
@@ -131,6 +133,33 @@ def test_trial_view_matches_what_a_run_records(sevro_project: SevroProject) -> N
     built = trial_view("héllo").observations["sevro.observation.final-message"]
     assert recorded == built.to_json()
     assert trial_view("hello").observations[built.id].to_json() != recorded  # control
+
+
+def shell() -> Any:
+    return installed_grader("sevro.shell")
+
+
+def test_trial_isolation_runs_a_shell_check_in_the_sandbox(tmp_path: Path) -> None:
+    require_sandbox()
+    view = trial_view("done", isolation=trial_isolation(tmp_path), files={"a.txt": "a"})
+    assert view.workspace.parent == tmp_path / "workspaces"
+    assert grade(shell(), {"run": "test -f a.txt"}, view).status is CheckStatus.PASSED
+    assert grade(shell(), {"run": "test -f b.txt"}, view).status is CheckStatus.FAILED
+    peer = trial_isolation(tmp_path).workspace
+    (peer / "secret").write_text("x")
+    read_peer = {"run": f"cat {peer}/secret"}
+    assert grade(shell(), read_peer, view).status is CheckStatus.FAILED, "peers are hidden"
+    unsandboxed = trial_view(isolation=trial_isolation(tmp_path, sandbox="none"))
+    assert grade(shell(), read_peer, unsandboxed).status is CheckStatus.PASSED  # control
+
+
+def test_trial_isolation_without_a_backend_is_a_grading_error(tmp_path: Path) -> None:
+    only_graders = {"SEVRO_LOAD_PLUGINS": "sevro-core,sevro-graders"}
+    view = trial_view("done", isolation=trial_isolation(tmp_path, environ=only_graders))
+    with pytest.raises(GradingError, match="isolation error"):
+        grade(shell(), {"run": "true"}, view)
+    opted_out = trial_view("done", isolation=trial_isolation(tmp_path, sandbox="none"))
+    assert grade(shell(), {"run": "true"}, opted_out).status is CheckStatus.PASSED
 
 
 # -- sevro_plugins -----------------------------------------------------------------------------

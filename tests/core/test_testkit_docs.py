@@ -58,6 +58,7 @@ def test_the_example_fails_when_the_grader_is_wrong(tmp_path: Path) -> None:
 def test_every_helper_the_section_names_exists() -> None:
     named = {"grade", "trial_view", "observation", "sevro_plugins", "run_in_process"}
     named |= {"fake_processes", "FakeProcess", "ProcessLog", "start_sevro", "CliResult"}
+    named |= {"trial_isolation"}
     text = section()
     for name in named:
         assert f"`{name}" in text, name

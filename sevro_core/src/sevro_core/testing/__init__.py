@@ -30,6 +30,7 @@ from sevro_core.testing.processes import ProcessCall as ProcessCall
 from sevro_core.testing.processes import ProcessLog as ProcessLog
 from sevro_core.testing.processes import fake_processes as fake_processes
 from sevro_core.testing.processes import patch_processes as patch_processes
+from sevro_core.testing.sandboxes import trial_isolation as trial_isolation
 from sevro_core.testing.views import observation as observation
 from sevro_core.testing.views import trial_view as trial_view
 

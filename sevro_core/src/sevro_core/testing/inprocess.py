@@ -3,8 +3,8 @@
 An in-process run is fast and sees the test's monkeypatches (``sevro_plugins``,
 ``fake_processes``). The CLI is written for a process of its own, so everything it touches
 that outlives a call is put back afterwards: ``sys.argv``, the standard streams, the working
-directory, the environment, the SIGINT/SIGTERM handlers, structlog's configuration, the
-modules of ``--plugin`` files and the build-digest cache.
+directory, the environment, the SIGINT/SIGTERM handlers, structlog's configuration, the cyclic
+garbage collector's switch, the modules of ``--plugin`` files and the build-digest cache.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def run_in_process(
             entry.main()
         except SystemExit as exc:
             code = exc.code
-        except BaseException as exc:  # a bug escaping the CLI: shown like the interpreter would
+        except Exception as exc:  # a bug escaping the CLI: shown like the interpreter would
             import traceback
 
             stderr.write("".join(traceback.format_exception(exc)))
@@ -75,6 +75,8 @@ def _streams(stdout: io.StringIO, stderr: io.StringIO) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _restored_state() -> Iterator[None]:
+    import gc
+
     import structlog
 
     from sevro_core import entry
@@ -86,6 +88,7 @@ def _restored_state() -> Iterator[None]:
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     logging = structlog.get_config()
     modules = set(sys.modules)
+    collecting = gc.isenabled()  # sevro report pauses the cyclic collector
     try:
         yield
     finally:
@@ -96,6 +99,8 @@ def _restored_state() -> Iterator[None]:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         structlog.configure(**logging)
+        if collecting:
+            gc.enable()
         entry.received.clear()
         for name in set(sys.modules) - modules:
             if name.startswith(_LOCAL_PLUGIN_PREFIX):

@@ -40,7 +40,7 @@ def trial_view(
     *,
     complete: bool = True,
     observations: Iterable[Observation] = (),
-    workspace: Path = NO_WORKSPACE,
+    workspace: Path | None = None,
     files: Mapping[str, str | bytes] | None = None,
     baseline: Mapping[str, JsonValue] | None = None,
     fixture_bin_dir: Path | None = None,
@@ -52,8 +52,14 @@ def trial_view(
 
     ``complete=False`` is a partial final message (the host stopped mid-answer); ``None`` as
     the message means the host produced none. ``files`` are written into ``workspace`` first
-    (give a ``tmp_path``). Observations keep their order after the engine's own.
+    (give a ``tmp_path``). The workspace defaults to the sandbox's (``isolation``, see
+    :func:`sevro_core.testing.trial_isolation`), else to a path that does not exist.
+    Observations keep their order after the engine's own.
     """
+    if workspace is None:
+        workspace = isolation.workspace if isolation is not None else NO_WORKSPACE
+    if fixture_bin_dir is None and isolation is not None:
+        fixture_bin_dir = isolation.fixture_bin_dir
     if files:
         if workspace == NO_WORKSPACE:
             raise ValueError("files need a workspace directory (pass workspace=tmp_path)")
