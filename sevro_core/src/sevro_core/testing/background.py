@@ -153,7 +153,7 @@ class SevroProcess:
 
 
 def start_sevro(
-    args: Sequence[str | Path],
+    args: Sequence[object],
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -161,8 +161,8 @@ def start_sevro(
     stdin: int | None = None,
     stderr: int | None = subprocess.PIPE,
 ) -> SevroProcess:
-    """Start ``<launcher> ARGS`` (sevro, by default) in its own process group with piped
-    output. ``stdin``/``stderr`` may be a terminal's file descriptor (a pty)."""
+    """Start ``<launcher> ARGS`` (sevro, by default; each arg turned into a string) in its own
+    process group with piped output. ``stdin``/``stderr`` may be a terminal's descriptor."""
     argv = [*launcher, *map(str, args)]
     process = subprocess.Popen(
         argv,

@@ -25,13 +25,14 @@ _LOCAL_PLUGIN_PREFIX = "sevro_local_plugin_"
 
 
 def run_in_process(
-    args: Sequence[str | Path],
+    args: Sequence[object],
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
 ) -> CliResult:
-    """Run ``sevro ARGS`` through its console entry point in this process; never raises for
-    what the CLI does (exit codes, tracebacks land in the result as they would on a terminal).
+    """Run ``sevro ARGS`` (each turned into a string: paths, numbers) through its console entry
+    point in this process; never raises for what the CLI does (exit codes, tracebacks land in
+    the result as they would on a terminal).
     """
     from sevro_core import entry
     from sevro_core.testing import CliResult
