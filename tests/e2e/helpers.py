@@ -6,14 +6,13 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from sevro_core.formats.schemas import validator
 from sevro_core.run.results import located_result
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProcess, SevroProject, start_sevro
+from sevro_core.testing.background import SEVRO
 
 
 def regex_check(check_id: str, pattern: str, **extra: Any) -> dict[str, Any]:
@@ -56,26 +55,10 @@ def spawn_unsandboxed_run(
     case: Path,
     host: Path,
     *extra: str,
-    launcher: tuple[str, ...] = (sys.executable, "-m", "sevro_core"),
-) -> subprocess.Popen[str]:
+    launcher: tuple[str, ...] = SEVRO,
+) -> SevroProcess:
     """``sevro run CASE --host-config HOST --sandbox none --json`` in the background, for tests
     that signal or watch a run while it is going; ``launcher`` is how sevro is started."""
-    return subprocess.Popen(
-        [
-            *launcher,
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--sandbox",
-            "none",
-            "--json",
-            "--results-root",
-            str(project.results),
-            *extra,
-        ],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = ["run", case, "--host-config", host, "--sandbox", "none", "--json"]
+    args += ["--results-root", project.results, *extra]
+    return start_sevro(args, cwd=project.root, launcher=launcher)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProcess, SevroProject, start_sevro
+from sevro_core.testing.background import SEVRO
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check
 
 
@@ -93,20 +94,14 @@ class Scenario:
             *extra,
         ]
 
-    def start(self) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            self.argv(),
-            cwd=self.project.root,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        wait_for(self.blocked.exists)
+    def start(self) -> SevroProcess:
+        process = start_sevro(self.argv()[len(SEVRO) :], cwd=self.project.root)
+        process.wait_until(self.blocked, timeout=30)
         return process
 
-    def kill_runner(self, process: subprocess.Popen[str]) -> None:
-        process.kill()  # SIGKILL: no handler runs, nothing is cleaned up
-        process.wait(timeout=30)
+    def kill_runner(self, process: SevroProcess) -> None:
+        process.send_signal(signal.SIGKILL)  # no handler runs, nothing is cleaned up
+        process.finish(timeout=30)
         kill_matching(self.marker)  # the orphaned host command (no sandbox to reap it yet)
 
     def run(self, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -141,7 +136,7 @@ def test_an_equivalent_live_run_is_refused(sevro_project: SevroProject) -> None:
         assert [r["status"] for r in runs(sevro_project)].count("active") == 1
     finally:
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=60)
+        first.finish(timeout=60)
     assert first.returncode == 130
 
 
@@ -277,8 +272,7 @@ def test_cancelled_trials_are_not_counted_as_done(sevro_project: SevroProject) -
     scenario = Scenario(sevro_project, block_at=2)
     process = scenario.start()
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
-    assert process.returncode == 130
+    assert process.finish(timeout=60).exit_code == 130
     (row,) = runs(sevro_project)
     assert (row["status"], row["trialsDone"], row["trialsTotal"]) == ("interrupted", 1, 4)
 
@@ -346,31 +340,13 @@ def test_a_host_that_ignores_sigterm_is_killed(sevro_project: SevroProject) -> N
             ]
         ]
     )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--json",
-            "--results-root",
-            str(sevro_project.results),
-            "--sandbox",
-            "none",
-        ],
-        cwd=sevro_project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(started.exists)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
-    assert json.loads(stdout)["cases"][0]["trials"][0]["execution"] == "cancelled"
+    args = [case, "--host-config", host, "--json", "--results-root", sevro_project.results]
+    with start_sevro(["run", *args, "--sandbox", "none"], cwd=sevro_project.root) as process:
+        process.wait_until(started, timeout=30)
+        process.send_signal(signal.SIGINT)
+        done = process.finish(timeout=60)
+    assert done.exit_code == 130, done.stderr
+    assert done.json()["cases"][0]["trials"][0]["execution"] == "cancelled"
     assert processes_matching(marker) == []
 
 
@@ -426,39 +402,21 @@ def test_sigint_at_several_points_loses_nothing(sevro_project: SevroProject, poi
     case = sevro_project.case(checks=checks)
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
     trials = "40" if point == "while-persisting" else "3"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--plugin",
-            str(plugin),
-            "--trials",
-            trials,
-            "--jobs",
-            "2",
-            "--json",
-            "--results-root",
-            str(sevro_project.results),
-        ],
-        cwd=sevro_project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    if point == "while-persisting":
-        wait_for(lambda: any(sevro_project.results.glob("*/cases/example/trial-*.json")))
-    else:
-        wait_for(marker.exists)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    result = json.loads(stdout)
-    assert process.returncode == 130 or (point == "while-persisting" and process.returncode == 0), (
-        stderr
+    args = [case, "--host-config", host, "--plugin", plugin, "--trials", trials, "--jobs", "2"]
+    args += ["--json", "--results-root", sevro_project.results]
+    with start_sevro(["run", *args], cwd=sevro_project.root) as process:
+        if point == "while-persisting":
+            process.wait_until(
+                lambda: any(sevro_project.results.glob("*/cases/example/trial-*.json")),
+                timeout=30,
+            )
+        else:
+            process.wait_until(marker, timeout=30)
+        process.send_signal(signal.SIGINT)
+        done = process.finish(timeout=60)
+    result = done.json()
+    assert done.exit_code == 130 or (point == "while-persisting" and done.exit_code == 0), (
+        done.stderr
     )
     run = assert_valid_evidence(result)
     trials_seen = result["cases"][0]["trials"]

@@ -21,14 +21,13 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from sevro_core.testing import SevroProject, require_tool
+from sevro_core.testing import SevroProcess, SevroProject, require_tool, start_sevro
 from tests.e2e.helpers import assert_valid_evidence, trial_evidence
 
 
@@ -361,16 +360,9 @@ def test_a_live_workspace_under_the_default_root_is_hidden_from_a_run_with_its_o
         ]
     )
     peer_case = peer_project.case()
-    peer_argv = [sys.executable, "-m", "sevro_core", "run", str(peer_case), "--json"]
-    peer_argv += ["--host-config", str(peer_host), "--results-root", str(peer_project.results)]
-    peer = subprocess.Popen(
-        peer_argv,
-        cwd=peer_project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    peer_args = ["run", peer_case, "--json", "--host-config", peer_host]
+    peer_args += ["--results-root", peer_project.results]
+    with start_sevro(peer_args, cwd=peer_project.root) as peer:
         live = wait_for_live_workspace(Path(tempfile.gettempdir()), secret, peer)
         attempts = {
             "read-live-default-peer": f'cat "{live}/live-default.txt"',
@@ -395,10 +387,8 @@ def test_a_live_workspace_under_the_default_root_is_hidden_from_a_run_with_its_o
             sevro_project.case(checks=checks), "--host-config", host, "--workspace-root", workspaces
         )
         (live / "release").touch()
-        assert peer.wait(timeout=120) == 0, peer.communicate()
-    finally:
-        peer.kill()
-        peer.communicate()
+        finished = peer.finish(timeout=120)
+        assert finished.exit_code == 0, finished
     assert done.exit_code == 0, (done.stdout, done.stderr)
     evidence = trial_evidence(done.json())
     commands = next(o for o in evidence["observations"] if o["id"] == "sevro.commands")
@@ -407,11 +397,11 @@ def test_a_live_workspace_under_the_default_root_is_hidden_from_a_run_with_its_o
     assert secret not in done.stdout
 
 
-def wait_for_live_workspace(root: Path, secret: str, peer: subprocess.Popen[str]) -> Path:
+def wait_for_live_workspace(root: Path, secret: str, peer: SevroProcess) -> Path:
     """The peer run's workspace under ``root``, found by the secret it wrote there."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        assert peer.poll() is None, peer.communicate()
+        assert peer.poll() is None, peer.finish()
         for candidate in root.glob("sevro-case-*/live-default.txt"):
             with contextlib.suppress(OSError):
                 if secret in candidate.read_text():

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -14,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_tool
+from sevro_core.testing import SevroProcess, SevroProject, require_tool, start_sevro
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check, trial_evidence
 from tests.e2e.test_invocation_errors import assert_refused
 
@@ -311,37 +309,17 @@ def test_local_http_is_recorded_and_loopback_serves(sevro_project: SevroProject)
     assert run["configuration"]["redacted"]["sandbox"]["network"] == "localHttp"
 
 
-def start_sleeping_run(project: SevroProject, marker: str, workspaces: Path) -> Any:
+def start_sleeping_run(project: SevroProject, marker: str, workspaces: Path) -> SevroProcess:
     case = project.case(checks=[regex_check("r", "ok")])
     host = project.script(
         default=[[{"run": {"command": f"exec {marker}"}}, {"reply": {"text": "ok"}}]]
     )
     workspaces.mkdir()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--workspace-root",
-            str(workspaces),
-            "--json",
-            "--results-root",
-            str(project.results),
-        ],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    args = [case, "--host-config", host, "--workspace-root", workspaces, "--json"]
+    process = start_sevro(["run", *args, "--results-root", project.results], cwd=project.root)
+    process.wait_until(
+        lambda: marker in processes(), timeout=30, what="the sandboxed command to start"
     )
-    deadline = time.monotonic() + 30
-    while marker not in processes():
-        assert time.monotonic() < deadline, "the sandboxed command never started"
-        assert process.poll() is None, process.communicate()
-        time.sleep(0.05)
     return process
 
 
@@ -349,9 +327,9 @@ def test_sigterm_cancels_a_sandboxed_command(sevro_project: SevroProject, tmp_pa
     marker = f"sleep 37{os.getpid() % 1000}"
     process = start_sleeping_run(sevro_project, marker, tmp_path / "ws")
     process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 143, stderr
-    result = json.loads(stdout)
+    done = process.finish(timeout=60)
+    assert done.exit_code == 143, done.stderr
+    result = done.json()
     assert result["cases"][0]["trials"][0]["execution"] == "cancelled"
     assert_valid_evidence(result)
     assert marker not in processes()
@@ -361,8 +339,8 @@ def test_sigterm_cancels_a_sandboxed_command(sevro_project: SevroProject, tmp_pa
 def test_killing_sevro_kills_the_sandbox(sevro_project: SevroProject, tmp_path: Path) -> None:
     marker = f"sleep 38{os.getpid() % 1000}"
     process = start_sleeping_run(sevro_project, marker, tmp_path / "ws")
-    process.kill()
-    process.communicate(timeout=30)
+    process.send_signal(signal.SIGKILL)  # sevro alone: the sandbox must die with it
+    process.finish(timeout=30)
     deadline = time.monotonic() + 10
     while marker in processes():
         assert time.monotonic() < deadline, "the sandbox outlived sevro"

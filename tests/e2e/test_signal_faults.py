@@ -6,11 +6,9 @@ machine; the bound users rely on is documented in docs/running.md.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -29,18 +27,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wait_for_line(process: subprocess.Popen[str], needle: str) -> None:
-    assert process.stderr is not None
-    deadline = time.monotonic() + HANG_LIMIT
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if needle in line:
-            return
-        if not line and process.poll() is not None:
-            raise AssertionError(f"sevro ended before {needle!r}")
-    raise AssertionError(f"{needle!r} never logged")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signals_during_heavy_log_writing_always_end_the_run(
     sevro_project: SevroProject, sig: signal.Signals
@@ -50,19 +36,17 @@ def test_signals_during_heavy_log_writing_always_end_the_run(
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
     chance = random.Random(12)
     for attempt in range(12):
-        process = spawn_unsandboxed_run(
+        with spawn_unsandboxed_run(
             sevro_project, case, host, "--trials", "1000", "--jobs", "3", "-vv"
-        )
-        wait_for_line(process, "trial finished")  # the main thread is writing log lines now
-        time.sleep(chance.uniform(0.0, 0.3))
-        process.send_signal(sig)
-        try:
-            process.communicate(timeout=HANG_LIMIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise AssertionError(f"attempt {attempt}: the run hung after {sig.name}") from None
-        assert process.returncode == EXIT_CODES[sig], attempt
+        ) as process:
+            # the main thread is writing log lines now
+            process.wait_for_line("trial finished", timeout=HANG_LIMIT)
+            time.sleep(chance.uniform(0.0, 0.3))
+            process.send_signal(sig)
+            done = process.finish(
+                HANG_LIMIT, hang=f"attempt {attempt}: the run hung after {sig.name}"
+            )
+        assert done.exit_code == EXIT_CODES[sig], attempt
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -72,24 +56,21 @@ def test_a_signal_during_a_pathological_regex_match_is_obeyed(
     """The match ends within REGEX_CHECK_TIMEOUT_SECONDS; the run then stops as interrupted."""
     case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
     host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
-    process = spawn_unsandboxed_run(
+    with spawn_unsandboxed_run(
         sevro_project, case, host, "--trials", "3", "--jobs", "1", "-vv"
-    )
-    wait_for_line(process, "run started")
-    started = cpu_seconds(process.pid)
-    deadline = time.monotonic() + HANG_LIMIT
-    while cpu_seconds(process.pid) < started + 1.0:  # only the match burns CPU: we are inside it
-        assert time.monotonic() < deadline, "the match never started"
-        time.sleep(0.02)
-    process.send_signal(sig)
-    try:
-        stdout, _ = process.communicate(timeout=HANG_LIMIT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise AssertionError(f"the run ignored {sig.name} during a regex match") from None
-    assert process.returncode == EXIT_CODES[sig]
-    result = json.loads(stdout)
+    ) as process:
+        process.wait_for_line("run started", timeout=HANG_LIMIT)
+        started = cpu_seconds(process.pid)
+        # only the match burns CPU: we are inside it
+        process.wait_until(
+            lambda: cpu_seconds(process.pid) >= started + 1.0,
+            timeout=HANG_LIMIT,
+            what="the match to start",
+        )
+        process.send_signal(sig)
+        done = process.finish(HANG_LIMIT, hang=f"the run ignored {sig.name} during a regex match")
+    assert done.exit_code == EXIT_CODES[sig]
+    result = done.json()
     assert result["exitCode"] == EXIT_CODES[sig]
     trials = result["cases"][0]["trials"]
     assert [t["execution"] for t in trials] == ["cancelled"] * 3, trials
@@ -101,10 +82,10 @@ def test_without_a_signal_the_pathological_match_is_a_grading_error(
     """The positive control: the same run, uninterrupted, errors on the time limit."""
     case = sevro_project.case(checks=[regex_check("slow", "^(a|aa)+$")])
     host = sevro_project.script(default=[[{"reply": {"text": "a" * 4000 + "b"}}]])
-    process = spawn_unsandboxed_run(sevro_project, case, host, "--trials", "1")
-    stdout, stderr = process.communicate(timeout=HANG_LIMIT)
-    result = json.loads(stdout)
-    assert result["grading"]["status"] == "error", stderr
+    with spawn_unsandboxed_run(sevro_project, case, host, "--trials", "1") as process:
+        done = process.finish(HANG_LIMIT)
+    result = done.json()
+    assert result["grading"]["status"] == "error", done.stderr
     evidence = trial_evidence(result)
     assert evidence["grading"]["error"]["checkId"] == "slow"
     (check,) = evidence["checks"]

@@ -5,24 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProject, start_sevro
 from tests.e2e.helpers import assert_valid_evidence, regex_check
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -45,39 +34,19 @@ def test_signal_cancels_running_and_keeps_finished_trials(
             ]
         ]
     )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host-config",
-            str(host),
-            "--trials",
-            "3",
-            "--jobs",
-            "1",
-            # The trials coordinate through files in the project, which is exactly what the
-            # sandbox forbids; sandboxed cancellation is tested in tests/e2e/test_sandbox_run.py.
-            "--sandbox",
-            "none",
-            "--json",
-            "--results-root",
-            str(sevro_project.results),
-        ],
-        cwd=sevro_project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(sleeping.exists)
-    process.send_signal(sig)
-    if sig == signal.SIGINT:
-        time.sleep(0.05)
-        process.send_signal(sig)  # a second interrupt must not corrupt anything
-    stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == code, stderr
+    args = [case, "--host-config", host, "--trials", "3", "--jobs", "1"]
+    # The trials coordinate through files in the project, which is exactly what the
+    # sandbox forbids; sandboxed cancellation is tested in tests/e2e/test_sandbox_run.py.
+    args += ["--sandbox", "none", "--json", "--results-root", sevro_project.results]
+    with start_sevro(["run", *args], cwd=sevro_project.root) as process:
+        process.wait_until(sleeping, timeout=30)
+        process.send_signal(sig)
+        if sig == signal.SIGINT:
+            time.sleep(0.05)
+            process.send_signal(sig)  # a second interrupt must not corrupt anything
+        done = process.finish(timeout=60)
+    stdout, stderr = done.stdout, done.stderr
+    assert done.exit_code == code, stderr
     assert "Traceback" not in stderr
     result = json.loads(stdout)
     assert result["exitCode"] == code

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProcess, SevroProject, start_sevro
 from tests.e2e.helpers import regex_check, spawn_unsandboxed_run
 
 DELAYS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2)
@@ -38,31 +37,29 @@ def catches_sigterm(pid: int) -> bool:
     return False
 
 
-def start(project: SevroProject, command: list[str]) -> subprocess.Popen[str]:
+def start(project: SevroProject, command: list[str]) -> SevroProcess:
     case = project.case(checks=[regex_check("r", "ok")])
     host = project.script(default=[[{"sleep": {"ms": 60_000}}, {"reply": {"text": "ok"}}]])
     process = spawn_unsandboxed_run(project, case, host, launcher=tuple(command))
     deadline = time.monotonic() + HANG_LIMIT
     while not catches_sigterm(process.pid):
-        assert process.poll() is None, process.communicate()
+        assert process.poll() is None, process.finish()
         assert time.monotonic() < deadline, "the entry point never ran"
         time.sleep(0.0005)
     return process
 
 
-def assert_clean_end(process: subprocess.Popen[str], sig: signal.Signals) -> str:
-    """Assert a clean end; return where the signal landed: ``start-up`` or ``run``."""
-    try:
-        stdout, stderr = process.communicate(timeout=HANG_LIMIT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise AssertionError(f"sevro hung after {sig.name} in start-up") from None
+def assert_clean_end(process: SevroProcess, sig: signal.Signals, printed: str = "") -> str:
+    """Assert a clean end; return where the signal landed: ``start-up`` or ``run``.
+    ``printed`` is what the test already read from stdout."""
+    done = process.finish(HANG_LIMIT, hang=f"sevro hung after {sig.name} in start-up")
+    assert done.stdout.startswith(printed)
+    stdout, stderr = done.stdout.removeprefix(printed), done.stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     # Rarely (1 in ~80 here) CPython ends with its own SIGINT re-raise after sevro's line and
     # sys.exit(130): the shell shows 130 either way. Not yet understood; see the issue-12 report.
     accepted = {EXIT_CODES[sig], -signal.SIGINT} if sig == signal.SIGINT else {EXIT_CODES[sig]}
-    assert process.returncode in accepted, (process.returncode, stderr)
+    assert done.exit_code in accepted, (done.exit_code, stderr)
     if stdout:  # the run had started: it was interrupted like any run
         assert json.loads(stdout)["exitCode"] == EXIT_CODES[sig]
         return "run"
@@ -122,13 +119,8 @@ entry.main()
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_inside_a_command_is_not_swallowed_by_typer(sig: signal.Signals) -> None:
     """Typer turns KeyboardInterrupt in a command into a silent exit 130, even for SIGTERM."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_COMMAND],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == "inside the command\n"
-    process.send_signal(sig)
-    assert assert_clean_end(process, sig) == "start-up"
+    with start_sevro([], launcher=(sys.executable, "-c", SLOW_COMMAND)) as process:
+        first = process.wait_for_line("inside the command", stream="stdout", timeout=HANG_LIMIT)
+        assert first == ["inside the command"]
+        process.send_signal(sig)
+        assert assert_clean_end(process, sig, printed="inside the command\n") == "start-up"

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
+from sevro_core.testing.background import start_sevro
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import (
@@ -320,23 +320,15 @@ def test_cancellation_kills_claude(
 ) -> None:
     server = model([reply(hang=True)])
     case = sevro_project.case(checks=[READY])
-    argv = [sys.executable, "-m", "sevro_core", "run", str(case), "--json"]
-    argv += [*claude_args(sevro_project, claude, server), "--results-root"]
-    argv += [str(sevro_project.results)]
-    process = subprocess.Popen(
-        argv,
-        cwd=sevro_project.root,
-        env={**os.environ, API_KEY_ENV: API_KEY},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while not server.requests and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.requests, "claude never reached the mock model"
-    process.send_signal(signal.SIGINT)
-    stdout, _ = process.communicate(timeout=60)
-    assert json.loads(stdout)["execution"]["status"] == "cancelled"
+    args = ["run", case, "--json", *claude_args(sevro_project, claude, server)]
+    args += ["--results-root", sevro_project.results]
+    with start_sevro(args, cwd=sevro_project.root, env={API_KEY_ENV: API_KEY}) as process:
+        process.wait_until(
+            lambda: bool(server.requests), timeout=60, what="claude to reach the mock model"
+        )
+        process.send_signal(signal.SIGINT)
+        done = process.finish(timeout=60)
+    assert json.loads(done.stdout)["execution"]["status"] == "cancelled"
     assert not _claude_processes(sevro_project)
 
 

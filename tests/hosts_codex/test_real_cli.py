@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
+from sevro_core.testing.background import start_sevro
 from sevro_core.testing.mockmodel import Message, reply
 from sevro_hosts_codex.testing import require_codex
 from tests.hosts_codex.helpers import (
@@ -268,37 +268,15 @@ def test_cancellation_kills_codex(
     server = mock_model([reply(hang=True)])
     case = sevro_project.case(checks=[READY])
     config = host_config(sevro_project, server)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sevro_core",
-            "run",
-            str(case),
-            "--host",
-            "codex",
-            "--host-config",
-            str(config),
-            "--codex-bin",
-            codex,
-            "--json",
-            "--codex-api-key-env",
-            API_KEY_ENV,
-            "--results-root",
-            str(sevro_project.results),
-        ],
-        cwd=sevro_project.root,
-        env={**os.environ, API_KEY_ENV: API_KEY},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while not server.requests and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.requests, "codex never reached the mock model"
-    process.send_signal(signal.SIGINT)
-    stdout, _ = process.communicate(timeout=60)
-    assert json.loads(stdout)["execution"]["status"] == "cancelled"
+    args = [case, "--host", "codex", "--host-config", config, "--codex-bin", codex, "--json"]
+    args += ["--codex-api-key-env", API_KEY_ENV, "--results-root", sevro_project.results]
+    with start_sevro(["run", *args], cwd=sevro_project.root, env={API_KEY_ENV: API_KEY}) as process:
+        process.wait_until(
+            lambda: bool(server.requests), timeout=60, what="codex to reach the mock model"
+        )
+        process.send_signal(signal.SIGINT)
+        done = process.finish(timeout=60)
+    assert json.loads(done.stdout)["execution"]["status"] == "cancelled"
     assert not _codex_processes(codex)
 
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
@@ -26,6 +26,12 @@ _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 StderrMode = Literal["merge", "capture", "discard"]
 """Where a child's stderr goes: into the output stream, a separate bounded capture, or nowhere."""
+
+
+substitute: Callable[..., ProcessOutcome | None] | None = None
+"""The test kit's seam (``sevro_core.testing.fake_processes``): when set, ``run_bounded`` asks
+it first, with the same arguments, and launches nothing when it returns an outcome. Never set
+outside tests."""
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -93,6 +99,10 @@ def run_bounded(
     to whom oversized output is an error anyway. ``stall_s`` kills the group when the output
     stream has been silent that long while the process runs (a CLI that makes no progress).
     """
+    if substitute is not None:
+        faked = substitute(argv, cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, cancel=cancel)
+        if faked is not None:
+            return faked
     if stderr_limit and stderr != "capture":
         # A bound on stderr means the caller parses stdout: merging would corrupt it silently.
         raise ValueError("stderr_limit needs stderr='capture'")

@@ -18,6 +18,22 @@ from typing import Any
 import pytest
 from attrs import frozen
 
+# The in-process kit (one module per concept; see docs/plugins.md, "Testing your plugin").
+from sevro_core.testing.background import SevroProcess as SevroProcess
+from sevro_core.testing.background import start_sevro as start_sevro
+from sevro_core.testing.grading import grade as grade
+from sevro_core.testing.inprocess import run_in_process as run_in_process
+from sevro_core.testing.plugins import ScopedPlugins as ScopedPlugins
+from sevro_core.testing.plugins import sevro_plugins as sevro_plugins
+from sevro_core.testing.processes import FakeProcess as FakeProcess
+from sevro_core.testing.processes import ProcessCall as ProcessCall
+from sevro_core.testing.processes import ProcessLog as ProcessLog
+from sevro_core.testing.processes import fake_processes as fake_processes
+from sevro_core.testing.processes import patch_processes as patch_processes
+from sevro_core.testing.sandboxes import trial_isolation as trial_isolation
+from sevro_core.testing.views import observation as observation
+from sevro_core.testing.views import trial_view as trial_view
+
 
 def require_tool(name: str) -> str:
     """Return the path of ``name``; skip when missing locally, fail when ``CI=true``."""
