@@ -92,6 +92,7 @@ from sevro_core.plugin.protocols import (
     HostSetting,
     MaterialisedFixture,
     Plugin,
+    PluginLookup,
     Reporter,
     Sandbox,
     SandboxPolicy,
@@ -125,6 +126,7 @@ from sevro_core.vocabulary import (
 __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within groups
     # ---- registration: pluggy marker for the `sevro_register_*` and lifecycle hooks
     "ID_PATTERN",
+    "PluginLookup",
     "Registry",
     "RunInfo",
     "hookimpl",

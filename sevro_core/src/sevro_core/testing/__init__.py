@@ -21,6 +21,7 @@ from attrs import frozen
 # The in-process kit (one module per concept; see docs/plugins.md, "Testing your plugin").
 from sevro_core.testing.background import SevroProcess as SevroProcess
 from sevro_core.testing.background import start_sevro as start_sevro
+from sevro_core.testing.cliresult import CliResult as CliResult
 from sevro_core.testing.grading import grade as grade
 from sevro_core.testing.inprocess import run_in_process as run_in_process
 from sevro_core.testing.plugins import ScopedPlugins as ScopedPlugins
@@ -78,16 +79,6 @@ def require_sandbox() -> str:
     Tests that run host commands or shell checks need one: without it those fail by design.
     """
     return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
-
-
-@frozen
-class CliResult:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
 
 
 @frozen

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sevro_core.testing import CliResult
+    from sevro_core.testing.cliresult import CliResult
 
 SEVRO = (sys.executable, "-m", "sevro_core")
 """How sevro is started unless a test says otherwise (``launcher``)."""
@@ -112,7 +112,7 @@ class SevroProcess:
     ) -> CliResult:
         """Wait for sevro to end; a hang kills its group and fails the test (with ``hang`` as
         the message, if given)."""
-        from sevro_core.testing import CliResult
+        from sevro_core.testing.cliresult import CliResult
 
         try:
             stdout, stderr = self.process.communicate(timeout=timeout)

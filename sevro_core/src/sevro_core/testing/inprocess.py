@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sevro_core.testing import CliResult
+    from sevro_core.testing.cliresult import CliResult
 
 _LOCAL_PLUGIN_PREFIX = "sevro_local_plugin_"
 
@@ -35,7 +35,7 @@ def run_in_process(
     the result as they would on a terminal).
     """
     from sevro_core import entry
-    from sevro_core.testing import CliResult
+    from sevro_core.testing.cliresult import CliResult
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with _restored_state(), _streams(stdout, stderr):
