@@ -26,7 +26,7 @@ from sevro_core.testing import require_sandbox, require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
-PAGES = [ROOT / "README.md", *DOCS]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *DOCS]
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 SHELL_BLOCK = re.compile(
     r"^(?:<!-- sevro-doc-test: skip (?P<reason>[a-z-]+) -->\n)?```sh\n(?P<body>.*?)^```$",
