@@ -22,7 +22,8 @@ from sevro_core.testing import CliResult, SevroProject, require_sandbox
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
 PYTHON_BLOCK = re.compile(r"^```python\n# (?P<name>[a-z_]+\.py)\n(?P<body>.*?)^```$", re.M | re.S)
-EXAMPLES = ("acme_file_grader.py", "acme_shell_host.py", "acme_csv_reporter.py")
+EXAMPLES = ("acme_file_grader.py", "acme_shell_host.py", "acme_csv_reporter.py", "test_acme.py")
+"""The page's files; ``test_acme.py`` is the test kit's example (tests/core/test_testkit_docs.py)."""
 
 
 def documented_plugins(directory: Path) -> dict[str, Path]:
@@ -147,6 +148,29 @@ def test_the_host_runs_the_prompt_in_the_sandbox(
     config = sevro_project.write_json("shell.json", {"timeout": 5})
     refused = sevro_project.run(case, "--host", "acme.host.shell", "--host-config", config, *loaded)
     assert refused.exit_code == 64 and "only 'timeoutSeconds' is accepted" in refused.stderr
+
+
+def test_the_host_setting_reaches_the_host_and_its_doctor(
+    plugins: dict[str, Path], sevro_project: SevroProject
+) -> None:
+    require_sandbox()
+    loaded = ("--plugin", plugins["acme_shell_host.py"], "--plugin", plugins["acme_file_grader.py"])
+    case = _status_case(sevro_project, "printf 'ready\\n' > STATUS.md")
+    host = ("--host", "acme.host.shell", *loaded)
+    chosen = sevro_project.run(case, *host, "--host-setting", "acme.shell=/bin/sh")
+    assert _checks(chosen)[:2] == (0, "passed"), chosen.stdout + chosen.stderr
+    # control: the flag really selects the shell; /bin/false runs nothing and fails the turn
+    wrong = sevro_project.run(case, *host, "--acme-shell", "/bin/false")
+    assert wrong.exit_code == 2, wrong.stdout + wrong.stderr
+    assert wrong.json()["cases"][0]["execution"] == "failed"
+
+    healthy = sevro_project.sevro("doctor", *host, "--acme-shell", "/bin/sh")
+    assert healthy.exit_code == 0, healthy.stdout + healthy.stderr
+    shell = Path("/bin/sh").resolve()  # a path setting arrives expanded and made absolute
+    assert f"ok   shell: {shell}" in healthy.stdout and "ok   sandbox" in healthy.stdout
+    missing = sevro_project.sevro("doctor", *host, "--acme-shell", "/nonexistent/sh")
+    assert missing.exit_code == 1 and "FAIL shell: /nonexistent/sh" in missing.stdout
+    assert "fix: install /nonexistent/sh" in missing.stdout
 
 
 def _csv(done: CliResult) -> list[dict[str, str]]:
