@@ -23,7 +23,7 @@ from sevro_core.testing import CliResult, SevroProject, require_sandbox
 DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
 PYTHON_BLOCK = re.compile(r"^```python\n# (?P<name>[a-z_]+\.py)\n(?P<body>.*?)^```$", re.M | re.S)
 EXAMPLES = ("acme_file_grader.py", "acme_shell_host.py", "acme_csv_reporter.py", "test_acme.py")
-"""The page's files; ``test_acme.py`` is the test kit's example (tests/core/test_testkit_docs.py)."""
+"""The page's files; ``test_acme.py`` is the test kit's (tests/core/test_testkit_docs.py)."""
 
 
 def documented_plugins(directory: Path) -> dict[str, Path]:
