@@ -247,7 +247,7 @@ class _HostSettingsCommand(TyperCommand):
             from sevro_core.plugin.hostsettings import click_options
 
             ctx.meta["sevro.host-options"] = (
-                [] if registry is None else click_options(registry.all("host"))
+                [] if registry is None else click_options(registry.hosts())
             )
         return [*params, *ctx.meta["sevro.host-options"]]
 
@@ -311,7 +311,7 @@ def _host_settings(registry: Any, host: str, pairs: list[str] | None) -> dict[st
     from sevro_core.plugin.hostsettings import resolve_settings
 
     flags = click.get_current_context().meta.get("sevro.host-flags", {})
-    return resolve_settings(registry.all("host"), host, flags, pairs or [])
+    return resolve_settings(registry.hosts(), host, flags, pairs or [])
 
 
 @app.command(cls=_HostSettingsCommand)
@@ -544,7 +544,7 @@ def doctor(
         registry = _loaded_registry()
         host_id = resolve_host_id(registry, host)
         settings = _host_settings(registry, host, host_setting)
-        check = getattr(registry.get("host", host_id), "doctor", None)
+        check = getattr(registry.host(host_id), "doctor", None)
         if check is None:
             raise InvocationError(f"host {host_id} has no doctor checks")
         results = list(check(DoctorRequest(settings=settings, registry=registry, sandbox=sandbox)))
