@@ -714,6 +714,10 @@ def _doctor_results(check: Any, settings: dict[str, str], registry: Any, sandbox
         return check(settings, registry=registry, sandbox=sandbox)
     if sandbox != "auto":
         raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
+    if "request" in inspect.signature(check).parameters:
+        from sevro_core.plugin.protocols import DoctorRequest
+
+        return check(DoctorRequest(settings=settings, registry=registry))
     return check(settings)
 
 

@@ -22,18 +22,8 @@ from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    Credentials,
-    DoctorCheck,
-    auth_check,
-    credential_settings,
-    seconds_setting,
-)
-from sevro_core.limits import (
-    DEFAULT_HOST_STALL_SECONDS,
-    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-    MAX_HOST_TURN_TIMEOUT_SECONDS,
-)
+from sevro_core.hosts.agentcli import turn_limits
+from sevro_core.hosts.credentials import CredentialFlags, Credentials
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
 TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
@@ -58,6 +48,21 @@ class ClaudeConfig:
     api_key_env: str | None
     raw: Mapping[str, JsonValue]
 
+    @property
+    def credentials(self) -> Credentials:
+        return Credentials(self.credential_file, self.api_key_env)
+
+
+CREDENTIALS = CredentialFlags(
+    file_key="claude.credentialFile",
+    env_key="claude.apiKeyEnv",
+    file_flag="--claude-credential-file",
+    env_flag="--claude-api-key-env",
+    file_detail="credential file",
+    login_fix="run `claude` login",
+    none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
+)
+
 
 def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> ClaudeConfig:
     """Validate ``--host-config`` and the Claude flags (``ConfigurationError`` with a pointer)."""
@@ -70,27 +75,13 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     url = config.get("baseUrl")
     if url is not None and (not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url)):
         raise ConfigurationError("must be an http(s) URL", "/baseUrl")
-    timeout = seconds_setting(
-        config,
-        "turnTimeoutSeconds",
-        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-        MAX_HOST_TURN_TIMEOUT_SECONDS,
-    )
-    stall = seconds_setting(
-        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
-    )
+    timeout, stall = turn_limits(config)
     retries = config.get("maxRetries")
     if retries is not None and (
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
     ):
         raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
-    credentials = credential_settings(
-        settings,
-        file_key="claude.credentialFile",
-        env_key="claude.apiKeyEnv",
-        file_flag="--claude-credential-file",
-        env_flag="--claude-api-key-env",
-    )
+    credentials = CREDENTIALS.parse(settings)
     return ClaudeConfig(
         base_url=url,
         turn_timeout_s=timeout,
@@ -100,16 +91,6 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         credential_file=credentials.file,
         api_key_env=credentials.api_key_env,
         raw=config,
-    )
-
-
-def credential_check(config: ClaudeConfig) -> DoctorCheck:
-    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
-    return auth_check(
-        Credentials(config.credential_file, config.api_key_env),
-        file_detail="credential file",
-        login_fix="run `claude` login",
-        none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
     )
 
 

@@ -19,19 +19,8 @@ from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    ENV_NAME,
-    Credentials,
-    DoctorCheck,
-    auth_check,
-    credential_settings,
-    seconds_setting,
-)
-from sevro_core.limits import (
-    DEFAULT_HOST_STALL_SECONDS,
-    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-    MAX_HOST_TURN_TIMEOUT_SECONDS,
-)
+from sevro_core.hosts.agentcli import turn_limits
+from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, Credentials
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
@@ -75,6 +64,21 @@ class CodexConfig:
     auth_file: Path | None
     api_key_env: str | None
     raw: Mapping[str, JsonValue]
+
+    @property
+    def credentials(self) -> Credentials:
+        return Credentials(self.auth_file, self.api_key_env)
+
+
+CREDENTIALS = CredentialFlags(
+    file_key="codex.authFile",
+    env_key="codex.apiKeyEnv",
+    file_flag="--codex-auth-file",
+    env_flag="--codex-api-key-env",
+    file_detail="auth file",
+    login_fix="run `codex login` first",
+    none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
+)
 
 
 def _int(value: Any, pointer: str, maximum: int) -> int:
@@ -124,15 +128,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
             stream_max_retries=limits.get("streamMaxRetries"),
             stream_idle_timeout_ms=limits.get("streamIdleTimeoutMs"),
         )
-    timeout = seconds_setting(
-        config,
-        "turnTimeoutSeconds",
-        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-        MAX_HOST_TURN_TIMEOUT_SECONDS,
-    )
-    stall = seconds_setting(
-        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
-    )
+    timeout, stall = turn_limits(config)
     prices: dict[str, Price] = {}
     raw_prices = config.get("prices", {})
     if not isinstance(raw_prices, dict):
@@ -147,13 +143,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
             raise ConfigurationError("prices must be non-negative numbers", pointer)
         prices[model] = Price(*(float(v) for v in values))
-    credentials = credential_settings(
-        settings,
-        file_key="codex.authFile",
-        env_key="codex.apiKeyEnv",
-        file_flag="--codex-auth-file",
-        env_flag="--codex-api-key-env",
-    )
+    credentials = CREDENTIALS.parse(settings)
     return CodexConfig(
         provider=provider,
         turn_timeout_s=timeout,
@@ -163,16 +153,6 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         auth_file=credentials.file,
         api_key_env=credentials.api_key_env,
         raw=config,
-    )
-
-
-def credential_check(config: CodexConfig) -> DoctorCheck:
-    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
-    return auth_check(
-        Credentials(config.auth_file, config.api_key_env),
-        file_detail="auth file",
-        login_fix="run `codex login` first",
-        none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
     )
 
 

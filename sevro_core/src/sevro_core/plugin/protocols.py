@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
@@ -26,6 +26,9 @@ from sevro_core.models import (
 )
 from sevro_core.run.sources import CaseSources
 from sevro_core.states import Execution, Grading, Verdict
+
+if TYPE_CHECKING:
+    from sevro_core.plugin.manager import Registry
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
 """Namespaced identifier, as Sevro defines it (``sevro.regex``, ``acme.grader.foo``)."""
@@ -75,6 +78,37 @@ class ConfiguredHost(Protocol):
 
     def run(self, request: HostRequest) -> HostResult:
         """Run every turn of one trial; never raises for agent failures."""
+
+
+@frozen
+class HostSetting:
+    """One host-specific setting, declared by the host; sevro builds `--<flag>` and accepts
+    `--host-setting KEY=VALUE` from it."""
+
+    key: str
+    flag: str
+    help: str
+    kind: str
+    secret: bool = False
+
+
+@frozen
+class DoctorCheck:
+    """One line of `sevro doctor`: what was checked, whether it holds, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@frozen
+class DoctorRequest:
+    """What `sevro doctor` hands a host: its validated settings, the registry and --sandbox."""
+
+    settings: Mapping[str, str]
+    registry: Registry
+    sandbox: str = "auto"
 
 
 class Host(Plugin, Protocol):
