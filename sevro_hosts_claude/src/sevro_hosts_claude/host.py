@@ -21,17 +21,9 @@ from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    AgentCliHost,
-    AgentCliTrial,
-    ConfiguredAgentCliHost,
-    HostFailure,
-    NativeBinary,
-    TurnEvidence,
-    TurnRecord,
-    command_entry,
-    inside,
-)
+from sevro_core.hosts import agentcli
+from sevro_core.hosts.agentcli import HostFailure, TurnEvidence, TurnRecord, inside
+from sevro_core.hosts.binaries import NativeBinary
 from sevro_core.hosts.credentials import write_private
 from sevro_core.hosts.skills import MountedSkill, classify_read
 from sevro_core.isolation.processes import DEFAULT_PATH
@@ -68,26 +60,15 @@ _QUIET_ENV = {
 }
 
 
-class ClaudeHost(AgentCliHost[ClaudeConfig]):
-    id = HOST_ID
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
-    name = "claude"
-    display = "Claude"
-    package = "@anthropic-ai/claude-code"
-    bin_flag = "--claude-bin"
-    tested_version = binaries.TESTED_VERSION
+class ClaudeHost(agentcli.AgentCliHost[ClaudeConfig]):
+    """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
+
+    id, name = HOST_ID, "claude"
+    capabilities = agentcli.AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
-
-    def parse_config(
-        self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
-    ) -> ClaudeConfig:
-        return parse(config, settings)
-
-    def locate(self, configured: str | None) -> NativeBinary:
-        return binaries.locate(configured)
-
-    def binary_version(self, binary: NativeBinary) -> str:
-        return binaries.version(binary)
+    parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
+    binary_version = staticmethod(binaries.version)
 
     def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
@@ -105,7 +86,7 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 
 
 @frozen(kw_only=True)
-class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
+class ConfiguredClaudeHost(agentcli.ConfiguredAgentCliHost[ClaudeConfig]):
     credential_file_key: ClassVar[str] = "credentialFile"
     bwrap: str
 
@@ -124,13 +105,13 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
 ClaudeHost.configured = ConfiguredClaudeHost
 
 
-class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
+class ClaudeTrial(agentcli.AgentCliTrial[ConfiguredClaudeHost, Turn]):
     """``claude -p`` in sevro's bubblewrap sandbox; follow-ups ``--resume`` the session."""
 
     skills_dir = CLAUDE_SKILLS_DIR
-    turns_observation = TURNS_OBSERVATION
-    events_artifact = EVENTS_ARTIFACT
-    follow_up_events_artifact = FOLLOW_UP_EVENTS_ARTIFACT
+    evidence_ids = agentcli.EvidenceIds(
+        TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT
+    )
     completion = "a successful result"
 
     def __init__(self, host: ConfiguredClaudeHost, request: HostRequest) -> None:
@@ -187,13 +168,11 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         """Protected roots inside a mounted tree (covered in the sandbox)."""
         host = self.host
         mounted = (*(Path(t) for t in RUNTIME_TREES), host.binary.tree, *extra_read)
-        return [
-            root
-            for root in host.protected_roots
-            if root.exists()
-            and not any(inside(tree, root) for tree in mounted)
-            and any(inside(root, tree) for tree in mounted)
-        ]
+        return agentcli.roots_to_hide(
+            host.protected_roots,
+            needed=mounted,
+            exposed=lambda root: any(inside(root, tree) for tree in mounted),
+        )
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -234,41 +213,29 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         names = {name for r in parsed if r.turn is not None for name in r.turn.skills}
         return [s for s in skills if s.name in names], True
 
+    def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:
+        return {
+            "sessionId": turn.session_id,
+            "completed": turn.completed,
+            "model": turn.model,
+            "permissionMode": turn.permission_mode,
+            "tools": list(turn.tools[:64]),
+            "toolCalls": len(turn.calls),
+            "numTurns": turn.num_turns,
+            "permissionDenials": turn.permission_denials,
+        }
+
     def collect(
-        self, record: TurnRecord[Turn], skills: Sequence[MountedSkill], into: TurnEvidence
+        self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence
     ) -> None:
-        turn = record.turn
-        assert turn is not None
-        into.turns.append(
-            {
-                "turn": record.number,
-                "sessionId": turn.session_id,
-                "completed": turn.completed,
-                "model": turn.model,
-                "permissionMode": turn.permission_mode,
-                "tools": list(turn.tools[:64]),
-                "toolCalls": len(turn.calls),
-                "numTurns": turn.num_turns,
-                "permissionDenials": turn.permission_denials,
-            }
-        )
+        # Only skills Claude Code offered under their own name can be activated.
+        offered = [skill for skill in skills if skill.name in turn.skills]
         for call in turn.calls:
-            into.calls.append(self._call(record.number, call))
+            into.calls.append(self._call(number, call))
             if call.name == "Bash":
-                into.commands.append(self._command(record.number, call))
-            for skill in skills:
-                if skill.name not in turn.skills:
-                    continue  # Claude Code did not offer it under this name
-                status = self._activation(skill, call)
-                if status is not None:
-                    into.reads.append(
-                        {
-                            "skill": skill.name,
-                            "turn": record.number,
-                            "ordinal": call.ordinal,
-                            "status": status,
-                        }
-                    )
+                into.commands.append(self._command(number, call))
+            for skill in offered:
+                into.read(skill, number, call.ordinal, self._activation(skill, call))
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return _usage(turns, all_turns)
@@ -297,7 +264,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         elif call.is_error and (match := _EXIT_RE.match(output)):
             code = int(match.group(1))
         status = "failed" if call.is_error else "completed"
-        return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
+        return agentcli.command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
 
     def _activation(self, skill: MountedSkill, call: ToolUse) -> str | None:
         """``read`` for a Skill call or a whole, direct read of the mounted SKILL.md."""

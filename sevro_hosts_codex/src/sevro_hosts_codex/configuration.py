@@ -18,9 +18,8 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.errors import ConfigurationError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import turn_limits
-from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, Credentials
+from sevro_core.hosts.agentcli import AgentCliConfig
+from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
@@ -54,28 +53,15 @@ class Price:
     output: float
 
 
-@frozen
-class CodexConfig:
+@frozen(kw_only=True)
+class CodexConfig(AgentCliConfig):
     provider: Provider | None
-    turn_timeout_s: float
-    stall_timeout_s: float
     prices: Mapping[str, Price]
-    bin: str | None
-    auth_file: Path | None
-    api_key_env: str | None
-    raw: Mapping[str, JsonValue]
-
-    @property
-    def credentials(self) -> Credentials:
-        return Credentials(self.auth_file, self.api_key_env)
 
 
-CREDENTIALS = CredentialFlags(
-    file_key="codex.authFile",
-    env_key="codex.apiKeyEnv",
-    file_flag="--codex-auth-file",
-    env_flag="--codex-api-key-env",
-    file_detail="auth file",
+CREDENTIALS = CredentialFlags.for_host(
+    "codex",
+    "authFile",
     login_fix="run `codex login` first",
     none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
 )
@@ -128,7 +114,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
             stream_max_retries=limits.get("streamMaxRetries"),
             stream_idle_timeout_ms=limits.get("streamIdleTimeoutMs"),
         )
-    timeout, stall = turn_limits(config)
+    common = AgentCliConfig.common(config, settings, "codex", CREDENTIALS)
     prices: dict[str, Price] = {}
     raw_prices = config.get("prices", {})
     if not isinstance(raw_prices, dict):
@@ -143,17 +129,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
             raise ConfigurationError("prices must be non-negative numbers", pointer)
         prices[model] = Price(*(float(v) for v in values))
-    credentials = CREDENTIALS.parse(settings)
-    return CodexConfig(
-        provider=provider,
-        turn_timeout_s=timeout,
-        stall_timeout_s=stall,
-        prices=prices,
-        bin=settings.get("codex.bin"),
-        auth_file=credentials.file,
-        api_key_env=credentials.api_key_env,
-        raw=config,
-    )
+    return CodexConfig(provider=provider, prices=prices, **common)
 
 
 def _toml_string(value: str) -> str:

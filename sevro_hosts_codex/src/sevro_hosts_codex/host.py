@@ -12,23 +12,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from attrs import frozen
 
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts import agentcli
 from sevro_core.hosts.agentcli import (
     AgentCliHost,
-    AgentCliTrial,
-    ConfiguredAgentCliHost,
+    EvidenceIds,
     HostFailure,
-    NativeBinary,
     TurnEvidence,
-    TurnRecord,
     command_entry,
-    inside,
 )
+from sevro_core.hosts.binaries import NativeBinary
 from sevro_core.hosts.credentials import write_private
 from sevro_core.hosts.skills import MountedSkill, classify_read
 from sevro_core.isolation.processes import DEFAULT_PATH
@@ -64,24 +63,12 @@ _TOOL_ITEMS = (
 class CodexHost(AgentCliHost[CodexConfig]):
     id = HOST_ID
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
-    name = "codex"
-    display = "Codex"
-    package = "@openai/codex"
-    bin_flag = "--codex-bin"
-    tested_version = binaries.TESTED_VERSION
+    name, package, tested_version = "codex", "@openai/codex", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     uses_pid_namespace = True
-
-    def parse_config(
-        self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
-    ) -> CodexConfig:
-        return parse(config, settings)
-
-    def locate(self, configured: str | None) -> NativeBinary:
-        return binaries.locate(configured)
-
-    def binary_version(self, binary: NativeBinary) -> str:
-        return binaries.version(binary)
+    parse_config = staticmethod(parse)
+    locate = staticmethod(binaries.locate)
+    binary_version = staticmethod(binaries.version)
 
     def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
         from sevro_hosts_codex.doctor import sandbox_check
@@ -90,7 +77,7 @@ class CodexHost(AgentCliHost[CodexConfig]):
 
 
 @frozen(kw_only=True)
-class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
+class ConfiguredCodexHost(agentcli.ConfiguredAgentCliHost[CodexConfig]):
     credential_file_key: ClassVar[str] = "authFile"
 
     def redacted_isolation(self) -> dict[str, JsonValue]:
@@ -110,18 +97,16 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
 CodexHost.configured = ConfiguredCodexHost
 
 
-class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
+class CodexTrial(agentcli.AgentCliTrial[ConfiguredCodexHost, Turn]):
     """``codex exec`` for the first prompt, ``codex exec resume <thread>`` for each follow-up."""
 
-    turns_observation = TURNS_OBSERVATION
-    events_artifact = EVENTS_ARTIFACT
-    follow_up_events_artifact = FOLLOW_UP_EVENTS_ARTIFACT
+    evidence_ids = EvidenceIds(TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT)
     completion = "turn.completed"
 
-    def __init__(self, host: ConfiguredCodexHost, request: HostRequest) -> None:
-        super().__init__(host, request)
-        private = request.private_root
-        self.layout = TrialLayout(
+    @cached_property
+    def layout(self) -> TrialLayout:
+        private = self.request.private_root
+        return TrialLayout(
             codex_home=private / "codex-home",
             home=private / "home",
             tmp=private / "tmp",
@@ -189,15 +174,12 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         explicitly (bubblewrap can only mount over a path whose parent exists in the sandbox).
         """
         request, host = self.request, self.host
-        needed = (request.workspace, request.private_root, host.binary.tree)
         visible = (*_MINIMAL_TREES, host.binary.tree, request.private_root)
-        return [
-            root
-            for root in host.protected_roots
-            if root.exists()
-            and not any(inside(path, root) for path in needed)
-            and any(inside(root.parent, tree) for tree in visible)
-        ]
+        return agentcli.roots_to_hide(
+            host.protected_roots,
+            needed=(request.workspace, request.private_root, host.binary.tree),
+            exposed=lambda root: any(agentcli.inside(root.parent, tree) for tree in visible),
+        )
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -221,45 +203,33 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     # -- results --------------------------------------------------------------------------
 
+    def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:
+        warnings: list[JsonValue] = [self.scrub(w)[:500] for w in turn.warnings[:16]]
+        return {
+            "threadId": turn.thread_id,
+            "completed": turn.completed,
+            "items": len(turn.items),
+            "warnings": warnings,
+        }
+
     def collect(
-        self, record: TurnRecord[Turn], skills: Sequence[MountedSkill], into: TurnEvidence
+        self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence
     ) -> None:
-        turn = record.turn
-        assert turn is not None
-        into.turns.append(
-            {
-                "turn": record.number,
-                "threadId": turn.thread_id,
-                "completed": turn.completed,
-                "items": len(turn.items),
-                "warnings": [self.scrub(w)[:500] for w in turn.warnings[:16]],
-            }
-        )
-        for item in turn.items:
-            if item.type not in _TOOL_ITEMS:
-                continue
-            into.calls.append(_call(record.number, item.ordinal, item.type, item.data))
+        for item in (i for i in turn.items if i.type in _TOOL_ITEMS):
+            into.calls.append(_call(number, item.ordinal, item.type, item.data))
             if item.type != "command_execution":
                 continue
             command = str(item.data["command"])
             output = str(item.data.get("aggregated_output", ""))
             code = item.data.get("exit_code")
             status = str(item.data.get("status", ""))
-            entry = command_entry(
-                record.number, item.ordinal, self.scrub(command), output, code, status
+            scrubbed = self.scrub(command)
+            into.commands.append(
+                command_entry(number, item.ordinal, scrubbed, output, code, status)
             )
-            into.commands.append(entry)
             for skill in skills:
                 read = classify_read(skill, self.request.workspace, command, output, code)
-                if read is not None:
-                    into.reads.append(
-                        {
-                            "skill": skill.name,
-                            "turn": record.number,
-                            "ordinal": item.ordinal,
-                            "status": read,
-                        }
-                    )
+                into.read(skill, number, item.ordinal, read)
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return self._cost(_usage(turns, all_turns))

@@ -17,7 +17,7 @@ import hashlib
 import os
 import platform
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -88,6 +88,7 @@ __all__ = [
     "CredentialFlags",
     "Credentials",
     "DoctorCheck",
+    "EvidenceIds",
     "HostFailure",
     "NativeBinary",
     "ParsedTurn",
@@ -103,6 +104,7 @@ __all__ = [
     "pid_namespace_argv",
     "read_credential_file",
     "require_credential",
+    "roots_to_hide",
     "scrub",
     "seconds_setting",
     "secret_strings",
@@ -188,6 +190,18 @@ def seconds_setting(config: Mapping[str, Any], key: str, default: float, maximum
     return float(value)
 
 
+def roots_to_hide(
+    roots: Sequence[Path], *, needed: Sequence[Path], exposed: Callable[[Path], bool]
+) -> list[Path]:
+    """Protected roots a sandbox must cover explicitly: existing, holding nothing the CLI
+    needs, and ``exposed`` by a tree the sandbox otherwise shows."""
+    return [
+        root
+        for root in roots
+        if root.exists() and not any(inside(path, root) for path in needed) and exposed(root)
+    ]
+
+
 def turn_limits(config: Mapping[str, Any]) -> tuple[float, float]:
     """A host configuration's ``turnTimeoutSeconds`` and ``stallTimeoutSeconds``."""
     maximum = MAX_HOST_TURN_TIMEOUT_SECONDS
@@ -220,19 +234,31 @@ def command_entry(
 # -- what the skeleton needs from a subclass's own types ------------------------------------
 
 
-class AgentCliConfig(Protocol):
-    """A host's parsed configuration, as far as the skeleton reads it."""
+@frozen(kw_only=True)
+class AgentCliConfig:
+    """What every agent-CLI host's configuration holds; a host subclasses it with its own."""
 
-    @property
-    def turn_timeout_s(self) -> float: ...
-    @property
-    def stall_timeout_s(self) -> float: ...
-    @property
-    def bin(self) -> str | None: ...
-    @property
-    def raw(self) -> Mapping[str, JsonValue]: ...
-    @property
-    def credentials(self) -> Credentials: ...
+    turn_timeout_s: float
+    stall_timeout_s: float
+    bin: str | None
+    """``<host>.bin``: the CLI to run (default: its command on PATH)."""
+    credentials: Credentials
+    raw: Mapping[str, JsonValue]
+    """``--host-config`` as given (it enters the redacted configuration)."""
+
+    @staticmethod
+    def common(
+        config: Mapping[str, Any], settings: Mapping[str, str], host: str, flags: CredentialFlags
+    ) -> dict[str, Any]:
+        """The shared fields, validated: turn and stall timeouts, ``<host>.bin``, credential."""
+        timeout, stall = turn_limits(config)
+        return {
+            "turn_timeout_s": timeout,
+            "stall_timeout_s": stall,
+            "bin": settings.get(f"{host}.bin"),
+            "credentials": flags.parse(settings),
+            "raw": config,
+        }
 
 
 class ParsedTurn(Protocol):
@@ -254,6 +280,18 @@ HostT = TypeVar("HostT", bound="ConfiguredAgentCliHost[Any]")
 
 
 @frozen
+class EvidenceIds:
+    """The ids of a host's own evidence: its turns observation and event-stream artifacts."""
+
+    turns: str
+    """The observation summarising each turn (``sevro.codex.turns``)."""
+    events: str
+    """The first turn's event stream (``sevro.codex.events``)."""
+    follow_up_events: str
+    """Each later turn's event stream (``sevro.codex.follow-up-events``)."""
+
+
+@frozen
 class TurnRecord(Generic[TurnT]):
     """One turn's raw stream and, when it parsed, the parsed turn."""
 
@@ -270,6 +308,12 @@ class TurnEvidence:
     calls: list[JsonValue] = field(factory=list)
     reads: list[dict[str, JsonValue]] = field(factory=list)
     turns: list[JsonValue] = field(factory=list)
+
+    def read(self, skill: MountedSkill, turn: int, ordinal: int, status: str | None) -> None:
+        """Record a touch of a mounted skill (``read`` or ``partial``); ``None`` is no touch."""
+        if status is not None:
+            entry: dict[str, JsonValue] = {"skill": skill.name, "turn": turn}
+            self.reads.append({**entry, "ordinal": ordinal, "status": status})
 
 
 # -- the plugin -----------------------------------------------------------------------------
@@ -288,11 +332,8 @@ class AgentCliHost(Generic[ConfigT]):
     requires: ClassVar[frozenset[str]] = frozenset()
     name: ClassVar[str]
     """The short name (``--host codex``), also how failure reasons name the CLI."""
-    display: ClassVar[str]
-    """The CLI's name in prose (``Codex``)."""
     package: ClassVar[str]
     """The npm package that installs the CLI."""
-    bin_flag: ClassVar[str]
     tested_version: ClassVar[str]
     credential_flags: ClassVar[CredentialFlags]
     uses_pid_namespace: ClassVar[bool] = False
@@ -312,6 +353,15 @@ class AgentCliHost(Generic[ConfigT]):
                 turns_observation,
             }
         )
+
+    @property
+    def display(self) -> str:
+        """The CLI's name in prose (``Codex``)."""
+        return self.name.capitalize()
+
+    @property
+    def bin_flag(self) -> str:
+        return f"--{self.name}-bin"
 
     def parse_config(
         self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
@@ -466,9 +516,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     """
 
     skills_dir: ClassVar[str] = SKILLS_DIR
-    turns_observation: ClassVar[str]
-    events_artifact: ClassVar[str]
-    follow_up_events_artifact: ClassVar[str]
+    evidence_ids: ClassVar[EvidenceIds]
     completion: ClassVar[str]
     """How a failure reason names a successful turn's end (``turn.completed``)."""
 
@@ -507,9 +555,13 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         raise NotImplementedError
 
     def collect(
-        self, record: TurnRecord[TurnT], skills: Sequence[MountedSkill], into: TurnEvidence
+        self, number: int, turn: TurnT, skills: Sequence[MountedSkill], into: TurnEvidence
     ) -> None:
-        """Add one parsed turn's commands, tool calls, skill reads and summary to ``into``."""
+        """Add one parsed turn's commands, tool calls and skill reads to ``into``."""
+        raise NotImplementedError
+
+    def turn_summary(self, turn: TurnT) -> dict[str, JsonValue]:
+        """The turn's entry in the host's turns observation (after its ``turn`` number)."""
         raise NotImplementedError
 
     def usage(self, turns: Sequence[TurnT], all_turns: bool) -> Usage:
@@ -689,9 +741,10 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def artifacts(self, records: Sequence[TurnRecord[TurnT]]) -> tuple[Artifact, ...]:
         """Every turn's event stream as it came (scrubbed when there are secrets)."""
+        ids = self.evidence_ids
         return tuple(
             Artifact(
-                self.events_artifact if r.number == 1 else self.follow_up_events_artifact,
+                ids.events if r.number == 1 else ids.follow_up_events,
                 self.scrub(r.stream.decode("utf-8", "replace")).encode()
                 if self.secrets
                 else r.stream,
@@ -708,7 +761,9 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         mounted, listing_complete = skills
         evidence = TurnEvidence()
         for record in parsed:
-            self.collect(record, mounted, evidence)
+            assert record.turn is not None
+            evidence.turns.append({"turn": record.number, **self.turn_summary(record.turn)})
+            self.collect(record.number, record.turn, mounted, evidence)
         offered, known = self.offered_skills(mounted, parsed)
         before, after = snapshots
         host, complete, partial = self.host.route.host, Completeness.COMPLETE, Completeness.PARTIAL
@@ -727,5 +782,5 @@ class AgentCliTrial(Generic[HostT, TurnT]):
                 complete if listing_complete and known else partial,
                 make_skills_data(offered, evidence.reads),
             ),
-            Observation(self.turns_observation, host, complete, {"turns": evidence.turns}),
+            Observation(self.evidence_ids.turns, host, complete, {"turns": evidence.turns}),
         )

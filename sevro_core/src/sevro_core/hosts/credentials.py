@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
 
 from attrs import frozen
 
@@ -132,6 +133,20 @@ class CredentialFlags:
     none_fix: str
     """The fix when no credential is configured."""
 
+    @classmethod
+    def for_host(cls, host: str, file_setting: str, *, login_fix: str, none_fix: str) -> Self:
+        """The flags of ``host`` (``codex``): ``<host>.<file_setting>`` (``--<host>-auth-file``)
+        for the file and ``<host>.apiKeyEnv`` (``--<host>-api-key-env``) for the variable."""
+        return cls(
+            file_key=f"{host}.{file_setting}",
+            env_key=f"{host}.apiKeyEnv",
+            file_flag=f"--{host}-{_kebab(file_setting)}",
+            env_flag=f"--{host}-api-key-env",
+            file_detail=_kebab(file_setting).replace("-", " "),
+            login_fix=login_fix,
+            none_fix=none_fix,
+        )
+
     def parse(self, settings: Mapping[str, str]) -> Credentials:
         return credential_settings(
             settings,
@@ -150,3 +165,7 @@ class CredentialFlags:
             login_fix=self.login_fix,
             none_fix=self.none_fix,
         )
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"-\1", name).lower()
