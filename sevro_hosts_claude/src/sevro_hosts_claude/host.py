@@ -15,7 +15,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from attrs import frozen
 
@@ -87,7 +87,6 @@ class ClaudeHost(agentcli.AgentCliHost[ClaudeConfig]):
 
 @frozen(kw_only=True)
 class ConfiguredClaudeHost(agentcli.ConfiguredAgentCliHost[ClaudeConfig]):
-    credential_file_key: ClassVar[str] = "credentialFile"
     bwrap: str
 
     def redacted_isolation(self) -> dict[str, JsonValue]:

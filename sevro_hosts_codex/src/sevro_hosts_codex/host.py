@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from attrs import frozen
 
@@ -61,6 +61,9 @@ _TOOL_ITEMS = (
 
 
 class CodexHost(AgentCliHost[CodexConfig]):
+    """Codex CLI; each turn runs in a PID namespace of its own, Codex's own sandbox isolates
+    the agent's commands."""
+
     id = HOST_ID
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
     name, package, tested_version = "codex", "@openai/codex", binaries.TESTED_VERSION
@@ -78,8 +81,6 @@ class CodexHost(AgentCliHost[CodexConfig]):
 
 @frozen(kw_only=True)
 class ConfiguredCodexHost(agentcli.ConfiguredAgentCliHost[CodexConfig]):
-    credential_file_key: ClassVar[str] = "authFile"
-
     def redacted_isolation(self) -> dict[str, JsonValue]:
         return {
             "sandbox": {

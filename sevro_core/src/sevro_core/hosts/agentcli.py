@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -46,6 +44,7 @@ from sevro_core.hosts.credentials import (
     secret_strings,
     write_private,
 )
+from sevro_core.hosts.pidns import pid_namespace_argv, pid_namespace_prefix
 from sevro_core.hosts.skills import SKILLS_DIR, SKILLS_OBSERVATION, MountedSkill, discover_skills
 from sevro_core.hosts.skills import skills_data as make_skills_data
 from sevro_core.isolation.processes import ProcessOutcome, run_bounded
@@ -152,34 +151,6 @@ def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     if len(escaped) > MAX_HOST_STDERR_TAIL_CHARS:
         escaped = "..." + escaped[-MAX_HOST_STDERR_TAIL_CHARS:]
     return escaped or "(empty)"
-
-
-def pid_namespace_argv(unshare: str) -> list[str]:
-    """A prefix that runs a CLI as PID 1 of a PID namespace of its own and changes nothing else.
-
-    The CLI sees the host's filesystem, devices and network as it would natively, and a fresh
-    ``/proc`` of its namespace (so sandboxes it starts itself still work). When it ends, or sevro
-    kills its process group (``--kill-child`` takes the CLI down with ``unshare``), the kernel
-    kills every process left in the namespace, including those that detached with ``setsid``
-    into a session of their own, which a process-group kill cannot reach. Without root a user
-    namespace mapping only the caller's own IDs is needed to create the PID namespace.
-    """
-    user = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]
-    return [unshare, *user, "--pid", "--fork", "--mount-proc", "--kill-child", "--"]
-
-
-def pid_namespace_prefix(display: str, host: str) -> tuple[str, ...]:
-    """The PID-namespace prefix every turn runs under (Linux; util-linux ``unshare``)."""
-    if platform.system() != "Linux":
-        return ()
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        raise ConfigurationError(
-            f"unshare (util-linux) is not on PATH: each {display} turn runs in a PID namespace "
-            f"of its own so nothing it starts outlives the trial (run `sevro doctor --host "
-            f"{host}`)"
-        )
-    return tuple(pid_namespace_argv(str(Path(unshare).resolve())))
 
 
 def seconds_setting(config: Mapping[str, Any], key: str, default: float, maximum: float) -> float:
@@ -461,9 +432,6 @@ class AgentCliHost(Generic[ConfigT]):
 class ConfiguredAgentCliHost(Generic[ConfigT]):
     """A host bound to its configuration; :meth:`trial` makes the host's trial for a request."""
 
-    credential_file_key: ClassVar[str] = "credentialFile"
-    """The key under which the redacted configuration says whether a credential file is set."""
-
     plugin: AgentCliHost[ConfigT]
     route: Route
     config: ConfigT
@@ -480,7 +448,7 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
         return {
             "hostConfig": dict(self.config.raw),
             "binary": str(self.binary.native),
-            self.credential_file_key: {"present": credentials.file is not None},
+            self.plugin.credential_flags.file_setting: {"present": credentials.file is not None},
             "apiKeyEnv": (
                 {"name": credentials.api_key_env, "present": True}
                 if credentials.api_key_env is not None
@@ -511,8 +479,8 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     """One trial: prepare, run each turn, parse it, and report observations and artifacts.
 
     A subclass implements :meth:`private_dirs`, :meth:`configure_trial`, :meth:`argv`,
-    :meth:`parse`, :meth:`continuity_error`, :meth:`collect` and :meth:`usage`; the other hooks
-    have defaults.
+    :meth:`parse`, :meth:`continuity_error`, :meth:`turn_summary`, :meth:`collect` and
+    :meth:`usage`; :meth:`failed_turn` and :meth:`offered_skills` have defaults.
     """
 
     skills_dir: ClassVar[str] = SKILLS_DIR

@@ -13,13 +13,12 @@ from pathlib import Path
 
 from attrs import frozen
 
+from sevro_core.hosts.pidns import pid_namespace_argv
 from sevro_core.plugin.protocols import DoctorCheck
 
 
 def pid_namespace_check(host: str) -> DoctorCheck:
     """Each turn runs in a PID namespace of its own so nothing it starts survives the trial."""
-    from sevro_core.hosts.agentcli import pid_namespace_argv
-
     if platform.system() != "Linux":
         return DoctorCheck(
             "pid-namespace", True, "not on this platform: only the process group is killed"

@@ -147,6 +147,11 @@ class CredentialFlags:
             none_fix=none_fix,
         )
 
+    @property
+    def file_setting(self) -> str:
+        """The file's setting without the host's namespace (``authFile``)."""
+        return self.file_key.split(".", 1)[-1]
+
     def parse(self, settings: Mapping[str, str]) -> Credentials:
         return credential_settings(
             settings,
