@@ -139,6 +139,7 @@ class TinyHost(AgentCliHost[TinyConfig]):
     package = "tiny-cli"
     tested_version = "tiny 1.0"
     credential_flags = TINY_CREDENTIALS
+    setting_help = ("The tiny CLI.", "Its credential file.", "Its API-key variable.")
 
     def parse_config(
         self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
@@ -526,3 +527,21 @@ def test_doctor_names_a_fix_for_each_failure(cli: Path) -> None:
     no_auth = TinyHost().doctor(DoctorRequest(settings={"tiny.bin": str(cli)}, registry=None))  # type: ignore[arg-type]
     assert [(c.name, c.ok) for c in no_auth][2] == ("auth", False)
     assert no_auth[2].fix == "pass --tiny-api-key-env"
+
+
+def test_the_host_declares_its_settings_as_flags() -> None:
+    assert [(s.key, s.flag, s.kind, s.secret) for s in TinyHost().settings] == [
+        ("tiny.bin", "--tiny-bin", "path", False),
+        ("tiny.credentialFile", "--tiny-credential-file", "path", False),
+        ("tiny.apiKeyEnv", "--tiny-api-key-env", "string", False),
+    ]
+
+
+def test_doctor_refuses_a_sandbox_choice(cli: Path) -> None:
+    """The CLI isolates the agent's commands itself; --sandbox would be silently ignored."""
+    from sevro_core.errors import InvocationError
+
+    settings = {"tiny.bin": str(cli), "tiny.apiKeyEnv": "SEVRO_TINY_KEY"}
+    with pytest.raises(InvocationError, match="--sandbox applies to hosts"):
+        TinyHost().doctor(DoctorRequest(settings, None, sandbox="none"))  # type: ignore[arg-type]
+    assert TinyHost().doctor(DoctorRequest(settings, None))  # type: ignore[arg-type]  # the control

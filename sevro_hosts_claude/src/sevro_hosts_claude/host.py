@@ -67,6 +67,11 @@ class ClaudeHost(agentcli.AgentCliHost[ClaudeConfig]):
     capabilities = agentcli.AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
+    setting_help = (
+        "Claude Code binary (default: claude on PATH).",
+        "Claude Code .credentials.json copied into each trial's config directory.",
+        "Name of the environment variable holding an Anthropic API key.",
+    )
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
 

@@ -68,6 +68,11 @@ class CodexHost(AgentCliHost[CodexConfig]):
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
     name, package, tested_version = "codex", "@openai/codex", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
+    setting_help = (
+        "Codex CLI binary (default: codex on PATH).",
+        "Codex auth.json copied into each trial's home.",
+        "Name of the environment variable holding an API key.",
+    )
     uses_pid_namespace = True
     parse_config = staticmethod(parse)
     locate = staticmethod(binaries.locate)

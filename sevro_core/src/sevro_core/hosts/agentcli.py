@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from attrs import field, frozen
 
-from sevro_core.errors import ConfigurationError
+from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.fixtures.changes import FILES_CHANGED_OBSERVATION, Snapshot, changes, snapshot
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.hosts.binaries import (
@@ -67,7 +67,7 @@ from sevro_core.models import (
     Route,
     Usage,
 )
-from sevro_core.plugin.protocols import DoctorCheck, DoctorRequest, HostOptions
+from sevro_core.plugin.protocols import DoctorCheck, DoctorRequest, HostOptions, HostSetting
 from sevro_core.reporting.failures import escape_controls
 from sevro_core.states import Completeness
 
@@ -307,6 +307,8 @@ class AgentCliHost(Generic[ConfigT]):
     """The npm package that installs the CLI."""
     tested_version: ClassVar[str]
     credential_flags: ClassVar[CredentialFlags]
+    setting_help: ClassVar[tuple[str, str, str]]
+    """Help for the three settings: the binary, the credential file, the API-key variable."""
     uses_pid_namespace: ClassVar[bool] = False
     """Run each turn as PID 1 of a PID namespace of its own (Linux)."""
     configured: ClassVar[type[ConfiguredAgentCliHost[Any]]]
@@ -333,6 +335,16 @@ class AgentCliHost(Generic[ConfigT]):
     @property
     def bin_flag(self) -> str:
         return f"--{self.name}-bin"
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """``<name>.bin`` and the two exclusive credential settings, as flags."""
+        flags, (bin_help, file_help, key_help) = self.credential_flags, self.setting_help
+        return (
+            HostSetting(f"{self.name}.bin", self.bin_flag, bin_help, "path"),
+            HostSetting(flags.file_key, flags.file_flag, file_help, "path"),
+            HostSetting(flags.env_key, flags.env_flag, key_help, "string"),
+        )
 
     def parse_config(
         self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
@@ -395,6 +407,8 @@ class AgentCliHost(Generic[ConfigT]):
 
     def doctor(self, request: DoctorRequest) -> Sequence[DoctorCheck]:
         """Checks for `sevro doctor --host <name>` (each failure with a fix)."""
+        if request.sandbox != "auto":  # the CLI runs the agent's commands in its own sandbox
+            raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
         try:
             config = self.parse_config(None, request.settings)
         except ConfigurationError as exc:

@@ -80,16 +80,24 @@ class ConfiguredHost(Protocol):
         """Run every turn of one trial; never raises for agent failures."""
 
 
+SETTING_KINDS = ("path", "string")
+"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given."""
+
+
 @frozen
 class HostSetting:
     """One host-specific setting, declared by the host; sevro builds `--<flag>` and accepts
     `--host-setting KEY=VALUE` from it."""
 
     key: str
+    """Namespaced, like ``acme.bin``; the host reads the value in ``HostOptions.settings``."""
     flag: str
+    """The long option sevro adds to ``run`` and ``doctor``, like ``--acme-bin``."""
     help: str
     kind: str
+    """One of :data:`SETTING_KINDS`."""
     secret: bool = False
+    """Never echoed, never in evidence or a redacted configuration."""
 
 
 @frozen
@@ -104,11 +112,14 @@ class DoctorCheck:
 
 @frozen
 class DoctorRequest:
-    """What `sevro doctor` hands a host: its validated settings, the registry and --sandbox."""
+    """What `sevro doctor --host ...` hands a host: its validated settings and the run context."""
 
     settings: Mapping[str, str]
+    """Validated host settings by key (only this host's)."""
     registry: Registry
+    """The loaded plugins (for hosts that check the sandbox backend sevro would pick)."""
     sandbox: str = "auto"
+    """``--sandbox``, for hosts that run commands in sevro's sandbox."""
 
 
 class Host(Plugin, Protocol):
