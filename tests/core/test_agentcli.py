@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from attrs import frozen
@@ -180,7 +180,6 @@ class NamespacedTinyHost(TinyHost):
 class TinyTrial(AgentCliTrial[ConfiguredTinyHost, TinyTurn]):
     evidence_ids = EvidenceIds("acme.tiny.turns", "acme.tiny.events", "acme.tiny.follow-ups")
     completion = "done"
-    prepared: ClassVar[list[Path]] = []
 
     def private_dirs(self) -> Sequence[Path]:
         root = self.request.private_root
@@ -344,9 +343,7 @@ def test_a_credential_file_is_copied_privately_and_its_secrets_scrubbed(
 
 def test_a_stall_kills_the_turn_and_names_the_stderr_tail(cli: Path, tmp_path: Path) -> None:
     host = configure(cli, config={"stallTimeoutSeconds": 1})
-    started = time.monotonic()
     result = host.run(request(tmp_path, mode="stall"))
-    assert time.monotonic() - started < 30
     assert result.execution_failed and not result.complete
     assert result.error == (
         "turn 1: tiny stalled: no event for 1 s (stallTimeoutSeconds; process group killed); "
@@ -400,15 +397,13 @@ def test_cancellation_ends_the_turn_and_is_not_an_execution_failure(
     cli: Path, tmp_path: Path
 ) -> None:
     cancel = CancelToken()
-    host = configure(cli)
+    host = configure(cli, config={"stallTimeoutSeconds": 20})  # a missed cancel stalls instead
     timer = threading.Timer(0.5, cancel.cancel, args=("test",))
     timer.start()
-    started = time.monotonic()
     try:
         result = host.run(request(tmp_path, mode="stall", cancel=cancel))
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 30
     assert result.cancelled and not result.execution_failed and result.error is None
     assert not result.complete
 
