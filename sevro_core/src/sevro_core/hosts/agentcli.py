@@ -255,11 +255,11 @@ class EvidenceIds:
     """The ids of a host's own evidence: its turns observation and event-stream artifacts."""
 
     turns: str
-    """The observation summarising each turn (``sevro.codex.turns``)."""
+    """The observation summarising each turn (``acme.cli.turns``)."""
     events: str
-    """The first turn's event stream (``sevro.codex.events``)."""
+    """The first turn's event stream (``acme.cli.events``)."""
     follow_up_events: str
-    """Each later turn's event stream (``sevro.codex.follow-up-events``)."""
+    """Each later turn's event stream (``acme.cli.follow-up-events``)."""
 
 
 @frozen
@@ -302,7 +302,7 @@ class AgentCliHost(Generic[ConfigT]):
     capabilities: ClassVar[frozenset[str]]
     requires: ClassVar[frozenset[str]] = frozenset()
     name: ClassVar[str]
-    """The short name (``--host codex``), also how failure reasons name the CLI."""
+    """The short name (``--host acme``), also how failure reasons name the CLI."""
     package: ClassVar[str]
     """The npm package that installs the CLI."""
     tested_version: ClassVar[str]
@@ -329,7 +329,7 @@ class AgentCliHost(Generic[ConfigT]):
 
     @property
     def display(self) -> str:
-        """The CLI's name in prose (``Codex``)."""
+        """The CLI's name in prose (``Acme``)."""
         return self.name.capitalize()
 
     @property

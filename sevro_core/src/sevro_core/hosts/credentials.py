@@ -135,7 +135,7 @@ class CredentialFlags:
 
     @classmethod
     def for_host(cls, host: str, file_setting: str, *, login_fix: str, none_fix: str) -> Self:
-        """The flags of ``host`` (``codex``): ``<host>.<file_setting>`` (``--<host>-auth-file``)
+        """The flags of ``host`` (``acme``): ``<host>.<file_setting>`` (``--<host>-auth-file``)
         for the file and ``<host>.apiKeyEnv`` (``--<host>-api-key-env``) for the variable."""
         return cls(
             file_key=f"{host}.{file_setting}",

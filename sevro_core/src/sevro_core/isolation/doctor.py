@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core.errors import InvocationError
+from sevro_core.hosts.agentcli import DoctorCheck
 from sevro_core.isolation.protection import OPERATOR, ProtectedRoot
 from sevro_core.isolation.sandbox import IsolationError, select_sandbox
 from sevro_core.limits import SANDBOX_PROBE_TIMEOUT_SECONDS
 from sevro_core.models import CancelToken
-from sevro_core.plugin.protocols import NETWORK_NONE, DoctorCheck
+from sevro_core.plugin.protocols import NETWORK_NONE
 
 _PROBE = (
     "echo probe > probe.txt || exit 11; "
