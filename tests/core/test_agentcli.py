@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,8 @@ if mode == "stall":
     time.sleep(60)
 if mode == "orphan":
     # A grandchild in a session of its own: a process-group kill cannot reach it.
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60.4242)"], start_new_session=True
-    )
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", os.environ["TINY_MARKER"]]
+    child = subprocess.Popen(argv, start_new_session=True)
     with open(os.environ["TINY_PID_FILE"], "w") as handle:
         handle.write(str(child.pid))
     time.sleep(60)
@@ -450,12 +450,14 @@ def test_a_detached_grandchild_dies_with_the_turn_only_in_a_pid_namespace(
     pid_file = tmp_path / "grandchild.pid"
     host = configure(cli, config={"stallTimeoutSeconds": 2}, pid_namespace=pid_namespace)
     assert bool(host.pid_namespace) is pid_namespace
-    trial_request = request(tmp_path, mode="orphan", extra_env={"TINY_PID_FILE": str(pid_file)})
+    marker = f"tiny-orphan-{uuid.uuid4()}"  # names this test's grandchild among all processes
+    extra_env = {"TINY_PID_FILE": str(pid_file), "TINY_MARKER": marker}
+    trial_request = request(tmp_path, mode="orphan", extra_env=extra_env)
     result = host.run(trial_request)
     assert result.error is not None and "stalled" in result.error
     if pid_namespace:
         assert pid_file.exists()  # it did start (its PID is one of the namespace's)
-        assert _gone()
+        assert _survivors(marker) == []
         return
     pid = int(pid_file.read_text())
     try:
@@ -464,19 +466,22 @@ def test_a_detached_grandchild_dies_with_the_turn_only_in_a_pid_namespace(
         os.kill(pid, signal.SIGKILL)
 
 
-def _gone() -> bool:
-    """The grandchild's namespace PID means nothing outside; check by its command line."""
+def _survivors(marker: str) -> list[int]:
+    """PIDs of this test's grandchild (found by its marker; its namespace PID means nothing
+    outside), after giving the kernel a moment to end it; killed here so none leaks."""
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        survivors = [
-            p
+    while True:
+        found = [
+            int(p.name)
             for p in Path("/proc").iterdir()
-            if p.name.isdigit() and _cmdline(p).endswith("import time; time.sleep(60.4242)")
+            if p.name.isdigit() and _cmdline(p).endswith(marker)
         ]
-        if not survivors:
-            return True
+        if not found or time.monotonic() > deadline:
+            break
         time.sleep(0.1)
-    return False
+    for pid in found:
+        os.kill(pid, signal.SIGKILL)
+    return found
 
 
 def _cmdline(proc: Path) -> str:
