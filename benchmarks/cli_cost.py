@@ -145,12 +145,10 @@ def codex_raw(host: Any, server: Any, root: Path) -> Prepared:
 
 
 def codex_sevro(host: Any, server: Any, root: Path) -> Prepared:
-    from sevro_hosts_codex.host import _Trial
-
-    trial = _Trial(host, _request(root))
-    trial._prepare()
+    trial = host.trial(_request(root))
+    trial.prepare()
     config = trial.layout.codex_home / "config.toml"
-    return Prepared(trial._argv(1, None), dict(trial.env), trial.request.workspace, {"c": config})
+    return Prepared(trial.command(1), dict(trial.env), trial.request.workspace, {"c": config})
 
 
 def _toml_without(prepared: Prepared, predicate: Callable[[str, str], bool]) -> None:
@@ -240,11 +238,10 @@ def claude_raw(host: Any, server: Any, root: Path) -> Prepared:
 
 
 def claude_sevro(host: Any, server: Any, root: Path) -> Prepared:
-    from sevro_hosts_claude.host import _Trial
-
-    trial = _Trial(host, _request(root))
-    trial._prepare()
-    argv = trial._argv(1, "0b0e0c5e-0000-4000-8000-000000000001")
+    trial = host.trial(_request(root))
+    trial.prepare()
+    trial.session = "0b0e0c5e-0000-4000-8000-000000000001"
+    argv = trial.command(1)
     files = {"s": trial.layout.settings_file}
     return Prepared(argv, dict(trial.env), trial.request.workspace, files)
 

@@ -23,11 +23,14 @@ PACKAGES: tuple[tuple[str, Path], ...] = (
     ("sevro_graders", ROOT / "sevro_graders" / "src" / "sevro_graders"),
     ("sevro_sandbox", ROOT / "sevro_sandbox" / "src" / "sevro_sandbox"),
     ("sevro_core.builtins", ROOT / "sevro_core" / "src" / "sevro_core" / "builtins"),
-    # sevro_hosts_codex and sevro_hosts_claude join when they are switched to the api
+    ("sevro_hosts_codex", ROOT / "sevro_hosts_codex" / "src" / "sevro_hosts_codex"),
+    ("sevro_hosts_claude", ROOT / "sevro_hosts_claude" / "src" / "sevro_hosts_claude"),
 )
 """First-party plugin packages: (dotted name, directory)."""
 CORE = ROOT / "sevro_core" / "src" / "sevro_core"
 ALLOWED = "sevro_core.api"
+TEST_KIT = "sevro_core.testing"
+"""A plugin's own ``testing`` module (its ``require_<host>`` helpers) builds on the test kit."""
 
 
 def _modules(package: str, directory: Path) -> Iterator[tuple[str, Path]]:
@@ -64,6 +67,7 @@ def forbidden_imports(package: str, module: str, is_package: bool, source: str) 
         for line, name in _imported(module, is_package, source)
         if (name == "sevro_core" or name.startswith("sevro_core."))
         and name != ALLOWED
+        and not (name == TEST_KIT and module == f"{package}.testing")
         and name != package
         and not name.startswith(f"{package}.")
     ]
@@ -106,6 +110,9 @@ def test_the_import_check_sees_every_kind_of_import() -> None:
     ]
     for source in allowed:
         assert not forbidden_imports("sevro_core.builtins", "sevro_core.builtins.x", False, source)
+    kit = "from sevro_core.testing import require_agent_cli"
+    assert not forbidden_imports("sevro_hosts_acme", "sevro_hosts_acme.testing", False, kit)
+    assert forbidden_imports("sevro_hosts_acme", "sevro_hosts_acme.host", False, kit)
 
 
 def test_every_exported_name_exists_once() -> None:

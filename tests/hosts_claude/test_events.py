@@ -108,6 +108,7 @@ def test_is_error_with_exit_code_zero_fails_execution(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Claude Code 2.1.332 exits 1 with its error results; sevro must not rely on that."""
+    from sevro_core.hosts import agentcli
     from sevro_core.models import CancelToken, HostRequest
     from sevro_core.plugin.protocols import HostOptions
     from sevro_hosts_claude import host as module
@@ -124,7 +125,7 @@ def test_is_error_with_exit_code_zero_fails_execution(
         data = stream(init, result(session_id=session, is_error=True, result="quota"))
         return ProcessOutcome(0, False, False, data, False, 1.0)
 
-    monkeypatch.setattr(module, "run_bounded", fake_run)
+    monkeypatch.setattr(agentcli, "run_bounded", fake_run)
     workspace, private = tmp_path / "ws", tmp_path / "private"
     workspace.mkdir()
     private.mkdir()

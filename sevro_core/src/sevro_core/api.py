@@ -30,27 +30,29 @@ from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, w
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.hosts.agentcli import (
-    ENV_NAME,
-    BinaryError,
-    Credentials,
+    AgentCliConfig,
+    AgentCliHost,
+    AgentCliTrial,
+    ConfiguredAgentCliHost,
+    EvidenceIds,
     HostFailure,
+    TurnEvidence,
+    TurnRecord,
+    command_entry,
+    inside,
+    roots_to_hide,
+)
+from sevro_core.hosts.binaries import (
+    BinaryError,
     NativeBinary,
-    auth_check,
     binary_version,
     candidate_binary,
-    credential_settings,
-    inside,
     is_native_executable,
-    pid_namespace_argv,
-    read_credential_file,
-    require_credential,
-    scrub,
-    seconds_setting,
-    secret_strings,
-    stderr_tail,
-    write_private,
 )
+from sevro_core.hosts.checks import Probe, sandbox_probe, tools_check
+from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, write_private
 from sevro_core.hosts.skills import MountedSkill, classify_read, discover_skills, skills_data
+from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.isolation.doctor import sandbox_check
 from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.isolation.sandbox import Isolation, IsolationError
@@ -239,24 +241,30 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "DoctorRequest",
     "sandbox_check",
     "trial_ranges",
-    # ---- agent-CLI hosts: binaries, credentials, secrets (what the agent-CLI hosts share)
-    "ENV_NAME",
-    "BinaryError",
-    "Credentials",
+    # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses
+    "AgentCliConfig",
+    "AgentCliHost",
+    "AgentCliTrial",
+    "ConfiguredAgentCliHost",
+    "EvidenceIds",
     "HostFailure",
+    "TurnEvidence",
+    "TurnRecord",
+    "command_entry",
+    "inside",
+    "roots_to_hide",
+    "BinaryError",
     "NativeBinary",
-    "auth_check",
     "binary_version",
     "candidate_binary",
-    "credential_settings",
-    "inside",
     "is_native_executable",
-    "pid_namespace_argv",
-    "read_credential_file",
-    "require_credential",
-    "scrub",
-    "seconds_setting",
-    "secret_strings",
-    "stderr_tail",
+    "Probe",
+    "sandbox_probe",
+    "tools_check",
+    "ENV_NAME",
+    "CredentialFlags",
     "write_private",
+    "StreamError",
+    "decode_event",
+    "stream_lines",
 ]

@@ -6,7 +6,7 @@ its sandbox and mounts only the package directory it lives in.
 
 from __future__ import annotations
 
-from sevro_core.hosts.agentcli import (
+from sevro_core.api import (
     BinaryError,
     NativeBinary,
     binary_version,

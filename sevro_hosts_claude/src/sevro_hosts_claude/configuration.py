@@ -20,20 +20,7 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    Credentials,
-    DoctorCheck,
-    auth_check,
-    credential_settings,
-    seconds_setting,
-)
-from sevro_core.limits import (
-    DEFAULT_HOST_STALL_SECONDS,
-    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-    MAX_HOST_TURN_TIMEOUT_SECONDS,
-)
+from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
 TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
@@ -47,16 +34,18 @@ RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
 _TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
 
 
-@frozen
-class ClaudeConfig:
+@frozen(kw_only=True)
+class ClaudeConfig(AgentCliConfig):
     base_url: str | None
-    turn_timeout_s: float
-    stall_timeout_s: float
     max_retries: int | None
-    bin: str | None
-    credential_file: Path | None
-    api_key_env: str | None
-    raw: Mapping[str, JsonValue]
+
+
+CREDENTIALS = CredentialFlags.for_host(
+    "claude",
+    "credentialFile",
+    login_fix="run `claude` login",
+    none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
+)
 
 
 def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> ClaudeConfig:
@@ -70,47 +59,13 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     url = config.get("baseUrl")
     if url is not None and (not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url)):
         raise ConfigurationError("must be an http(s) URL", "/baseUrl")
-    timeout = seconds_setting(
-        config,
-        "turnTimeoutSeconds",
-        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-        MAX_HOST_TURN_TIMEOUT_SECONDS,
-    )
-    stall = seconds_setting(
-        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
-    )
+    common = AgentCliConfig.common(config, settings, "claude", CREDENTIALS)
     retries = config.get("maxRetries")
     if retries is not None and (
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
     ):
         raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
-    credentials = credential_settings(
-        settings,
-        file_key="claude.credentialFile",
-        env_key="claude.apiKeyEnv",
-        file_flag="--claude-credential-file",
-        env_flag="--claude-api-key-env",
-    )
-    return ClaudeConfig(
-        base_url=url,
-        turn_timeout_s=timeout,
-        stall_timeout_s=stall,
-        max_retries=retries,
-        bin=settings.get("claude.bin"),
-        credential_file=credentials.file,
-        api_key_env=credentials.api_key_env,
-        raw=config,
-    )
-
-
-def credential_check(config: ClaudeConfig) -> DoctorCheck:
-    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
-    return auth_check(
-        Credentials(config.credential_file, config.api_key_env),
-        file_detail="credential file",
-        login_fix="run `claude` login",
-        none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
-    )
+    return ClaudeConfig(base_url=url, max_retries=retries, **common)
 
 
 @frozen

@@ -9,24 +9,17 @@ turn even when the process exits 0. Usage absent from the result stays unknown, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
 
-from sevro_core.limits import (
-    MAX_HOST_EVENT_LINE_BYTES,
-    MAX_HOST_EVENT_STREAM_BYTES,
-)
-from sevro_core.models import Usage
+from sevro_core.api import StreamError, Usage, decode_event, stream_lines
 from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 
+__all__ = ["StreamError", "ToolUse", "Turn", "parse_turn"]
+
 EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
-
-
-class StreamError(Exception):
-    """The event stream cannot be trusted; the message says why and where."""
 
 
 @frozen
@@ -56,24 +49,6 @@ class Turn:
     failure: str | None
     num_turns: int | None
     permission_denials: int
-
-
-def _decode(line: bytes, number: int) -> dict[str, Any]:
-    if len(line) > MAX_HOST_EVENT_LINE_BYTES:
-        raise StreamError(f"line {number} is longer than {MAX_HOST_EVENT_LINE_BYTES} bytes")
-    try:
-        event = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StreamError(f"line {number} is not JSON: {exc}") from None
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise StreamError(f"line {number} is not an event object with a string 'type'")
-    if event["type"] not in EVENT_TYPES:
-        raise StreamError(f"line {number} has an unknown event type {event['type']!r}")
-    return event
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"non-standard constant {name}")
 
 
 def _count(value: Any) -> int | None:
@@ -131,15 +106,9 @@ class _State:
 
 def parse_turn(stream: bytes) -> Turn:
     """Parse one turn's stream; raise ``StreamError`` for anything malformed or ambiguous."""
-    if len(stream) > MAX_HOST_EVENT_STREAM_BYTES:
-        raise StreamError(f"event stream is larger than {MAX_HOST_EVENT_STREAM_BYTES} bytes")
-    if stream and not stream.endswith(b"\n"):
-        raise StreamError("event stream is truncated (its last line has no newline)")
     state = _State()
-    for number, line in enumerate(stream.splitlines(), start=1):
-        if not line.strip():
-            continue
-        event = _decode(line, number)
+    for number, line in stream_lines(stream):
+        event = decode_event(line, number, EVENT_TYPES)
         kind = event["type"]
         if state.result is not None:
             raise StreamError(f"line {number}: {kind} after the result")

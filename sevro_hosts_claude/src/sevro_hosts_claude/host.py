@@ -9,66 +9,56 @@ and skill activations become observations with the same ids and meaning as the C
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError
-from sevro_core.fixtures.changes import FILES_CHANGED_OBSERVATION, Snapshot, changes, snapshot
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    HostFailure,
-    inside,
-    read_credential_file,
-    require_credential,
-    scrub,
-    secret_strings,
-    stderr_tail,
-    write_private,
-)
-from sevro_core.hosts.skills import SKILLS_OBSERVATION, MountedSkill, classify_read, discover_skills
-from sevro_core.hosts.skills import skills_data as make_skills_data
-from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
-from sevro_core.limits import (
-    MAX_DIAGNOSTIC_CHARS,
-    MAX_HOST_EVENT_STREAM_BYTES,
-    MAX_HOST_STDERR_BYTES,
-)
-from sevro_core.models import Artifact, Case, HostRequest, HostResult, Observation, Route, Usage
-from sevro_core.plugin.hookspecs import hookimpl
-from sevro_core.plugin.protocols import (
-    ConfiguredHost,
+from sevro_core.api import (
+    DEFAULT_PATH,
+    AgentCliHost,
+    AgentCliTrial,
+    ConfigurationError,
+    ConfiguredAgentCliHost,
     DoctorCheck,
     DoctorRequest,
+    EvidenceIds,
     Host,
-    HostOptions,
-    HostSetting,
+    HostFailure,
+    HostRequest,
+    JsonValue,
+    MountedSkill,
+    NativeBinary,
+    TurnEvidence,
+    TurnRecord,
+    Usage,
+    classify_read,
+    command_entry,
+    hookimpl,
+    inside,
+    roots_to_hide,
+    write_private,
 )
-from sevro_core.states import Completeness
-from sevro_hosts_claude.binary import BinaryError, ClaudeBinary, locate
+from sevro_hosts_claude import binary as binaries
 from sevro_hosts_claude.configuration import (
+    CREDENTIALS,
     PERMISSION_MODE,
     RUNTIME_TREES,
     TOOLS,
     ClaudeConfig,
     TrialLayout,
-    credential_check,
     parse,
     render_settings,
     sandbox_argv,
 )
-from sevro_hosts_claude.events import StreamError, ToolUse, Turn, parse_turn
+from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
 
 HOST_ID = "sevro.host.claude"
-COMMANDS_OBSERVATION = "sevro.commands"
-TOOL_CALLS_OBSERVATION = "sevro.tool-calls"
 TURNS_OBSERVATION = "sevro.claude.turns"
 EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
@@ -84,158 +74,82 @@ _QUIET_ENV = {
 }
 
 
-class ClaudeHost:
-    id = HOST_ID
-    version = "1.0.0"
-    capabilities = frozenset(
-        {
-            "sevro.host.continuation",
-            COMMANDS_OBSERVATION,
-            TOOL_CALLS_OBSERVATION,
-            FILES_CHANGED_OBSERVATION,
-            SKILLS_OBSERVATION,
-            TURNS_OBSERVATION,
-        }
+class ClaudeHost(AgentCliHost[ClaudeConfig]):
+    """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
+
+    id, name = HOST_ID, "claude"
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
+    credential_flags = CREDENTIALS
+    setting_help = (
+        "Claude Code binary (default: claude on PATH).",
+        "Claude Code .credentials.json copied into each trial's config directory.",
+        "Name of the environment variable holding an Anthropic API key.",
     )
-    requires: frozenset[str] = frozenset()
+    parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
+    binary_version = staticmethod(binaries.version)
 
-    settings = (
-        HostSetting(
-            key="claude.bin",
-            flag="--claude-bin",
-            help="Claude Code binary (default: claude on PATH).",
-            kind="path",
-        ),
-        HostSetting(
-            key="claude.credentialFile",
-            flag="--claude-credential-file",
-            help="Claude Code .credentials.json copied into each trial's config directory.",
-            kind="path",
-        ),
-        HostSetting(
-            key="claude.apiKeyEnv",
-            flag="--claude-api-key-env",
-            help="Name of the environment variable holding an Anthropic API key.",
-            kind="string",
-        ),
-    )
-
-    def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
-        """Checks for `sevro doctor --host claude`: binary, version, credentials, sandbox."""
-        from sevro_core.isolation.doctor import refuse_sandbox_choice
-        from sevro_hosts_claude.doctor import diagnose
-
-        refuse_sandbox_choice(request.sandbox)  # Claude runs commands in its own sandbox
-        return list(diagnose(request.settings))
-
-    def configure(self, options: HostOptions) -> ConfiguredHost:
-        config = parse(options.config, options.settings)
-        try:
-            binary = locate(config.bin)
-        except BinaryError as exc:
-            raise ConfigurationError(f"{exc} (run `sevro doctor --host claude`)") from None
+    def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise ConfigurationError(
                 "bwrap (bubblewrap) is not on PATH: the Claude host runs only inside its sandbox "
                 "(run `sevro doctor --host claude`)"
             )
-        # A run without a usable credential would only fail or retry in every trial: refuse it
-        # now, with the doctor's own reason (no network involved).
-        require_credential(credential_check(config), "claude")
-        if config.credential_file is not None:
-            read_credential_file(config.credential_file, "--claude-credential-file")
-        route = Route(
-            host=HOST_ID,
-            model=options.model or "claude-default",
-            effort=options.effort or "default",
-        )
-        return ConfiguredClaudeHost(
-            route=route,
-            config=config,
-            binary=binary,
-            bwrap=str(Path(bwrap).resolve()),
-            model=options.model,
-            effort=options.effort,
-            protected_roots=tuple(p.resolve() for p in options.protected_roots),
-        )
+        return {"bwrap": str(Path(bwrap).resolve())}
+
+    def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
+        from sevro_hosts_claude.doctor import sandbox_check, sandbox_tools_check
+
+        return [sandbox_tools_check(), sandbox_check(binary)]
 
 
-@frozen
-class ConfiguredClaudeHost:
-    route: Route
-    config: ClaudeConfig
-    binary: ClaudeBinary
+@frozen(kw_only=True)
+class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
-    model: str | None
-    effort: str | None
-    protected_roots: tuple[Path, ...]
-    capabilities: frozenset[str] = ClaudeHost.capabilities
 
-    def redacted_configuration(self) -> JsonValue:
+    def redacted_isolation(self) -> dict[str, JsonValue]:
         return {
-            "hostConfig": dict(self.config.raw),
-            "binary": str(self.binary.native),
-            "credentialFile": {"present": self.config.credential_file is not None},
-            "apiKeyEnv": (
-                {"name": self.config.api_key_env, "present": True}
-                if self.config.api_key_env is not None
-                else None
-            ),
-            "protectedRoots": [str(p) for p in self.protected_roots],
             "tools": list(TOOLS),
             # As root Claude Code refuses bypassPermissions; dontAsk is used for everyone.
             "permissionMode": PERMISSION_MODE,
             "sandbox": {"outer": "bubblewrap", "inner": "claude-code", "commandNetwork": False},
         }
 
-    def check_case(self, case: Case) -> None:
-        return None
-
-    def run(self, request: HostRequest) -> HostResult:
-        return _Trial(self, request).run()
+    def trial(self, request: HostRequest) -> ClaudeTrial:
+        return ClaudeTrial(self, request)
 
 
-@frozen
-class _TurnRecord:
-    number: int
-    turn: Turn | None
-    stream: bytes
+ClaudeHost.configured = ConfiguredClaudeHost
 
 
-class _Trial:
+class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
+    """``claude -p`` in sevro's bubblewrap sandbox; follow-ups ``--resume`` the session."""
+
+    skills_dir = CLAUDE_SKILLS_DIR
+    evidence_ids = EvidenceIds(TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT)
+    completion = "a successful result"
+
     def __init__(self, host: ConfiguredClaudeHost, request: HostRequest) -> None:
-        self.host = host
-        self.request = request
+        super().__init__(host, request)
         self.layout = TrialLayout.under(request.private_root)
-        self.secrets: list[str] = []
-        self.env: dict[str, str] = {}
         self.wrapper: list[str] = []
 
-    def _prepare(self) -> None:
+    # -- set-up ---------------------------------------------------------------------------
+
+    def private_dirs(self) -> Sequence[Path]:
+        return (self.layout.config_dir, self.layout.home, self.layout.tmp)
+
+    def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
-        for directory in (layout.config_dir, layout.home, layout.tmp):
-            directory.mkdir(mode=0o700, exist_ok=True)
         workspace = request.workspace
-        for root in host.protected_roots:
-            if inside(root, workspace) or inside(root, request.private_root):
-                raise HostFailure(f"protected root {root} lies inside the trial's own directories")
         if inside(host.binary.tree, workspace) or inside(workspace, host.binary.tree):
             raise HostFailure("the Claude Code package and the workspace overlap")
-        config = host.config
-        if config.credential_file is not None:
-            data = read_credential_file(config.credential_file, "--claude-credential-file")
-            write_private(layout.config_dir / ".credentials.json", data)
-            self.secrets += secret_strings(data)
-        api_key = False
-        if config.api_key_env is not None:
-            key = os.environ.get(config.api_key_env, "")
-            if not key:
-                raise HostFailure(f"--claude-api-key-env {config.api_key_env} is not set")
+        self.copy_credential_file(layout.config_dir / ".credentials.json")
+        key = self.api_key()
+        if key is not None:
             write_private(layout.api_key_file, key.encode())
-            self.secrets.append(key)
-            api_key = True
-        text = render_settings(layout, workspace, api_key=api_key)
+        text = render_settings(layout, workspace, api_key=key is not None)
         write_private(layout.settings_file, text.encode())
         path = DEFAULT_PATH
         extra_read: list[Path] = []
@@ -252,29 +166,35 @@ class _Trial:
             **_QUIET_ENV,
             **request.environment,
         }
-        if config.base_url is not None:
-            self.env["ANTHROPIC_BASE_URL"] = config.base_url
-        if config.max_retries is not None:
-            self.env["CLAUDE_CODE_MAX_RETRIES"] = str(config.max_retries)
-        mounted = (*(Path(t) for t in RUNTIME_TREES), host.binary.tree, *extra_read)
-        hidden = [
-            root
-            for root in host.protected_roots
-            if root.exists()
-            and not any(inside(tree, root) for tree in mounted)
-            and any(inside(root, tree) for tree in mounted)
-        ]
+        if host.config.base_url is not None:
+            self.env["ANTHROPIC_BASE_URL"] = host.config.base_url
+        if host.config.max_retries is not None:
+            self.env["CLAUDE_CODE_MAX_RETRIES"] = str(host.config.max_retries)
         self.wrapper = sandbox_argv(
             host.bwrap,
             workspace=workspace,
             layout=layout,
             executable_tree=host.binary.tree,
             extra_read=extra_read,
-            hidden=hidden,
+            hidden=self._hidden(extra_read),
+        )
+        self.session = str(uuid.uuid4())
+
+    def _hidden(self, extra_read: Sequence[Path]) -> list[Path]:
+        """Protected roots inside a mounted tree (covered in the sandbox)."""
+        host = self.host
+        mounted = (*(Path(t) for t in RUNTIME_TREES), host.binary.tree, *extra_read)
+        return roots_to_hide(
+            host.protected_roots,
+            needed=mounted,
+            exposed=lambda root: any(inside(root, tree) for tree in mounted),
         )
 
-    def _argv(self, number: int, session_id: str) -> list[str]:
+    # -- turns ----------------------------------------------------------------------------
+
+    def argv(self, number: int) -> list[str]:
         host = self.host
+        assert self.session is not None
         argv = [str(host.binary.native), "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--permission-mode", PERMISSION_MODE, "--tools", ",".join(TOOLS)]
         argv += ["--allowedTools", ",".join(TOOLS), "--setting-sources", "project"]
@@ -284,206 +204,57 @@ class _Trial:
             argv += ["--model", host.model]
         if host.effort is not None:
             argv += ["--effort", host.effort]
-        argv += ["--session-id" if number == 1 else "--resume", session_id]
+        argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
 
-    def _turn(self, number: int, session_id: str) -> _TurnRecord:
-        request, timeout = self.request, self.host.config.turn_timeout_s
-        outcome = run_bounded(
-            self._argv(number, session_id),
-            cwd=request.workspace,
-            env=self.env,
-            timeout_s=timeout,
-            cancel=request.cancel,
-            output_limit=MAX_HOST_EVENT_STREAM_BYTES,
-            stdin=request.prompts[number - 1].encode("utf-8", "surrogatepass"),
-            stderr="capture",
-            stderr_limit=MAX_HOST_STDERR_BYTES,
-            kill_on_overflow=True,
-            stall_s=self.host.config.stall_timeout_s,
-        )
-        record = _TurnRecord(number, None, outcome.output)
-        if outcome.cancelled:
-            raise HostFailure("run cancelled", cancelled=True, records=(record,))
-        if outcome.stalled:
-            raise HostFailure(
-                f"turn {number}: claude stalled: no event for "
-                f"{self.host.config.stall_timeout_s:g} s (stallTimeoutSeconds; process group "
-                f"killed); stderr: {self._tail(outcome.stderr)}",
-                records=(record,),
-            )
-        if outcome.timed_out:
-            raise HostFailure(
-                f"turn {number}: claude did not finish within {timeout:g} s (process group "
-                f"killed); stderr: {self._tail(outcome.stderr)}",
-                records=(record,),
-            )
-        if outcome.overflowed:
-            raise HostFailure(
-                f"turn {number}: event stream exceeded {MAX_HOST_EVENT_STREAM_BYTES} bytes "
-                "(process group killed)",
-                records=(record,),
-            )
-        try:
-            turn = parse_turn(outcome.output)
-        except StreamError as exc:
-            raise HostFailure(
-                f"turn {number}: malformed claude event stream: {exc}; exit code "
-                f"{outcome.exit_code}; stderr: {self._tail(outcome.stderr)}",
-                records=(record,),
-            ) from None
-        record = _TurnRecord(number, turn, outcome.output)
-        if turn.session_id != session_id:
-            raise HostFailure(
-                f"turn {number}: claude ran session {turn.session_id}, not {session_id}",
-                records=(record,),
-            )
-        if not turn.completed:
-            raise HostFailure(
-                f"turn {number} failed (claude exited {outcome.exit_code}): {turn.failure}; "
-                f"stderr: {self._tail(outcome.stderr)}",
-                records=(record,),
-            )
-        if outcome.exit_code != 0:
-            raise HostFailure(
-                f"turn {number}: claude exited {outcome.exit_code} after a successful result; "
-                f"stderr: {self._tail(outcome.stderr)}",
-                records=(record,),
-            )
-        return record
+    def parse(self, stream: bytes) -> Turn:
+        return parse_turn(stream)
 
-    def _tail(self, stderr: bytes) -> str:
-        return stderr_tail(stderr, self.secrets)
+    def continuity_error(self, number: int, turn: Turn) -> str | None:
+        if turn.session_id != self.session:
+            return f"turn {number}: claude ran session {turn.session_id}, not {self.session}"
+        return None
 
-    def run(self) -> HostResult:
-        request = self.request
-        skills, skills_complete = discover_skills(request.workspace, CLAUDE_SKILLS_DIR)
-        before = snapshot(request.workspace)
-        records: list[_TurnRecord] = []
-        failure: HostFailure | None = None
-        try:
-            self._prepare()
-            session_id = str(uuid.uuid4())
-            for number in range(1, len(request.prompts) + 1):
-                records.append(self._turn(number, session_id))
-        except HostFailure as exc:
-            failure = exc
-            records.extend(exc.records)
-        except OSError as exc:
-            failure = HostFailure(f"claude host set-up failed: {exc.strerror or exc}")
-        after = snapshot(request.workspace)
-        return self._result(records, failure, skills, skills_complete, before, after)
+    def failed_turn(self, number: int, turn: Turn, exit_code: int | None) -> str:
+        return f"turn {number} failed (claude exited {exit_code}): {turn.failure}"
 
-    def _scrub(self, text: str) -> str:
-        return scrub(text, self.secrets)
+    # -- results --------------------------------------------------------------------------
 
-    def _result(
-        self,
-        records: Sequence[_TurnRecord],
-        failure: HostFailure | None,
-        skills: Sequence[MountedSkill],
-        skills_complete: bool,
-        before: Snapshot,
-        after: Snapshot,
-    ) -> HostResult:
-        parsed = [r for r in records if r.turn is not None]
-        completed = [r for r in parsed if r.turn is not None and r.turn.completed]
-        final: str | None = None
-        if failure is None and completed:
-            last = completed[-1].turn
-            assert last is not None
-            final = last.final_message
-        artifacts = tuple(
-            Artifact(
-                EVENTS_ARTIFACT if r.number == 1 else FOLLOW_UP_EVENTS_ARTIFACT,
-                self._scrub(r.stream.decode("utf-8", "replace")).encode()
-                if self.secrets
-                else r.stream,
-            )
-            for r in records
-        )
-        error = None
-        if failure is not None and not failure.cancelled:
-            error = self._scrub(failure.message)[:MAX_DIAGNOSTIC_CHARS]
-        turns = [r.turn for r in parsed if r.turn is not None]
-        return HostResult(
-            final_message=self._scrub(final) if final is not None else None,
-            complete=failure is None and final is not None,
-            execution_failed=failure is not None and not failure.cancelled,
-            error=error,
-            cancelled=failure is not None and failure.cancelled,
-            observations=self._observations(parsed, skills, skills_complete, before, after),
-            artifacts=artifacts,
-            usage=_usage(turns, failure is None),
-            turns_completed=len(completed),
-        )
+    def offered_skills(
+        self, skills: Sequence[MountedSkill], parsed: Sequence[TurnRecord[Turn]]
+    ) -> tuple[Sequence[MountedSkill], bool]:
+        """Only the skills Claude Code listed; unknown when no turn's stream parsed."""
+        if not parsed:
+            return skills, False
+        names = {name for r in parsed if r.turn is not None for name in r.turn.skills}
+        return [s for s in skills if s.name in names], True
 
-    def _observations(
-        self,
-        parsed: Sequence[_TurnRecord],
-        skills: Sequence[MountedSkill],
-        skills_complete: bool,
-        before: Snapshot,
-        after: Snapshot,
-    ) -> tuple[Observation, ...]:
-        commands: list[JsonValue] = []
-        calls: list[JsonValue] = []
-        reads: list[dict[str, JsonValue]] = []
-        turns: list[JsonValue] = []
-        offered_names: set[str] = set()
-        for record in parsed:
-            turn = record.turn
-            assert turn is not None
-            offered_names.update(turn.skills)
-            turns.append(
-                {
-                    "turn": record.number,
-                    "sessionId": turn.session_id,
-                    "completed": turn.completed,
-                    "model": turn.model,
-                    "permissionMode": turn.permission_mode,
-                    "tools": list(turn.tools[:64]),
-                    "toolCalls": len(turn.calls),
-                    "numTurns": turn.num_turns,
-                    "permissionDenials": turn.permission_denials,
-                }
-            )
-            for call in turn.calls:
-                calls.append(self._call(record.number, call))
-                if call.name == "Bash":
-                    commands.append(self._command(record.number, call))
-                for skill in skills:
-                    if skill.name not in turn.skills:
-                        continue  # Claude Code did not offer it under this name
-                    status = self._activation(skill, call)
-                    if status is not None:
-                        reads.append(
-                            {
-                                "skill": skill.name,
-                                "turn": record.number,
-                                "ordinal": call.ordinal,
-                                "status": status,
-                            }
-                        )
-        offered = [s for s in skills if s.name in offered_names] if parsed else list(skills)
-        complete = Completeness.COMPLETE
-        return (
-            Observation(COMMANDS_OBSERVATION, HOST_ID, complete, {"commands": commands}),
-            Observation(TOOL_CALLS_OBSERVATION, HOST_ID, complete, {"calls": calls}),
-            Observation(
-                FILES_CHANGED_OBSERVATION,
-                HOST_ID,
-                complete if before.complete and after.complete else Completeness.PARTIAL,
-                changes(before, after),
-            ),
-            Observation(
-                SKILLS_OBSERVATION,
-                HOST_ID,
-                complete if skills_complete and parsed else Completeness.PARTIAL,
-                make_skills_data(offered, reads),
-            ),
-            Observation(TURNS_OBSERVATION, HOST_ID, complete, {"turns": turns}),
-        )
+    def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:
+        return {
+            "sessionId": turn.session_id,
+            "completed": turn.completed,
+            "model": turn.model,
+            "permissionMode": turn.permission_mode,
+            "tools": list(turn.tools[:64]),
+            "toolCalls": len(turn.calls),
+            "numTurns": turn.num_turns,
+            "permissionDenials": turn.permission_denials,
+        }
+
+    def collect(
+        self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence
+    ) -> None:
+        # Only skills Claude Code offered under their own name can be activated.
+        offered = [skill for skill in skills if skill.name in turn.skills]
+        for call in turn.calls:
+            into.calls.append(self._call(number, call))
+            if call.name == "Bash":
+                into.commands.append(self._command(number, call))
+            for skill in offered:
+                into.read(skill, number, call.ordinal, self._activation(skill, call))
+
+    def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
+        return _usage(turns, all_turns)
 
     def _call(self, turn: int, call: ToolUse) -> dict[str, JsonValue]:
         kind = {"Bash": "command_execution", "Edit": "file_change", "Write": "file_change"}
@@ -495,7 +266,7 @@ class _Trial:
             "status": "failed" if call.is_error else "completed",
         }
         if call.name in _FILE_TOOLS and isinstance(call.input.get("file_path"), str):
-            entry["paths"] = [self._scrub(str(call.input["file_path"]))[:1024]]
+            entry["paths"] = [self.scrub(str(call.input["file_path"]))[:1024]]
         if call.name == "Skill" and isinstance(call.input.get("skill"), str):
             entry["skill"] = str(call.input["skill"])[:256]
         return entry
@@ -508,19 +279,8 @@ class _Trial:
             code = 0
         elif call.is_error and (match := _EXIT_RE.match(output)):
             code = int(match.group(1))
-        data = output.encode("utf-8", "surrogatepass")
-        return {
-            "turn": turn,
-            "ordinal": call.ordinal,
-            "command": self._scrub(command),
-            "exitCode": code,
-            "timedOut": False,
-            "outputSha256": hashlib.sha256(data).hexdigest(),
-            "outputByteLength": len(data),
-            "outputTruncated": False,
-            "durationMs": None,
-            "status": "failed" if call.is_error else "completed",
-        }
+        status = "failed" if call.is_error else "completed"
+        return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
 
     def _activation(self, skill: MountedSkill, call: ToolUse) -> str | None:
         """``read`` for a Skill call or a whole, direct read of the mounted SKILL.md."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 
-from sevro_core.hosts.agentcli import (
+from sevro_core.api import (
     BinaryError,
     NativeBinary,
     binary_version,
@@ -23,8 +23,9 @@ _TRIPLES = {
     ("Darwin", "arm64"): ("codex-darwin-arm64", "aarch64-apple-darwin"),
 }
 CodexBinary = NativeBinary
+TESTED_VERSION = "codex-cli 0.171.0"
 
-__all__ = ["BinaryError", "CodexBinary", "locate", "version"]
+__all__ = ["TESTED_VERSION", "BinaryError", "CodexBinary", "locate", "version"]
 
 
 def locate(configured: str | None) -> CodexBinary:

@@ -17,21 +17,7 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.errors import ConfigurationError
-from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.agentcli import (
-    ENV_NAME,
-    Credentials,
-    DoctorCheck,
-    auth_check,
-    credential_settings,
-    seconds_setting,
-)
-from sevro_core.limits import (
-    DEFAULT_HOST_STALL_SECONDS,
-    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-    MAX_HOST_TURN_TIMEOUT_SECONDS,
-)
+from sevro_core.api import ENV_NAME, AgentCliConfig, ConfigurationError, CredentialFlags
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
@@ -65,16 +51,18 @@ class Price:
     output: float
 
 
-@frozen
-class CodexConfig:
+@frozen(kw_only=True)
+class CodexConfig(AgentCliConfig):
     provider: Provider | None
-    turn_timeout_s: float
-    stall_timeout_s: float
     prices: Mapping[str, Price]
-    bin: str | None
-    auth_file: Path | None
-    api_key_env: str | None
-    raw: Mapping[str, JsonValue]
+
+
+CREDENTIALS = CredentialFlags.for_host(
+    "codex",
+    "authFile",
+    login_fix="run `codex login` first",
+    none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
+)
 
 
 def _int(value: Any, pointer: str, maximum: int) -> int:
@@ -124,15 +112,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
             stream_max_retries=limits.get("streamMaxRetries"),
             stream_idle_timeout_ms=limits.get("streamIdleTimeoutMs"),
         )
-    timeout = seconds_setting(
-        config,
-        "turnTimeoutSeconds",
-        DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
-        MAX_HOST_TURN_TIMEOUT_SECONDS,
-    )
-    stall = seconds_setting(
-        config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, MAX_HOST_TURN_TIMEOUT_SECONDS
-    )
+    common = AgentCliConfig.common(config, settings, "codex", CREDENTIALS)
     prices: dict[str, Price] = {}
     raw_prices = config.get("prices", {})
     if not isinstance(raw_prices, dict):
@@ -147,33 +127,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
             raise ConfigurationError("prices must be non-negative numbers", pointer)
         prices[model] = Price(*(float(v) for v in values))
-    credentials = credential_settings(
-        settings,
-        file_key="codex.authFile",
-        env_key="codex.apiKeyEnv",
-        file_flag="--codex-auth-file",
-        env_flag="--codex-api-key-env",
-    )
-    return CodexConfig(
-        provider=provider,
-        turn_timeout_s=timeout,
-        stall_timeout_s=stall,
-        prices=prices,
-        bin=settings.get("codex.bin"),
-        auth_file=credentials.file,
-        api_key_env=credentials.api_key_env,
-        raw=config,
-    )
-
-
-def credential_check(config: CodexConfig) -> DoctorCheck:
-    """Whether a credential is configured and present: `sevro doctor` and run planning agree."""
-    return auth_check(
-        Credentials(config.auth_file, config.api_key_env),
-        file_detail="auth file",
-        login_fix="run `codex login` first",
-        none_fix="pass --codex-auth-file ~/.codex/auth.json or --codex-api-key-env OPENAI_API_KEY",
-    )
+    return CodexConfig(provider=provider, prices=prices, **common)
 
 
 def _toml_string(value: str) -> str:

@@ -9,14 +9,14 @@ stream stays unknown (``None``), never zero.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
 
-from sevro_core.limits import MAX_HOST_EVENT_LINE_BYTES, MAX_HOST_EVENT_STREAM_BYTES
-from sevro_core.models import Usage
+from sevro_core.api import StreamError, Usage, decode_event, stream_lines
+
+__all__ = ["Item", "StreamError", "Turn", "parse_turn"]
 
 EVENT_TYPES = frozenset(
     {
@@ -51,10 +51,6 @@ _USAGE_FIELDS = {
 }
 
 
-class StreamError(Exception):
-    """The event stream cannot be trusted; the message says why and where."""
-
-
 @frozen
 class Item:
     """A completed item, in completion order (``ordinal`` counts from 1 within the turn)."""
@@ -74,24 +70,6 @@ class Turn:
     usage: Usage
     failure: str | None
     warnings: tuple[str, ...]
-
-
-def _decode(line: bytes, number: int) -> dict[str, Any]:
-    if len(line) > MAX_HOST_EVENT_LINE_BYTES:
-        raise StreamError(f"line {number} is longer than {MAX_HOST_EVENT_LINE_BYTES} bytes")
-    try:
-        event = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StreamError(f"line {number} is not JSON: {exc}") from None
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise StreamError(f"line {number} is not an event object with a string 'type'")
-    if event["type"] not in EVENT_TYPES:
-        raise StreamError(f"line {number} has an unknown event type {event['type']!r}")
-    return event
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"non-standard constant {name}")
 
 
 def _usage(raw: Any) -> Usage:
@@ -117,10 +95,6 @@ def _message(event: Mapping[str, Any]) -> str:
 
 def parse_turn(stream: bytes) -> Turn:
     """Parse one turn's stream; raise ``StreamError`` for anything malformed or ambiguous."""
-    if len(stream) > MAX_HOST_EVENT_STREAM_BYTES:
-        raise StreamError(f"event stream is larger than {MAX_HOST_EVENT_STREAM_BYTES} bytes")
-    if stream and not stream.endswith(b"\n"):
-        raise StreamError("event stream is truncated (its last line has no newline)")
     thread_id: str | None = None
     turn_started = False
     terminal: str | None = None
@@ -129,10 +103,8 @@ def parse_turn(stream: bytes) -> Turn:
     open_items: dict[str, str] = {}
     done: dict[str, Item] = {}
     warnings: list[str] = []
-    for number, line in enumerate(stream.splitlines(), start=1):
-        if not line.strip():
-            continue
-        event = _decode(line, number)
+    for number, line in stream_lines(stream):
+        event = decode_event(line, number, EVENT_TYPES)
         kind = event["type"]
         if terminal is not None:
             raise StreamError(f"line {number}: {kind} after {terminal}")

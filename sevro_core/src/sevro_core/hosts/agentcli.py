@@ -1,33 +1,127 @@
-"""Pieces every agent-CLI host needs: the binary, private files, secret scrubbing, stderr.
+"""The agent-CLI host skeleton: a host that runs a coding-agent CLI once per turn of a trial.
 
-Kept in one place so every agent-CLI host treats credentials and diagnostics the same way.
+:class:`AgentCliHost` is the plugin (configure, doctor), :class:`ConfiguredAgentCliHost` the
+host bound to one run, :class:`AgentCliTrial` one trial. The base owns the flow every agent
+CLI shares: a private trial layout with credentials copied privately and their secrets kept for
+scrubbing; each turn run with the prompt on stdin, bounded stdout and stderr, a stall and a
+turn timeout, cancellation and a process-group kill (inside a PID namespace when the host asks
+for one); the turn's stream parsed strictly; and the result: the shared observations (commands,
+tool calls, files changed, skills, turns), usage, the event streams as artifacts, and failure
+reasons that end with the scrubbed stderr tail. A subclass supplies only what is its own:
+the argv, the stream parser, the configuration it renders and the binary rules.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
-import re
-import shutil
-import stat
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.errors import ConfigurationError, InvocationError
-from sevro_core.formats.jsonio import read_bounded
+from sevro_core.fixtures.changes import Snapshot, changes, snapshot
+from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.binaries import (
+    BinaryError,
+    NativeBinary,
+    binary_version,
+    candidate_binary,
+    is_native_executable,
+)
+from sevro_core.hosts.credentials import (
+    ENV_NAME,
+    REDACTED,
+    CredentialFlags,
+    Credentials,
+    auth_check,
+    credential_settings,
+    read_credential_file,
+    require_credential,
+    scrub,
+    secret_strings,
+    write_private,
+)
+from sevro_core.hosts.pidns import pid_namespace_argv, pid_namespace_prefix
+from sevro_core.hosts.skills import SKILLS_DIR, MountedSkill, discover_skills
+from sevro_core.hosts.skills import skills_data as make_skills_data
+from sevro_core.isolation.processes import run_bounded
 from sevro_core.limits import (
-    MAX_HOST_CREDENTIAL_FILE_BYTES,
+    DEFAULT_HOST_STALL_SECONDS,
+    DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
+    MAX_DIAGNOSTIC_CHARS,
+    MAX_HOST_EVENT_STREAM_BYTES,
+    MAX_HOST_STDERR_BYTES,
     MAX_HOST_STDERR_TAIL_CHARS,
     MAX_HOST_STDERR_TAIL_LINES,
+    MAX_HOST_TURN_TIMEOUT_SECONDS,
 )
-from sevro_core.plugin.protocols import DoctorCheck as DoctorCheck  # noqa: PLC0414 (re-export)
+from sevro_core.models import (
+    Artifact,
+    Case,
+    HostRequest,
+    HostResult,
+    Observation,
+    ProcessOutcome,
+    Route,
+    Usage,
+)
+from sevro_core.plugin.protocols import DoctorCheck, DoctorRequest, HostOptions, HostSetting
 from sevro_core.reporting.failures import escape_controls
+from sevro_core.states import Completeness
+from sevro_core.vocabulary import (
+    COMMANDS_OBSERVATION,
+    CONTINUATION_CAPABILITY,
+    FILES_CHANGED_OBSERVATION,
+    SKILLS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
+)
 
-REDACTED = "[redacted]"
+__all__ = [
+    "COMMANDS_OBSERVATION",
+    "CONTINUATION_CAPABILITY",
+    "ENV_NAME",
+    "FILES_CHANGED_OBSERVATION",
+    "REDACTED",
+    "SKILLS_OBSERVATION",
+    "TOOL_CALLS_OBSERVATION",
+    "AgentCliConfig",
+    "AgentCliHost",
+    "AgentCliTrial",
+    "BinaryError",
+    "ConfiguredAgentCliHost",
+    "CredentialFlags",
+    "Credentials",
+    "DoctorCheck",
+    "EvidenceIds",
+    "HostFailure",
+    "NativeBinary",
+    "ParsedTurn",
+    "TurnEvidence",
+    "TurnRecord",
+    "auth_check",
+    "binary_version",
+    "candidate_binary",
+    "command_entry",
+    "credential_settings",
+    "inside",
+    "is_native_executable",
+    "pid_namespace_argv",
+    "read_credential_file",
+    "require_credential",
+    "roots_to_hide",
+    "scrub",
+    "seconds_setting",
+    "secret_strings",
+    "stderr_tail",
+    "turn_limits",
+    "write_private",
+]
+
+
+# -- helpers every agent-CLI host uses --------------------------------------------------------
 
 
 class HostFailure(Exception):
@@ -42,52 +136,6 @@ class HostFailure(Exception):
 
 def inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
-
-
-def read_credential_file(path: Path, flag: str) -> bytes:
-    """A credential file, bounded and non-empty (``ConfigurationError`` naming ``flag``)."""
-    try:
-        data = read_bounded(path, MAX_HOST_CREDENTIAL_FILE_BYTES, what=flag)
-    except InvocationError as exc:
-        raise ConfigurationError(exc.one_line()) from None
-    if not data.strip():
-        raise ConfigurationError(f"{flag} is empty")
-    return data
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Create ``path`` (0600, never through a symlink, never over an existing file)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def secret_strings(data: bytes) -> list[str]:
-    """String values of a credential file, to keep them out of any retained text."""
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
-        text = data.decode("utf-8", "replace").strip()
-        return [text] if len(text) >= 8 else []
-    found: list[str] = []
-    pending = [document]  # iterative: a deeply nested credential file must not crash start-up
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str) and len(value) >= 8:
-            found.append(value)
-        elif isinstance(value, dict):
-            pending.extend(reversed(list(value.values())))
-        elif isinstance(value, list):
-            pending.extend(reversed(value))
-    return found
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
@@ -106,20 +154,6 @@ def stderr_tail(stderr: bytes, secrets: Sequence[str]) -> str:
     return escaped or "(empty)"
 
 
-def pid_namespace_argv(unshare: str) -> list[str]:
-    """A prefix that runs a CLI as PID 1 of a PID namespace of its own and changes nothing else.
-
-    The CLI sees the host's filesystem, devices and network as it would natively, and a fresh
-    ``/proc`` of its namespace (so sandboxes it starts itself still work). When it ends, or sevro
-    kills its process group (``--kill-child`` takes the CLI down with ``unshare``), the kernel
-    kills every process left in the namespace, including those that detached with ``setsid``
-    into a session of their own, which a process-group kill cannot reach. Without root a user
-    namespace mapping only the caller's own IDs is needed to create the PID namespace.
-    """
-    user = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]
-    return [unshare, *user, "--pid", "--fork", "--mount-proc", "--kill-child", "--"]
-
-
 def seconds_setting(config: Mapping[str, Any], key: str, default: float, maximum: float) -> float:
     """A positive number of seconds from a host configuration (``ConfigurationError`` if not)."""
     value = config.get(key, default)
@@ -128,120 +162,608 @@ def seconds_setting(config: Mapping[str, Any], key: str, default: float, maximum
     return float(value)
 
 
-def require_credential(check: DoctorCheck, host: str) -> None:
-    """Refuse a run before any trial when the doctor's credential check fails (exit 64)."""
-    if not check.ok:
-        fix = f"; {check.fix}" if check.fix else ""
-        raise InvocationError(
-            f"--host {host}: {check.detail}{fix} (see `sevro doctor --host {host}`)"
-        )
+def roots_to_hide(
+    roots: Sequence[Path], *, needed: Sequence[Path], exposed: Callable[[Path], bool]
+) -> list[Path]:
+    """Protected roots a sandbox must cover explicitly: existing, holding nothing the CLI
+    needs, and ``exposed`` by a tree the sandbox otherwise shows."""
+    return [
+        root
+        for root in roots
+        if root.exists() and not any(inside(path, root) for path in needed) and exposed(root)
+    ]
 
 
-_NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+def turn_limits(config: Mapping[str, Any]) -> tuple[float, float]:
+    """A host configuration's ``turnTimeoutSeconds`` and ``stallTimeoutSeconds``."""
+    maximum = MAX_HOST_TURN_TIMEOUT_SECONDS
+    timeout = seconds_setting(
+        config, "turnTimeoutSeconds", DEFAULT_HOST_TURN_TIMEOUT_SECONDS, maximum
+    )
+    stall = seconds_setting(config, "stallTimeoutSeconds", DEFAULT_HOST_STALL_SECONDS, maximum)
+    return timeout, stall
 
 
-class BinaryError(Exception):
-    """The agent CLI cannot be found or does not answer; the message says how to fix it."""
+def command_entry(
+    turn: int, ordinal: int, command: str, output: str, code: Any, status: str
+) -> dict[str, JsonValue]:
+    """One ``sevro.commands`` entry (the command still to be scrubbed by the caller)."""
+    data = output.encode("utf-8", "surrogatepass")
+    return {
+        "turn": turn,
+        "ordinal": ordinal,
+        "command": command,
+        "exitCode": code,
+        "timedOut": False,
+        "outputSha256": hashlib.sha256(data).hexdigest(),
+        "outputByteLength": len(data),
+        "outputTruncated": False,
+        "durationMs": None,
+        "status": status,
+    }
+
+
+# -- what the skeleton needs from a subclass's own types ------------------------------------
+
+
+@frozen(kw_only=True)
+class AgentCliConfig:
+    """What every agent-CLI host's configuration holds; a host subclasses it with its own."""
+
+    turn_timeout_s: float
+    stall_timeout_s: float
+    bin: str | None
+    """``<host>.bin``: the CLI to run (default: its command on PATH)."""
+    credentials: Credentials
+    raw: Mapping[str, JsonValue]
+    """``--host-config`` as given (it enters the redacted configuration)."""
+
+    @staticmethod
+    def common(
+        config: Mapping[str, Any], settings: Mapping[str, str], host: str, flags: CredentialFlags
+    ) -> dict[str, Any]:
+        """The shared fields, validated: turn and stall timeouts, ``<host>.bin``, credential."""
+        timeout, stall = turn_limits(config)
+        return {
+            "turn_timeout_s": timeout,
+            "stall_timeout_s": stall,
+            "bin": settings.get(f"{host}.bin"),
+            "credentials": flags.parse(settings),
+            "raw": config,
+        }
+
+
+class ParsedTurn(Protocol):
+    """One turn as the host's stream parser returns it, as far as the skeleton reads it."""
+
+    @property
+    def completed(self) -> bool: ...
+    @property
+    def final_message(self) -> str | None: ...
+    @property
+    def failure(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=AgentCliConfig)
+TurnT = TypeVar("TurnT", bound=ParsedTurn)
+HostT = TypeVar("HostT", bound="ConfiguredAgentCliHost[Any]")
 
 
 @frozen
-class NativeBinary:
-    native: Path
-    """The native executable (canonical)."""
-    tree: Path
-    """The directory the executable needs to read (its npm package, or its own directory)."""
+class EvidenceIds:
+    """The ids of a host's own evidence: its turns observation and event-stream artifacts."""
+
+    turns: str
+    """The observation summarising each turn (``acme.cli.turns``)."""
+    events: str
+    """The first turn's event stream (``acme.cli.events``)."""
+    follow_up_events: str
+    """Each later turn's event stream (``acme.cli.follow-up-events``)."""
 
 
-def is_native_executable(path: Path) -> bool:
-    """ELF or Mach-O, not a script or a Node launcher."""
-    try:  # O_NONBLOCK and a regular-file check: an executable FIFO on PATH must not block
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) in _NATIVE_MAGIC
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+@frozen
+class TurnRecord(Generic[TurnT]):
+    """One turn's raw stream and, when it parsed, the parsed turn."""
+
+    number: int
+    turn: TurnT | None
+    stream: bytes
 
 
-def candidate_binary(configured: str | None, command: str, flag: str, package: str) -> Path:
-    """``flag``'s file, else ``command`` on PATH, canonicalised; ``BinaryError`` with a fix."""
-    if configured is not None:
-        candidate = Path(configured)
-        if not candidate.is_file():
-            raise BinaryError(f"{flag} {configured} is not a file")
-    else:
-        found = shutil.which(command)
-        if found is None:
-            raise BinaryError(
-                f"{command} is not on PATH; install it (npm install -g {package}) or pass {flag}"
+@frozen
+class TurnEvidence:
+    """What a trial's turns showed, collected turn by turn by :meth:`AgentCliTrial.collect`."""
+
+    commands: list[JsonValue] = field(factory=list)
+    calls: list[JsonValue] = field(factory=list)
+    reads: list[dict[str, JsonValue]] = field(factory=list)
+    turns: list[JsonValue] = field(factory=list)
+
+    def read(self, skill: MountedSkill, turn: int, ordinal: int, status: str | None) -> None:
+        """Record a touch of a mounted skill (``read`` or ``partial``); ``None`` is no touch."""
+        if status is not None:
+            entry: dict[str, JsonValue] = {"skill": skill.name, "turn": turn}
+            self.reads.append({**entry, "ordinal": ordinal, "status": status})
+
+
+# -- the plugin -----------------------------------------------------------------------------
+
+
+class AgentCliHost(Generic[ConfigT]):
+    """The registered host: validates options into a configured host, and runs the doctor.
+
+    A subclass sets the class attributes and implements :meth:`parse_config`, :meth:`locate`,
+    :meth:`binary_version` and :meth:`doctor_checks`; :meth:`prerequisites` is optional.
+    """
+
+    id: ClassVar[str]
+    version: ClassVar[str] = "1.0.0"
+    capabilities: ClassVar[frozenset[str]]
+    requires: ClassVar[frozenset[str]] = frozenset()
+    name: ClassVar[str]
+    """The short name (``--host acme``), also how failure reasons name the CLI."""
+    package: ClassVar[str]
+    """The npm package that installs the CLI."""
+    tested_version: ClassVar[str]
+    credential_flags: ClassVar[CredentialFlags]
+    setting_help: ClassVar[tuple[str, str, str]]
+    """Help for the three settings: the binary, the credential file, the API-key variable."""
+    uses_pid_namespace: ClassVar[bool] = False
+    """Run each turn as PID 1 of a PID namespace of its own (Linux)."""
+    configured: ClassVar[type[ConfiguredAgentCliHost[Any]]]
+
+    @staticmethod
+    def turn_capabilities(turns_observation: str) -> frozenset[str]:
+        """What every agent-CLI host provides, plus its own turns observation."""
+        return frozenset(
+            {
+                CONTINUATION_CAPABILITY,
+                COMMANDS_OBSERVATION,
+                TOOL_CALLS_OBSERVATION,
+                FILES_CHANGED_OBSERVATION,
+                SKILLS_OBSERVATION,
+                turns_observation,
+            }
+        )
+
+    @property
+    def display(self) -> str:
+        """The CLI's name in prose (``Acme``)."""
+        return self.name.capitalize()
+
+    @property
+    def bin_flag(self) -> str:
+        return f"--{self.name}-bin"
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """``<name>.bin`` and the two exclusive credential settings, as flags."""
+        flags, (bin_help, file_help, key_help) = self.credential_flags, self.setting_help
+        return (
+            HostSetting(f"{self.name}.bin", self.bin_flag, bin_help, "path"),
+            HostSetting(flags.file_key, flags.file_flag, file_help, "path"),
+            HostSetting(flags.env_key, flags.env_flag, key_help, "string"),
+        )
+
+    def parse_config(
+        self, config: Mapping[str, Any] | None, settings: Mapping[str, str]
+    ) -> ConfigT:
+        """Validate ``--host-config`` and the host's settings (``ConfigurationError``)."""
+        raise NotImplementedError
+
+    def locate(self, configured: str | None) -> NativeBinary:
+        """The CLI's native executable (``BinaryError`` with a fix)."""
+        raise NotImplementedError
+
+    def binary_version(self, binary: NativeBinary) -> str:
+        """``<cli> --version`` (``BinaryError`` when it does not answer)."""
+        raise NotImplementedError
+
+    def prerequisites(self) -> Mapping[str, Any]:
+        """Check what a run needs besides the CLI (``ConfigurationError``); the values become
+        fields of the configured host."""
+        return {}
+
+    def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
+        """The host's own doctor checks, after binary, version, auth (and pid-namespace)."""
+        raise NotImplementedError
+
+    def credential_check(self, config: ConfigT) -> DoctorCheck:
+        return self.credential_flags.check(config.credentials)
+
+    def configure(self, options: HostOptions) -> ConfiguredAgentCliHost[ConfigT]:
+        config = self.parse_config(options.config, options.settings)
+        try:
+            binary = self.locate(config.bin)
+        except BinaryError as exc:
+            raise ConfigurationError(f"{exc} (run `sevro doctor --host {self.name}`)") from None
+        extra = self.prerequisites()
+        # A run without a usable credential would only fail or retry in every trial: refuse it
+        # now, with the doctor's own reason (no network involved).
+        require_credential(self.credential_check(config), self.name)
+        if config.credentials.file is not None:  # fail before any trial, never later
+            read_credential_file(config.credentials.file, self.credential_flags.file_flag)
+        pid_namespace = (
+            pid_namespace_prefix(self.display, self.name) if self.uses_pid_namespace else ()
+        )
+        route = Route(
+            host=self.id,
+            model=options.model or f"{self.name}-default",
+            effort=options.effort or "default",
+        )
+        return self.configured(
+            plugin=self,
+            route=route,
+            config=config,
+            binary=binary,
+            model=options.model,
+            effort=options.effort,
+            protected_roots=tuple(p.resolve() for p in options.protected_roots),
+            pid_namespace=pid_namespace,
+            capabilities=self.capabilities,
+            **extra,
+        )
+
+    def doctor(self, request: DoctorRequest) -> Sequence[DoctorCheck]:
+        """Checks for `sevro doctor --host <name>` (each failure with a fix)."""
+        if request.sandbox != "auto":  # the CLI runs the agent's commands in its own sandbox
+            raise InvocationError("--sandbox applies to hosts that run commands in sevro's sandbox")
+        try:
+            config = self.parse_config(None, request.settings)
+        except ConfigurationError as exc:
+            return [
+                DoctorCheck("settings", False, exc.message, f"correct the {self.display} flags")
+            ]
+        try:
+            binary = self.locate(config.bin)
+        except BinaryError as exc:
+            fix = f"npm install -g {self.package} (or pass {self.bin_flag} /path/to/{self.name})"
+            return [DoctorCheck("binary", False, str(exc), fix)]
+        checks = [DoctorCheck("binary", True, str(binary.native)), self._version_check(binary)]
+        checks.append(self.credential_check(config))
+        if self.uses_pid_namespace:
+            from sevro_core.hosts.checks import pid_namespace_check
+
+            checks.append(pid_namespace_check(self.name))
+        checks += self.doctor_checks(binary, request)
+        return checks
+
+    def _version_check(self, binary: NativeBinary) -> DoctorCheck:
+        try:
+            found = self.binary_version(binary)
+        except BinaryError as exc:
+            return DoctorCheck("version", False, str(exc), f"reinstall {self.package}")
+        same = found == self.tested_version
+        note = "" if same else f" (sevro is tested with {self.tested_version})"
+        return DoctorCheck("version", True, found + note)
+
+
+# -- the host bound to one run ----------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class ConfiguredAgentCliHost(Generic[ConfigT]):
+    """A host bound to its configuration; :meth:`trial` makes the host's trial for a request."""
+
+    plugin: AgentCliHost[ConfigT]
+    route: Route
+    config: ConfigT
+    binary: NativeBinary
+    model: str | None
+    effort: str | None
+    protected_roots: tuple[Path, ...]
+    pid_namespace: tuple[str, ...] = ()
+    """Prefix that runs each turn in its own PID namespace (empty when not asked for)."""
+    capabilities: frozenset[str]
+
+    def redacted_configuration(self) -> JsonValue:
+        credentials = self.config.credentials
+        return {
+            "hostConfig": dict(self.config.raw),
+            "binary": str(self.binary.native),
+            self.plugin.credential_flags.file_setting: {"present": credentials.file is not None},
+            "apiKeyEnv": (
+                {"name": credentials.api_key_env, "present": True}
+                if credentials.api_key_env is not None
+                else None
+            ),
+            "protectedRoots": [str(p) for p in self.protected_roots],
+            **self.redacted_isolation(),
+        }
+
+    def redacted_isolation(self) -> dict[str, JsonValue]:
+        """The host's own isolation settings for evidence (no secrets)."""
+        raise NotImplementedError
+
+    def check_case(self, case: Case) -> None:
+        return None  # every case shape is runnable; isolation is checked per trial
+
+    def trial(self, request: HostRequest) -> AgentCliTrial[Any, Any]:
+        raise NotImplementedError
+
+    def run(self, request: HostRequest) -> HostResult:
+        return self.trial(request).run()
+
+
+# -- one trial ------------------------------------------------------------------------------
+
+
+class AgentCliTrial(Generic[HostT, TurnT]):
+    """One trial: prepare, run each turn, parse it, and report observations and artifacts.
+
+    A subclass implements :meth:`private_dirs`, :meth:`configure_trial`, :meth:`argv`,
+    :meth:`parse`, :meth:`continuity_error`, :meth:`turn_summary`, :meth:`collect` and
+    :meth:`usage`; :meth:`failed_turn` and :meth:`offered_skills` have defaults.
+    """
+
+    skills_dir: ClassVar[str] = SKILLS_DIR
+    evidence_ids: ClassVar[EvidenceIds]
+    completion: ClassVar[str]
+    """How a failure reason names a successful turn's end (``turn.completed``)."""
+
+    def __init__(self, host: HostT, request: HostRequest) -> None:
+        self.host = host
+        self.request = request
+        self.secrets: list[str] = []
+        self.env: dict[str, str] = {}
+        self.session: str | None = None
+        """The session (thread) the turns continue; set by the subclass."""
+
+    @property
+    def name(self) -> str:
+        return self.host.plugin.name
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def private_dirs(self) -> Sequence[Path]:
+        """Directories under the private root to create (0700) before anything else."""
+        raise NotImplementedError
+
+    def configure_trial(self) -> None:
+        """Write the trial's configuration and credentials; set ``env`` and the session."""
+        raise NotImplementedError
+
+    def argv(self, number: int) -> list[str]:
+        """The command for turn ``number`` (the PID-namespace prefix is added by the base)."""
+        raise NotImplementedError
+
+    def parse(self, stream: bytes) -> TurnT:
+        """The turn's stream, parsed strictly (``StreamError`` for anything untrustworthy)."""
+        raise NotImplementedError
+
+    def continuity_error(self, number: int, turn: TurnT) -> str | None:
+        """Why the turn does not continue the trial's session, if it does not."""
+        raise NotImplementedError
+
+    def collect(
+        self, number: int, turn: TurnT, skills: Sequence[MountedSkill], into: TurnEvidence
+    ) -> None:
+        """Add one parsed turn's commands, tool calls and skill reads to ``into``."""
+        raise NotImplementedError
+
+    def turn_summary(self, turn: TurnT) -> dict[str, JsonValue]:
+        """The turn's entry in the host's turns observation (after its ``turn`` number)."""
+        raise NotImplementedError
+
+    def usage(self, turns: Sequence[TurnT], all_turns: bool) -> Usage:
+        """The trial's usage from its parsed turns; incomplete unless ``all_turns``."""
+        raise NotImplementedError
+
+    def failed_turn(self, number: int, turn: TurnT, exit_code: int | None) -> str:
+        """The reason for a turn the stream says failed (the stderr tail is appended)."""
+        return f"turn {number} failed: {turn.failure}"
+
+    def offered_skills(
+        self, skills: Sequence[MountedSkill], parsed: Sequence[TurnRecord[TurnT]]
+    ) -> tuple[Sequence[MountedSkill], bool]:
+        """The skills the CLI offered, and whether that is known (with a complete listing)."""
+        return skills, True
+
+    # -- helpers for subclasses -------------------------------------------------------------
+
+    def copy_credential_file(self, target: Path) -> None:
+        """Copy the configured credential file to ``target`` (0600); remember its secrets."""
+        file = self.host.config.credentials.file
+        if file is not None:
+            data = read_credential_file(file, self.host.plugin.credential_flags.file_flag)
+            write_private(target, data)
+            self.secrets += secret_strings(data)
+
+    def api_key(self) -> str | None:
+        """The API key from the configured variable (a set-up failure when it is empty)."""
+        name = self.host.config.credentials.api_key_env
+        if name is None:
+            return None
+        key = os.environ.get(name, "")
+        if not key:
+            raise HostFailure(f"{self.host.plugin.credential_flags.env_flag} {name} is not set")
+        self.secrets.append(key)
+        return key
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, self.secrets)
+
+    def tail(self, stderr: bytes) -> str:
+        return stderr_tail(stderr, self.secrets)
+
+    # -- the flow -------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """The private layout, checked against the protected roots, then the host's files."""
+        for directory in self.private_dirs():
+            directory.mkdir(mode=0o700, exist_ok=True)
+        request = self.request
+        for root in self.host.protected_roots:
+            if inside(root, request.workspace) or inside(root, request.private_root):
+                raise HostFailure(f"protected root {root} lies inside the trial's own directories")
+        self.configure_trial()
+
+    def command(self, number: int) -> list[str]:
+        return [*self.host.pid_namespace, *self.argv(number)]
+
+    def run(self) -> HostResult:
+        request = self.request
+        skills, skills_complete = discover_skills(request.workspace, self.skills_dir)
+        before = snapshot(request.workspace)
+        records: list[TurnRecord[TurnT]] = []
+        failure: HostFailure | None = None
+        try:
+            self.prepare()
+            for number in range(1, len(request.prompts) + 1):
+                records.append(self.turn(number))
+        except HostFailure as exc:
+            failure = exc
+            records.extend(exc.records)
+        except OSError as exc:
+            failure = HostFailure(f"{self.name} host set-up failed: {exc.strerror or exc}")
+        after = snapshot(request.workspace)
+        return self.result(records, failure, (skills, skills_complete), (before, after))
+
+    def turn(self, number: int) -> TurnRecord[TurnT]:
+        """Run turn ``number``; ``HostFailure`` (holding what was streamed) when it failed."""
+        config = self.host.config
+        outcome = run_bounded(
+            self.command(number),
+            cwd=self.request.workspace,
+            env=self.env,
+            timeout_s=config.turn_timeout_s,
+            cancel=self.request.cancel,
+            output_limit=MAX_HOST_EVENT_STREAM_BYTES,
+            stdin=self.request.prompts[number - 1].encode("utf-8", "surrogatepass"),
+            stderr="capture",
+            stderr_limit=MAX_HOST_STDERR_BYTES,
+            kill_on_overflow=True,
+            stall_s=config.stall_timeout_s,
+        )
+        record: TurnRecord[TurnT] = TurnRecord(number, None, outcome.output)
+        if outcome.cancelled:
+            raise HostFailure("run cancelled", cancelled=True, records=(record,))
+        problem = self._process_problem(number, outcome)
+        if problem is not None:
+            raise HostFailure(problem, records=(record,))
+        from sevro_core.hosts.streams import StreamError
+
+        try:
+            turn = self.parse(outcome.output)
+        except StreamError as exc:
+            raise HostFailure(
+                f"turn {number}: malformed {self.name} event stream: {exc}; exit code "
+                f"{outcome.exit_code}; stderr: {self.tail(outcome.stderr)}",
+                records=(record,),
+            ) from None
+        record = TurnRecord(number, turn, outcome.output)
+        problem = self._turn_problem(number, turn, outcome)
+        if problem is not None:
+            raise HostFailure(problem, records=(record,))
+        return record
+
+    def _process_problem(self, number: int, outcome: ProcessOutcome) -> str | None:
+        """Why the process itself failed: a stall, the turn timeout, an oversized stream."""
+        config, tail = self.host.config, self.tail(outcome.stderr)
+        if outcome.stalled:
+            return (
+                f"turn {number}: {self.name} stalled: no event for {config.stall_timeout_s:g} s "
+                f"(stallTimeoutSeconds; process group killed); stderr: {tail}"
             )
-        candidate = Path(found)
-    return candidate.resolve()
+        if outcome.timed_out:
+            return (
+                f"turn {number}: {self.name} did not finish within {config.turn_timeout_s:g} s "
+                f"(process group killed); stderr: {tail}"
+            )
+        if outcome.overflowed:
+            return (
+                f"turn {number}: event stream exceeded {MAX_HOST_EVENT_STREAM_BYTES} bytes "
+                "(process group killed)"
+            )
+        return None
 
+    def _turn_problem(self, number: int, turn: TurnT, outcome: ProcessOutcome) -> str | None:
+        """Why a parsed turn is not a success: another session, a failed turn, a bad exit."""
+        continuity = self.continuity_error(number, turn)
+        if continuity is not None:
+            return continuity
+        if not turn.completed:
+            reason = self.failed_turn(number, turn, outcome.exit_code)
+            return f"{reason}; stderr: {self.tail(outcome.stderr)}"
+        if outcome.exit_code != 0:
+            return (
+                f"turn {number}: {self.name} exited {outcome.exit_code} after {self.completion}; "
+                f"stderr: {self.tail(outcome.stderr)}"
+            )
+        return None
 
-def binary_version(
-    binary: NativeBinary,
-    accepts: Callable[[str], bool],
-    what: str,
-    env: dict[str, str],
-    timeout: float,
-) -> str:
-    """``<binary> --version`` when ``accepts`` its output; else ``BinaryError``."""
-    try:
-        done = subprocess.run(
-            [str(binary.native), "--version"],
-            capture_output=True,
-            timeout=timeout,
-            env={"PATH": os.defpath, "LANG": "C.UTF-8", **env},
-            check=False,
+    # -- the result -----------------------------------------------------------------------
+
+    def result(
+        self,
+        records: Sequence[TurnRecord[TurnT]],
+        failure: HostFailure | None,
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> HostResult:
+        parsed = [r for r in records if r.turn is not None]
+        turns = [r.turn for r in parsed if r.turn is not None]
+        completed = [t for t in turns if t.completed]
+        final = completed[-1].final_message if failure is None and completed else None
+        error = None
+        if failure is not None and not failure.cancelled:
+            error = self.scrub(failure.message)[:MAX_DIAGNOSTIC_CHARS]
+        return HostResult(
+            final_message=self.scrub(final) if final is not None else None,
+            complete=failure is None and final is not None,
+            execution_failed=failure is not None and not failure.cancelled,
+            error=error,
+            cancelled=failure is not None and failure.cancelled,
+            observations=self.observations(parsed, skills, snapshots),
+            artifacts=self.artifacts(records),
+            usage=self.usage(turns, failure is None),
+            turns_completed=len(completed),
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BinaryError(f"{binary.native} --version failed: {exc}") from None
-    text = done.stdout.decode("utf-8", "replace").strip()
-    if done.returncode != 0 or not accepts(text):
-        raise BinaryError(f"{binary.native} --version did not report a {what} version")
-    return text[:200]
 
+    def artifacts(self, records: Sequence[TurnRecord[TurnT]]) -> tuple[Artifact, ...]:
+        """Every turn's event stream as it came (scrubbed when there are secrets)."""
+        ids = self.evidence_ids
+        return tuple(
+            Artifact(
+                ids.events if r.number == 1 else ids.follow_up_events,
+                self.scrub(r.stream.decode("utf-8", "replace")).encode()
+                if self.secrets
+                else r.stream,
+            )
+            for r in records
+        )
 
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
-"""An environment variable name a credential may be taken from."""
-
-
-@frozen
-class Credentials:
-    """Where a host's credential comes from: a file copied per trial, or a named variable."""
-
-    file: Path | None
-    api_key_env: str | None
-
-
-def credential_settings(
-    settings: Mapping[str, str], *, file_key: str, env_key: str, file_flag: str, env_flag: str
-) -> Credentials:
-    """Validate a host's credential flags (exclusive; the variable must be a plain name)."""
-    api_key_env = settings.get(env_key)
-    if api_key_env is not None and not ENV_NAME.match(api_key_env):
-        raise ConfigurationError(f"{env_flag} must name an environment variable")
-    file = settings.get(file_key)
-    if file is not None and api_key_env is not None:
-        raise ConfigurationError(f"{file_flag} and {env_flag} are exclusive")
-    return Credentials(Path(file) if file is not None else None, api_key_env)
-
-
-def auth_check(
-    credentials: Credentials, *, file_detail: str, login_fix: str, none_fix: str
-) -> DoctorCheck:
-    """Whether the configured credential is there; only its presence is ever reported."""
-    if credentials.file is not None:
-        if credentials.file.is_file() and credentials.file.stat().st_size > 0:
-            return DoctorCheck("auth", True, f"{file_detail} {credentials.file} (copied per trial)")
-        return DoctorCheck("auth", False, f"{credentials.file} is missing or empty", login_fix)
-    env = credentials.api_key_env
-    if env is not None:
-        if os.environ.get(env):
-            return DoctorCheck("auth", True, f"API key from ${env} (present)")
-        return DoctorCheck("auth", False, f"${env} is not set", f"export {env}=...")
-    return DoctorCheck("auth", False, "no credential configured", none_fix)
+    def observations(
+        self,
+        parsed: Sequence[TurnRecord[TurnT]],
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> tuple[Observation, ...]:
+        mounted, listing_complete = skills
+        evidence = TurnEvidence()
+        for record in parsed:
+            assert record.turn is not None
+            evidence.turns.append({"turn": record.number, **self.turn_summary(record.turn)})
+            self.collect(record.number, record.turn, mounted, evidence)
+        offered, known = self.offered_skills(mounted, parsed)
+        before, after = snapshots
+        host, complete, partial = self.host.route.host, Completeness.COMPLETE, Completeness.PARTIAL
+        return (
+            Observation(COMMANDS_OBSERVATION, host, complete, {"commands": evidence.commands}),
+            Observation(TOOL_CALLS_OBSERVATION, host, complete, {"calls": evidence.calls}),
+            Observation(
+                FILES_CHANGED_OBSERVATION,
+                host,
+                complete if before.complete and after.complete else partial,
+                changes(before, after),
+            ),
+            Observation(
+                SKILLS_OBSERVATION,
+                host,
+                complete if listing_complete and known else partial,
+                make_skills_data(offered, evidence.reads),
+            ),
+            Observation(self.evidence_ids.turns, host, complete, {"turns": evidence.turns}),
+        )

@@ -24,9 +24,6 @@ from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import MAX_MOUNTED_SKILLS, MAX_SKILL_FILE_BYTES
 
-# re-exported for sevro_hosts_codex/claude until they import it from sevro_core.api
-from sevro_core.vocabulary import SKILLS_OBSERVATION as SKILLS_OBSERVATION  # noqa: PLC0414
-
 SKILLS_DIR = ".agents/skills"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SHELL_WRAPPERS = ("/bin/bash", "/usr/bin/bash", "bash", "/bin/sh", "/usr/bin/sh", "sh", "/bin/zsh")
