@@ -83,6 +83,7 @@ from sevro_core.plugin.protocols import (
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
+    CredentialLocations,
     DoctorCheck,
     DoctorRequest,
     FixtureContext,
@@ -237,6 +238,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "write_files",
     "write_identity",
     # ---- doctor and reports
+    "CredentialLocations",
     "DoctorCheck",
     "DoctorRequest",
     "sandbox_check",

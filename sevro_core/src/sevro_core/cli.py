@@ -352,13 +352,15 @@ def run(
     flags = RunFlags(**options)
 
     try:
+        from sevro_core.isolation.protection import credential_locations
         from sevro_core.run.runner import prepare
         from sevro_core.runflags import check_status_interval, run_settings
 
         _setup_logging(log_format, verbose)
         check_status_interval(status_interval)
         registry = _loaded_registry()
-        settings = run_settings(flags, _host_settings(registry, host, host_setting))
+        host_flags = _host_settings(registry, host, host_setting)
+        settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         plan = prepare(cases, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)

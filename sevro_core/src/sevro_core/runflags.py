@@ -15,7 +15,7 @@ from attrs import frozen
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import MAX_JOBS, MAX_TRIALS
-from sevro_core.plugin.protocols import HostOptions
+from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.run.planning import RunSettings
 
 
@@ -63,8 +63,13 @@ def check_status_interval(seconds: float) -> None:
         raise InvocationError(f"--status-interval must be between 0 and 86400, not {seconds}")
 
 
-def run_settings(flags: RunFlags, host_settings: Mapping[str, str]) -> RunSettings:
-    """Check the flags (exit 64 on the first problem) and build the run's settings."""
+def run_settings(
+    flags: RunFlags, host_settings: Mapping[str, str], credentials: CredentialLocations
+) -> RunSettings:
+    """Check the flags (exit 64 on the first problem) and build the run's settings.
+
+    ``credentials`` are the installed hosts' credential locations: the host's own permission
+    settings deny them too."""
     from sevro_core.arguments import check_results_root, check_writable_directory
     from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE
     from sevro_core.run.planning import CONDITIONS
@@ -102,7 +107,9 @@ def run_settings(flags: RunFlags, host_settings: Mapping[str, str]) -> RunSettin
         results_root=results,
         project_root=project,
         host=flags.host,
-        host_options=_host_options(flags, config, host_settings, project, results, protected),
+        host_options=_host_options(
+            flags, config, host_settings, project, results, protected, credentials
+        ),
         verdict_policy=flags.verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
         run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
@@ -132,6 +139,7 @@ def _host_options(
     project: Path,
     results: Path,
     protected: tuple[Path, ...],
+    credentials: CredentialLocations,
 ) -> HostOptions:
     return HostOptions(
         config=config,
@@ -139,17 +147,28 @@ def _host_options(
         model=flags.model,
         effort=flags.effort,
         settings=dict(host_settings),
-        protected_roots=_host_protected_roots(project, results, flags.run_state_root, protected),
+        protected_roots=_host_protected_roots(
+            project, results, flags.run_state_root, protected, credentials
+        ),
     )
 
 
 def _host_protected_roots(
-    project: Path, results: Path, run_state_root: Path | None, extra: tuple[Path, ...]
+    project: Path,
+    results: Path,
+    run_state_root: Path | None,
+    extra: tuple[Path, ...],
+    credentials: CredentialLocations,
 ) -> tuple[Path, ...]:
     """What a host's own permission settings must deny: the engine's roots and the operator's."""
     from sevro_core.isolation.protection import canonical, engine_roots
 
-    roots = engine_roots(project_root=project, results_root=results, run_state_root=run_state_root)
+    roots = engine_roots(
+        project_root=project,
+        results_root=results,
+        run_state_root=run_state_root,
+        credentials=credentials,
+    )
     return tuple(dict.fromkeys([*(canonical(r.path) for r in roots), *extra]))
 
 

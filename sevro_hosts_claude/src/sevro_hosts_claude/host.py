@@ -25,6 +25,7 @@ from sevro_core.api import (
     AgentCliTrial,
     ConfigurationError,
     ConfiguredAgentCliHost,
+    CredentialLocations,
     DoctorCheck,
     DoctorRequest,
     EvidenceIds,
@@ -85,6 +86,9 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
         "Claude Code binary (default: claude on PATH).",
         "Claude Code .credentials.json copied into each trial's config directory.",
         "Name of the environment variable holding an Anthropic API key.",
+    )
+    credential_locations = CredentialLocations(
+        home_entries=(".claude", ".claude.json"), home_variables=("CLAUDE_CONFIG_DIR",)
     )
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)

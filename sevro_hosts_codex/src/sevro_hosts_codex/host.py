@@ -23,6 +23,7 @@ from sevro_core.api import (
     AgentCliHost,
     AgentCliTrial,
     ConfiguredAgentCliHost,
+    CredentialLocations,
     DoctorCheck,
     DoctorRequest,
     EvidenceIds,
@@ -81,6 +82,9 @@ class CodexHost(AgentCliHost[CodexConfig]):
         "Name of the environment variable holding an API key.",
     )
     uses_pid_namespace = True
+    credential_locations = CredentialLocations(
+        home_entries=(".codex",), home_variables=("CODEX_HOME",)
+    )
     parse_config = staticmethod(parse)
     locate = staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)

@@ -26,6 +26,7 @@ from sevro_core.api import (
     Completeness,
     ConfigurationError,
     ConfiguredHost,
+    CredentialLocations,
     DoctorCheck,
     DoctorRequest,
     Host,
@@ -87,6 +88,7 @@ class ScriptedHost:
     )
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = ()
+    credential_locations = CredentialLocations()  # its commands are the script's, no CLI's
 
     def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""

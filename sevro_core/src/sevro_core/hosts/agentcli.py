@@ -68,7 +68,13 @@ from sevro_core.models import (
     Route,
     Usage,
 )
-from sevro_core.plugin.protocols import DoctorCheck, DoctorRequest, HostOptions, HostSetting
+from sevro_core.plugin.protocols import (
+    CredentialLocations,
+    DoctorCheck,
+    DoctorRequest,
+    HostOptions,
+    HostSetting,
+)
 from sevro_core.reporting.failures import escape_controls
 from sevro_core.states import Completeness
 from sevro_core.vocabulary import (
@@ -311,6 +317,9 @@ class AgentCliHost(Generic[ConfigT]):
     setting_help: ClassVar[tuple[str, str, str]]
     """Help for the three settings: the binary, the credential file, the API-key variable."""
     uses_pid_namespace: ClassVar[bool] = False
+    credential_locations: ClassVar[CredentialLocations]
+    """Where the CLI keeps credentials on a machine (its home directory, the variable that moves
+    it): hidden from every sandboxed command of every run."""
     """Run each turn as PID 1 of a PID namespace of its own (Linux)."""
     configured: ClassVar[type[ConfiguredAgentCliHost[Any]]]
 

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -21,23 +22,53 @@ from pathlib import Path
 
 from attrs import frozen
 
+from sevro_core.errors import InvocationError
+from sevro_core.plugin.protocols import CredentialLocations
+
 CREDENTIAL_LOCATIONS_FILE = "credential-locations.json"
-"""Data file beside this module: well-known credential paths below a home and variables naming
-agent-CLI homes outside it. Data, not code, so that the core names no host and the protection
-does not depend on which host plugins are installed."""
+"""Data file beside this module: well-known credential paths below a home (cloud CLIs, SSH, GPG,
+package registries). Agent CLIs' own locations come from the hosts that drive them."""
+_RELATIVE_ENTRY = re.compile(r"^\.?[A-Za-z0-9_-][A-Za-z0-9._-]*(?:/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
+_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
-def _credential_locations() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _well_known() -> CredentialLocations:
     text = resources.files(__package__ or "sevro_core.isolation").joinpath(
         CREDENTIAL_LOCATIONS_FILE
     )
     document = json.loads(text.read_text("utf-8"))
-    return tuple(document["homeEntries"]), tuple(document["homeVariables"])
+    return CredentialLocations(tuple(document["homeEntries"]), tuple(document["homeVariables"]))
 
 
-CREDENTIAL_PATHS, HOST_HOME_VARIABLES = _credential_locations()
-"""Credential files and directories below a home, protected even when the home itself is not;
-variables naming agent CLI homes outside ``~`` (they hold authentication)."""
+WELL_KNOWN_CREDENTIALS = _well_known()
+"""Credential files and directories below a home, protected even when the home itself is not."""
+
+
+def credential_locations(hosts: Mapping[str, object]) -> CredentialLocations:
+    """The well-known locations and every installed host's (by host id), each once, in order.
+
+    Every installed host counts, not only the run's: a candidate of one host must not read the
+    credentials another agent CLI keeps on the same machine. A malformed declaration is refused
+    before anything runs (exit 64), naming the host.
+    """
+    entries = list(WELL_KNOWN_CREDENTIALS.home_entries)
+    variables = list(WELL_KNOWN_CREDENTIALS.home_variables)
+    for host_id, host in sorted(hosts.items()):
+        declared = getattr(host, "credential_locations", None) or CredentialLocations()
+        if not isinstance(declared, CredentialLocations):
+            raise InvocationError(
+                f"host {host_id}: credential_locations is not CredentialLocations"
+            )
+        for entry in declared.home_entries:
+            if not isinstance(entry, str) or not _RELATIVE_ENTRY.match(entry) or ".." in entry:
+                raise InvocationError(f"host {host_id}: {entry!r} is not a path inside a home")
+        for name in declared.home_variables:
+            if not isinstance(name, str) or not _VARIABLE.match(name):
+                raise InvocationError(f"host {host_id}: {name!r} is not a variable name")
+        entries.extend(declared.home_entries)
+        variables.extend(declared.home_variables)
+    return CredentialLocations(tuple(sorted(set(entries))), tuple(dict.fromkeys(variables)))
+
 
 OPERATOR = "operator"
 PEER_WORKSPACES = "peer-workspaces"
@@ -84,12 +115,14 @@ def engine_roots(
     case_source_roots: Sequence[Path] = (),
     input_files: Iterable[Path] = (),
     environ: Mapping[str, str] | None = None,
+    credentials: CredentialLocations,
 ) -> tuple[ProtectedRoot, ...]:
     """Everything the engine protects for a run, before canonicalisation.
 
     ``input_files`` are case files and host configuration files: they hold the checks and the
     script, which a candidate must not read. The user's home is protected as ``$HOME`` and as
-    the account's home; a home that is ``/`` cannot be hidden, but its credential paths still are.
+    the account's home; a home that is ``/`` cannot be hidden, but its credential paths still are
+    (``credentials``: :func:`credential_locations` of the installed hosts).
     """
     env = os.environ if environ is None else environ
     roots = [
@@ -103,8 +136,8 @@ def engine_roots(
     for home in _homes(env):
         if canonical(home) != Path("/"):
             roots.append(ProtectedRoot("home", home))
-        roots.extend(ProtectedRoot(f"home/{rel}", home / rel) for rel in CREDENTIAL_PATHS)
-    for name in HOST_HOME_VARIABLES:
+        roots.extend(ProtectedRoot(f"home/{rel}", home / rel) for rel in credentials.home_entries)
+    for name in credentials.home_variables:
         value = env.get(name)
         if value and os.path.isabs(value):
             roots.append(ProtectedRoot(name.lower().replace("_", "-"), Path(value)))

@@ -81,6 +81,22 @@ SETTING_KINDS = ("path", "string")
 
 
 @frozen
+class CredentialLocations:
+    """Where a host's agent CLI keeps credentials outside the workspace.
+
+    sevro's sandbox hides them from every sandboxed command of every run (a candidate must never
+    read a credential, whichever host runs it); the host declares them so the core names none.
+    """
+
+    home_entries: tuple[str, ...] = ()
+    """Paths relative to a home (``.acme``, ``.config/acme``), hidden in ``$HOME`` and in the
+    account's home even when the home itself cannot be hidden."""
+    home_variables: tuple[str, ...] = ()
+    """Environment variables naming the CLI's home elsewhere (``ACME_HOME``); an absolute value
+    is hidden too."""
+
+
+@frozen
 class HostSetting:
     """One host-specific setting, declared by the host; sevro builds `--<flag>` and accepts
     `--host-setting KEY=VALUE` from it."""
@@ -138,6 +154,10 @@ class Host(Plugin, Protocol):
     @property
     def settings(self) -> tuple[HostSetting, ...]:
         """The host-specific settings it accepts (flags on ``run`` and ``doctor``)."""
+
+    @property
+    def credential_locations(self) -> CredentialLocations:
+        """Where its CLI keeps credentials, hidden from every sandboxed command."""
 
     def configure(self, options: HostOptions) -> ConfiguredHost:
         """Validate options (``ConfigurationError``) and bind them."""

@@ -16,7 +16,12 @@ from attrs import frozen
 from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.isolation.protection import OPERATOR, ProtectedRoot, engine_roots
+from sevro_core.isolation.protection import (
+    OPERATOR,
+    ProtectedRoot,
+    credential_locations,
+    engine_roots,
+)
 from sevro_core.isolation.sandbox import (
     SandboxSelection,
     announce,
@@ -144,7 +149,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         )
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = select_sandbox(
-        registry, settings.sandbox, settings.network, protected_roots(settings, cases)
+        registry, settings.sandbox, settings.network, protected_roots(settings, cases, registry)
     )
     context = FixtureContext(sources=settings.case_sources)
     planned = tuple(
@@ -187,8 +192,11 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     )
 
 
-def protected_roots(settings: RunSettings, cases: Sequence[Case]) -> tuple[ProtectedRoot, ...]:
-    """The engine's roots for this run, then the operator's ``--protected-root`` paths."""
+def protected_roots(
+    settings: RunSettings, cases: Sequence[Case], registry: Registry
+) -> tuple[ProtectedRoot, ...]:
+    """The engine's roots for this run (with every installed host's credential locations),
+    then the operator's ``--protected-root`` paths."""
     inputs = [Path(case.source).resolve() for case in cases if case.source]
     if settings.host_options.config_source:
         inputs.append(Path(settings.host_options.config_source).resolve())
@@ -200,6 +208,7 @@ def protected_roots(settings: RunSettings, cases: Sequence[Case]) -> tuple[Prote
         if settings.case_sources is not None
         else (),
         input_files=dict.fromkeys(inputs),
+        credentials=credential_locations(registry.hosts()),
     )
     return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
 
