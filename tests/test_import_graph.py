@@ -41,7 +41,7 @@ LAYERS = (
     "api",
     "builtins",
     "arguments",
-    "runflags",  # i13-hostsettings: cli.run's and cli.doctor's flags, built from the registry
+    "runflags",  # the run command's flags as one object, checked
     "cli",
     "entry",
     "__main__",

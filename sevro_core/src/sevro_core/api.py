@@ -4,8 +4,9 @@ policy or reporter needs, from one import.
 ``from sevro_core.api import hookimpl, CheckOutcome, CheckStatus, ...``. What is listed in
 ``__all__`` keeps its name and meaning across minor versions; every other ``sevro_core`` module is
 the core's own business and may move. sevro's first-party plugins (``sevro_graders``,
-``sevro_sandbox``, ``sevro_core.builtins``) import from here only, like a third party would (a
-test keeps it so). ``docs/plugins.md`` shows a grader, a host and a reporter written against it.
+``sevro_sandbox``, the host distributions and ``sevro_core.builtins``) import from here only,
+like a third party would (``tests/test_api.py`` keeps it so). ``docs/plugins.md`` shows a
+grader, a host and a reporter written against it.
 
 Importing this module costs what loading the built-in plugins costs anyway; it is never imported
 by ``sevro --help``.
