@@ -453,6 +453,14 @@ def test_two_fixed_pairs_are_not_an_improvement_yet() -> None:
     assert comparison.verdict.pairs_needed is not None
 
 
+def test_one_case_is_judged_by_its_own_interval() -> None:
+    only = pairs_from(both_pass=1, fixed=9, broken=0, both_fail=0)
+    comparison = compare_cases({"only": only, "nothing-decided": [Pair("inconclusive", "pass")]})
+    assert comparison.difference is not None and comparison.difference.interval is None
+    assert comparison.verdict.word == "improved"
+    assert comparison.verdict == comparison.per_case["only"].verdict
+
+
 def test_all_inconclusive_pairs_give_an_unknown_verdict() -> None:
     pairs = [Pair("inconclusive", "pass"), Pair("fail", "inconclusive")]
     comparison = compare_pairs(pairs)

@@ -497,13 +497,19 @@ class PooledComparison:
 def compare_cases(
     cases: Mapping[str, Sequence[Pair]], confidence: float = CONFIDENCE
 ) -> PooledComparison:
-    """Compare two arms over every case: per case, and pooled with case-clustered errors."""
+    """Compare two arms over every case: per case, and pooled with case-clustered errors. With
+    one case (with decided pairs) there is nothing to cluster: the verdict follows that case's
+    Newcombe interval, as `compare_pairs` words it."""
     per_case = {name: compare_pairs(pairs, confidence) for name, pairs in cases.items()}
     pooled_counts = transitions(pair for pairs in cases.values() for pair in pairs)
     pooled = pooled_difference(cases, confidence)
     test = exact_mcnemar(pooled_counts)
+    interval = pooled.interval if pooled else None
+    if pooled is not None and interval is None:
+        single = paired_difference(pooled_counts, confidence)
+        interval = single.interval if single else None
     judged = verdict(
-        pooled.interval if pooled else None,
+        interval,
         pooled.estimate if pooled else None,
         test,
         pairs_to_detect(pooled_counts, confidence),
