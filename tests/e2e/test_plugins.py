@@ -152,7 +152,9 @@ def test_load_plugins_allow_list(sevro_project: SevroProject) -> None:
 
 
 @pytest.mark.slow
-def test_third_party_distribution_in_a_fresh_venv(tmp_path: Path, repo_root: Path) -> None:
+def test_third_party_distribution_in_a_fresh_venv(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, repo_root: Path
+) -> None:
     """A package with its own pyproject and entry point, installed like any third party."""
     uv = shutil.which("uv") or require_tool("uv")
     package = tmp_path / "acme-grader"
@@ -173,7 +175,8 @@ def test_third_party_distribution_in_a_fresh_venv(tmp_path: Path, repo_root: Pat
         build-backend = "hatchling.build"
     """)
     )
-    venv = tmp_path / "venv"
+    # outside the project root: sevro refuses a non-Git project root of more than 4096 entries
+    venv = tmp_path_factory.mktemp("venv") / "venv"
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     env.pop("UV_PROJECT_ENVIRONMENT", None)
     subprocess.run([uv, "venv", "-q", str(venv)], check=True, env=env, cwd=tmp_path)
