@@ -35,6 +35,7 @@ LAYERS = (
     "isolation",
     "fixtures",
     "store",
+    "experiments",
     "run",
     "reporting",
     "hosts",
