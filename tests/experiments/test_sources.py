@@ -198,6 +198,19 @@ def test_names_equal_after_nfc_normalisation_are_refused(tmp_path: Path) -> None
         read_source(DirectorySource(root))
 
 
+def test_a_file_and_a_directory_equal_after_nfc_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / "bundle"
+    (root / "cafe\u0301").mkdir(parents=True)
+    (root / "cafe\u0301" / "inside.md").write_text("in the directory")
+    (root / "caf\u00e9").write_text("a file")
+    with pytest.raises(InvocationError, match="after Unicode NFC normalisation"):
+        read_source(DirectorySource(root))
+    (root / "caf\u00e9").unlink()
+    assert [entry.path for entry in read_source(DirectorySource(root)).files] == [
+        "caf\u00e9/inside.md"
+    ]
+
+
 def test_a_decomposed_name_is_recorded_in_nfc(tmp_path: Path) -> None:
     root = tmp_path / "bundle"
     root.mkdir()

@@ -189,6 +189,7 @@ class _Budget:
         self.files = 0
         self.bytes = 0
         self.paths: set[str] = set()
+        self.directories: set[str] = set()
 
     def add(self, path: str, size: int) -> None:
         self.files += 1
@@ -197,12 +198,14 @@ class _Budget:
             raise InvocationError(f"source {self.where} has more than {MAX_SOURCE_FILES} files")
         if self.bytes > MAX_SOURCE_BYTES:
             raise InvocationError(f"source {self.where} holds more than {MAX_SOURCE_BYTES} bytes")
-        if path in self.paths:
+        parents = ["/".join(path.split("/")[:depth]) for depth in range(1, path.count("/") + 1)]
+        if path in self.paths or path in self.directories or self.paths.intersection(parents):
             raise InvocationError(
                 f"source {self.where} holds two paths that are both {path!r} "
                 "after Unicode NFC normalisation"
             )
         self.paths.add(path)
+        self.directories.update(parents)
 
 
 def _canonical_name(raw: bytes | str, where: str) -> str:
