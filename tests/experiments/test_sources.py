@@ -96,6 +96,23 @@ def test_the_fingerprint_is_the_tree_digest_over_path_mode_and_sha256(tmp_path: 
     assert read_source(DirectorySource(bundle)).fingerprint != tree.fingerprint
 
 
+def test_a_git_source_may_name_the_root_and_any_revision(tmp_path: Path) -> None:
+    git, repo = committed_repository(tmp_path / "repo", "sha256")
+    commit = git.revision(repo)
+    git.run("tag", "v1", cwd=repo)
+    by_branch = read_source(parse_source("git:main:skills/release-notes", repo), git)
+    by_commit = read_source(parse_source(f"git:{commit}:skills/release-notes", repo), git)
+    by_tag = read_source(parse_source("git:v1:./skills/release-notes", repo), git)
+    assert by_branch.fingerprint == by_commit.fingerprint == by_tag.fingerprint
+    assert by_tag.revision == commit
+    root = read_source(parse_source("git:main:.", repo), git)
+    assert [entry.path for entry in root.files] == [
+        "skills/release-notes/SKILL.md",
+        "skills/release-notes/reference.md",
+        "skills/release-notes/scripts/collect.sh",
+    ]
+
+
 def test_a_ref_that_does_not_exist_is_one_clear_line(tmp_path: Path) -> None:
     git, repo = committed_repository(tmp_path / "repo", "sha1")
     with pytest.raises(InvocationError, match="no commit named 'no-such-branch'") as caught:

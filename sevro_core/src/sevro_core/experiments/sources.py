@@ -314,9 +314,9 @@ def _read_git(source: GitSource, git: Git | None) -> SourceTree:
         git = Git(executable)
     try:
         git_dir = git.text("rev-parse", "--absolute-git-dir", cwd=source.repository)
-    except (GitError, OSError):
+    except (GitError, OSError) as exc:
         raise InvocationError(
-            f"source {where}: {source.repository} is not in a Git repository"
+            f"source {where}: {source.repository} is not in a Git repository ({exc})"
         ) from None
     repo = Git(git.executable, (f"--git-dir={git_dir}",), git.extra_env)
     try:
