@@ -21,7 +21,7 @@ from sevro_core.experiments.sources import (
     verify,
 )
 from sevro_core.fixtures.git import Git
-from sevro_core.limits import MAX_SOURCE_FILES
+from sevro_core.limits import MAX_SOURCE_BYTES, MAX_SOURCE_FILES
 from sevro_core.testing import require_tool
 
 SKILL = b"---\nname: release-notes\ndescription: Write release notes.\n---\nBody\n"
@@ -244,6 +244,27 @@ def test_too_many_files_are_refused(tmp_path: Path) -> None:
         read_source(DirectorySource(root))
     (root / "0.md").unlink()
     assert len(read_source(DirectorySource(root)).files) == MAX_SOURCE_FILES
+
+
+def test_too_many_bytes_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / "bundle"
+    root.mkdir()
+    (root / "half.bin").write_bytes(b"x" * (MAX_SOURCE_BYTES // 2))
+    (root / "rest.bin").write_bytes(b"x" * (MAX_SOURCE_BYTES - MAX_SOURCE_BYTES // 2))
+    assert sum(entry.size for entry in read_source(DirectorySource(root)).files) == MAX_SOURCE_BYTES
+    (root / "one-more.bin").write_bytes(b"x")
+    with pytest.raises(InvocationError, match=f"more than {MAX_SOURCE_BYTES} bytes"):
+        read_source(DirectorySource(root))
+
+
+def test_a_git_tree_over_the_byte_bound_is_refused_from_its_listing(tmp_path: Path) -> None:
+    git, repo = committed_repository(tmp_path / "repo", "sha1")
+    (repo / "skills" / "release-notes" / "big.bin").write_bytes(b"\0" * MAX_SOURCE_BYTES)
+    git.run("add", "-A", cwd=repo)
+    git.run("commit", "-q", "-m", "Add a large file", cwd=repo)
+    with pytest.raises(InvocationError, match=f"more than {MAX_SOURCE_BYTES} bytes"):
+        read_source(parse_source("git:main:skills/release-notes", repo), git)
+    assert read_source(parse_source("git:main~1:skills/release-notes", repo), git).files
 
 
 def test_a_working_tree_edited_after_fingerprinting_is_detected(tmp_path: Path) -> None:

@@ -172,6 +172,7 @@ def materialise(tree: SourceTree, target: Path) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(destination, flags, mode)
         try:
+            os.fchmod(fd, mode)  # exact, whatever the umask
             write_all(fd, entry.data)
         finally:
             os.close(fd)
