@@ -1,2 +1,2 @@
-"""Experiments: arms of skills and instructions compared on paired trials, and the statistics
-that say whether a difference between arms is real or noise (`statistics`)."""
+"""Experiments: skills under test, the sources they come from, and the statistics that say
+whether a difference between arms compared on paired trials is real or noise."""
