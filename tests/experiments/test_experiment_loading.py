@@ -52,10 +52,17 @@ def write(tmp_path: Path, document: Any) -> Path:
     return path
 
 
+def tree(root: Path) -> list[tuple[str, int]]:
+    """Every entry under ``root`` with its modification time: proof nothing was written."""
+    return sorted((str(p.relative_to(root)), p.lstat().st_mtime_ns) for p in root.rglob("*"))
+
+
 def refusal(tmp_path: Path, document: Any) -> InvocationError:
     path = write(tmp_path, document)
+    before = tree(tmp_path)
     with pytest.raises(InvocationError) as caught:
         load_experiment(path)
+    assert tree(tmp_path) == before, "loading a refused file wrote something"
     error = caught.value
     assert error.exit_code == 64
     assert "\n" not in error.one_line()
