@@ -257,6 +257,24 @@ BAD: list[tuple[str, Any, str, str]] = [
         "/cases/0/checks",
         "must be of type array, not string",
     ),
+    (
+        "case path with a NUL byte",
+        edit(_set("cases", ["cases", "a\x00b"])),
+        "/cases/1",
+        "case path contains a NUL byte",
+    ),
+    (
+        "case path to a device",
+        edit(_set("cases", ["/dev/null"])),
+        "/cases/0",
+        "case path '/dev/null' is neither a regular file nor a directory",
+    ),
+    (
+        "source with a NUL byte",
+        edit(_set("arms/candidate/context", ["none", "a\x00b"])),
+        "/arms/candidate/context/1",
+        "source contains a NUL byte",
+    ),
     ("no cases", edit(_set("cases", [])), "/cases", "should be non-empty"),
     (
         "bad comparison key",

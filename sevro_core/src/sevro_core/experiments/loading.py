@@ -143,6 +143,10 @@ def _arm(arm_id: str, spec: Mapping[str, Any], base: Path, path: Path) -> Arm:
 def _sources(specs: list[str], base: Path, path: Path, pointer: str) -> tuple[Source, ...]:
     sources = []
     for index, spec in enumerate(specs):
+        if "\x00" in spec:
+            raise InvocationError(
+                "source contains a NUL byte", source=path, pointer=join_pointer(pointer, index)
+            )
         try:
             sources.append(parse_source(spec, base))
         except InvocationError as error:
@@ -156,10 +160,19 @@ def _case(item: Any, index: int, base: Path, path: Path) -> Path | InlineCase:
     pointer = join_pointer("/cases", index)
     if isinstance(item, dict):
         return InlineCase(item, pointer)
-    resolved = (base / str(item)).resolve()
+    text = str(item)
+    if "\x00" in text:
+        raise InvocationError("case path contains a NUL byte", source=path, pointer=pointer)
+    resolved = (base / text).resolve()
     if not resolved.exists():
         raise InvocationError(
-            f"case path {item[:200]!r} does not exist (resolved to {resolved})",
+            f"case path {text[:200]!r} does not exist (resolved to {str(resolved)[:300]})",
+            source=path,
+            pointer=pointer,
+        )
+    if not (resolved.is_file() or resolved.is_dir()):
+        raise InvocationError(
+            f"case path {text[:200]!r} is neither a regular file nor a directory",
             source=path,
             pointer=pointer,
         )
