@@ -330,3 +330,48 @@ def test_documented_example_loads(tmp_path: Path) -> None:
     assert [arm.id for arm in experiment.arms] == ["baseline", "candidate"]
     assert experiment.arm("candidate").target == "release-notes"
     assert experiment.comparisons == (Comparison("baseline", "candidate"),)
+
+
+def _places(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    places = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            places += _places(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            places += _places(item, (*prefix, index))
+    return places
+
+
+def test_mutated_files_load_or_are_refused_in_one_line(tmp_path: Path) -> None:
+    """Any value anywhere: the loader returns an experiment or one line, never a traceback."""
+    import copy
+    import random
+
+    full = minimal()
+    full["cases"] = ["cases", CASE]
+    full["comparisons"] = [{"control": "baseline", "treatment": "candidate"}]
+    full["arms"]["candidate"]["context"] = ["git:main:AGENTS.md"]
+    values: list[Any] = [None, 0, -1, 1.5, "", "x", "git:", "git:a:", "none", [], {}, [1], True]
+    places = _places(full)
+    chance = random.Random(14)
+    outcomes = {"loaded": 0, "refused": 0}
+    for _ in range(200):
+        document = copy.deepcopy(full)
+        for _ in range(chance.randint(1, 3)):
+            *parents, last = chance.choice(places)
+            target: Any = document
+            try:
+                for part in parents:
+                    target = target[part]
+                target[last] = copy.deepcopy(chance.choice(values))
+            except (KeyError, IndexError, TypeError):
+                continue  # an earlier mutation removed this place
+        path = write(tmp_path, document)
+        try:
+            load_experiment(path)
+            outcomes["loaded"] += 1
+        except InvocationError as error:
+            assert "\n" not in error.one_line()
+            outcomes["refused"] += 1
+    assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
