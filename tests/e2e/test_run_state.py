@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -119,6 +120,27 @@ def runs(project: SevroProject) -> list[dict[str, object]]:
     done = project.sevro("runs", "--json", "--results-root", project.results)
     assert done.exit_code == 0, done.stderr
     return done.json()["runs"]  # type: ignore[no-any-return]
+
+
+def run_with_file_size_limit(
+    argv: list[str], cwd: Path, limit: int, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as if the disk filled up at ``limit`` bytes per file: writes past it fail
+    with EFBIG (SIGXFSZ ignored) instead of killing the process."""
+
+    def cap_file_size() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        preexec_fn=cap_file_size,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_an_equivalent_live_run_is_refused(sevro_project: SevroProject) -> None:
@@ -278,8 +300,6 @@ def test_cancelled_trials_are_not_counted_as_done(sevro_project: SevroProject) -
 
 
 def test_persistence_failure_then_resume(sevro_project: SevroProject) -> None:
-    import resource
-
     case = sevro_project.case(checks=[regex_check("r", "^x+$")])
     host = sevro_project.script(default=[[{"reply": {"text": "x" * 400_000}}]])
     argv = [
@@ -295,19 +315,7 @@ def test_persistence_failure_then_resume(sevro_project: SevroProject) -> None:
         str(sevro_project.results),
     ]
 
-    def small_files() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-
-    failed = subprocess.run(
-        argv,
-        cwd=sevro_project.root,
-        capture_output=True,
-        text=True,
-        preexec_fn=small_files,
-        timeout=60,
-        check=False,
-    )
+    failed = run_with_file_size_limit(argv, sevro_project.root, 200_000, timeout=60)
     assert failed.returncode == 70
     retained = Path(failed.stderr.strip().split("fixture retained at ")[1])
     assert retained.is_dir()
@@ -522,7 +530,6 @@ def test_runs_does_not_show_a_verdict_from_a_tampered_run_json(
 
 def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject) -> None:
     """The state database's write-ahead log outgrows a file-size limit after a few trials."""
-    import resource
 
     case = sevro_project.case(checks=[regex_check("r", "^ok$")])
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
@@ -541,19 +548,7 @@ def test_run_state_disk_filling_mid_run_then_resume(sevro_project: SevroProject)
         str(sevro_project.results),
     ]
 
-    def state_disk_fills() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (120_000, 120_000))
-
-    failed = subprocess.run(
-        argv,
-        cwd=sevro_project.root,
-        capture_output=True,
-        text=True,
-        preexec_fn=state_disk_fills,
-        timeout=120,
-        check=False,
-    )
+    failed = run_with_file_size_limit(argv, sevro_project.root, 120_000, timeout=120)
     database = sevro_project.results / ".sevro-state" / "sevro-state.sqlite"
     assert failed.returncode == 70, failed.stderr
     line = failed.stderr.splitlines()[-1]
