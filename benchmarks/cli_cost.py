@@ -101,11 +101,24 @@ def _run(prepared: Prepared) -> float:
     return elapsed
 
 
+def _configured(host: Any, config: dict[str, Any], settings: dict[str, str], root: Path) -> Any:
+    """The host configured as `sevro run` would, against the mock model, with sevro's own
+    project and results roots protected (as a real run protects them)."""
+    from sevro_core.plugin.protocols import HostOptions
+
+    protected = (root / "project", root / "results")
+    for path in protected:
+        path.mkdir(exist_ok=True)
+    options = HostOptions(
+        config=config, model="mock-model", settings=settings, protected_roots=protected
+    )
+    return host.configure(options)
+
+
 # -- Codex ---------------------------------------------------------------------------------
 
 
 def _codex_host(codex: str, server: Any, root: Path) -> Any:
-    from sevro_core.plugin.protocols import HostOptions
     from sevro_hosts_codex.host import CodexHost
 
     config = {
@@ -118,14 +131,9 @@ def _codex_host(codex: str, server: Any, root: Path) -> Any:
             "streamMaxRetries": 0,
         },
     }
-    settings = {"codex.bin": codex, "codex.apiKeyEnv": API_KEY_ENV}
-    protected = (root / "project", root / "results")
-    for path in protected:
-        path.mkdir(exist_ok=True)
-    options = HostOptions(
-        config=config, model="mock-model", settings=settings, protected_roots=protected
+    return _configured(
+        CodexHost(), config, {"codex.bin": codex, "codex.apiKeyEnv": API_KEY_ENV}, root
     )
-    return CodexHost().configure(options)
 
 
 def codex_raw(host: Any, server: Any, root: Path) -> Prepared:
@@ -208,18 +216,12 @@ CODEX_VARIANTS: dict[str, Variant] = {
 
 
 def _claude_host(claude: str, server: Any, root: Path) -> Any:
-    from sevro_core.plugin.protocols import HostOptions
     from sevro_hosts_claude.host import ClaudeHost
 
     config = {"format": "sevro.claude-host.v1", "baseUrl": server.origin, "maxRetries": 0}
-    settings = {"claude.bin": claude, "claude.apiKeyEnv": API_KEY_ENV}
-    protected = (root / "project", root / "results")
-    for path in protected:
-        path.mkdir(exist_ok=True)
-    options = HostOptions(
-        config=config, model="mock-model", settings=settings, protected_roots=protected
+    return _configured(
+        ClaudeHost(), config, {"claude.bin": claude, "claude.apiKeyEnv": API_KEY_ENV}, root
     )
-    return ClaudeHost().configure(options)
 
 
 def claude_raw(host: Any, server: Any, root: Path) -> Prepared:
