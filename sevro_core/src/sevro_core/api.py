@@ -101,6 +101,7 @@ from sevro_core.plugin.protocols import (
     Sandbox,
     SandboxPolicy,
     SandboxProbe,
+    SkillPlaces,
     VerdictPolicy,
     WorkspaceProbe,
 )
@@ -240,6 +241,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "write_identity",
     # ---- doctor and reports
     "CredentialLocations",
+    "SkillPlaces",
     "DoctorCheck",
     "DoctorRequest",
     "sandbox_check",

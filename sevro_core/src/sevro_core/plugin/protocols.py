@@ -150,6 +150,34 @@ class DoctorRequest:
     """``--sandbox``, for hosts that run commands in sevro's sandbox."""
 
 
+@frozen
+class SkillPlaces:
+    """Where a host's agent CLI discovers skills and instructions in its workspace.
+
+    A host declares this (``skill_places``) to take part in experiments: the engine installs
+    each arm's skill bundles at ``<skills_dir>/<name>/`` and its context files as
+    ``instructions_file`` before the host starts. A host without it cannot run an arm that
+    declares skills or context (refused before anything runs).
+    """
+
+    skills_dir: str
+    """Workspace-relative POSIX directory, such as ``.agents/skills``."""
+    instructions_file: str
+    """Workspace-relative file the CLI reads as project instructions, such as ``AGENTS.md``."""
+
+    def __attrs_post_init__(self) -> None:
+        for value in (self.skills_dir, self.instructions_file):
+            parts = value.split("/")
+            if not value or value.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise ValueError(f"skill place {value!r} must be relative, inside the workspace")
+
+
+def skill_places_of(host: object) -> SkillPlaces | None:
+    """The host's declared :class:`SkillPlaces`, or None when it declares none."""
+    places = getattr(host, "skill_places", None)
+    return places if isinstance(places, SkillPlaces) else None
+
+
 class Host(Plugin, Protocol):
     @property
     def settings(self) -> tuple[HostSetting, ...]:
