@@ -106,6 +106,7 @@ from sevro_core.plugin.protocols import (
     WorkspaceProbe,
 )
 from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 from sevro_core.vocabulary import (
@@ -246,6 +247,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "DoctorRequest",
     "sandbox_check",
     "trial_ranges",
+    "render_experiment_statistics",
     # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses
     "AgentCliConfig",
     "AgentCliHost",

@@ -500,11 +500,23 @@ def report(
         bool,
         typer.Option("--details", help="Add why each case did not pass (per trial, escaped)."),
     ] = False,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare", help="Compare run A (control) with run B (treatment) as two arms."
+        ),
+    ] = False,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option("--fail-on-regression", help="Exit 1 when a comparison regressed."),
+    ] = False,
     plugin: PluginOpt = None,
 ) -> None:
     """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document.
 
     Inputs are result files, run directories or results roots (every finished run in them).
+    An experiment run's report carries its statistics; `--compare A B` compares two runs of
+    the same cases that differ only in their arm.
     """
     from sevro_core.errors import InvocationError
 
@@ -515,11 +527,19 @@ def report(
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
         document = build_report(
-            inputs, details=details, on_note=lambda note: sys.stderr.write(f"sevro: {note}\n")
+            inputs,
+            details=details,
+            compare=compare,
+            on_note=lambda note: sys.stderr.write(f"sevro: {note}\n"),
         )
     except InvocationError as exc:
         _fail(exc, as_json=False)
     sys.stdout.write(chosen.render(document))
+    if fail_on_regression:
+        from sevro_core.experiments.comparison import regressed
+
+        if any(regressed(e["statistics"]) for e in document.get("experiments", [])):
+            raise typer.Exit(1)
 
 
 @app.command(cls=_HostSettingsCommand)

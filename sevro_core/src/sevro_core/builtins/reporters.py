@@ -50,10 +50,9 @@ class MarkdownReporter:
             "",
             f"{summary['cases']} case(s): {summary['passed']} passed, {summary['failed']} failed, "
             f"{summary['notAssessed']} not assessed.",
-            "",
-            "## Input runs",
-            "",
         ]
+        lines += _experiments_section(report.get("experiments", []))
+        lines += ["", "## Input runs", ""]
         lines += _table(
             ["input", "run", "execution", "grading", "task", "exit", "cases"],
             [
@@ -118,6 +117,18 @@ class MarkdownReporter:
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         return "\n".join(lines) + "\n"
+
+
+def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each experiment's (or --compare's) verdict, per-case table, activation and rates."""
+    from sevro_core.api import render_experiment_statistics
+
+    lines: list[str] = []
+    for experiment in experiments:
+        arms = ", ".join(f"{a['id']} = run {a['runId']}" for a in experiment["arms"])
+        lines += ["", "## Experiment", "", f"Arms: {_cell(arms)}.", ""]
+        lines += render_experiment_statistics(experiment["statistics"])
+    return lines
 
 
 def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from attrs import frozen
+
 from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import canonical_json
 from sevro_core.formats.jsonio import parse_json_text, read_bounded, read_json_file
@@ -33,6 +35,7 @@ from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.failures import case_failures
 from sevro_core.run.results import located_result, retained_result
+from sevro_core.vocabulary import SKILLS_OBSERVATION
 
 REPORT_FORMAT = "sevro.report.v1"
 
@@ -177,11 +180,12 @@ def _check_trial(
 ) -> dict[str, Any]:
     document, proven = _trial_document(path, ref.get("sha256"))
     try:
-        if (document["runId"], document["caseId"], document["trial"]) != (
+        arm = document.get("arm")
+        if (document["runId"], unit(document["caseId"], arm), document["trial"]) != (
             run["runId"],
-            ref["caseId"],
+            unit(ref["caseId"], ref.get("arm")),
             ref["trial"],
-        ):
+        ) or not (arm is None or isinstance(arm, str)):
             raise InvocationError(
                 "trial evidence belongs to another run, case or trial", source=path
             )
@@ -192,17 +196,40 @@ def _check_trial(
             _verify_blob(files, artifact, MAX_ARTIFACT_BYTES, path)
         if proven and not _summable(evidence):
             raise TypeError
+        skills = [o for o in evidence["observations"] if o.get("id") == SKILLS_OBSERVATION]
     except (KeyError, TypeError, AttributeError, ValueError):
         if not proven:
             raise
         # run.json and the file agree, yet the file is not what sevro writes: say where
         validate_input("trial-evidence.v1", document, source=path)
         raise InvocationError("trial evidence is malformed", source=path) from None
-    return {"evidence": {key: evidence.get(key) for key in _REPORTED_EVIDENCE}}
+    reduced = {key: evidence.get(key) for key in _REPORTED_EVIDENCE}
+    reduced["observations"] = skills
+    return {
+        "caseId": document["caseId"],
+        "trial": document["trial"],
+        "arm": document.get("arm"),
+        "evidence": reduced,
+    }
 
 
-_REPORTED_EVIDENCE = ("execution", "grading", "checks", "requiredEvidence", "usage", "durations")
-"""What rows and failure reasons read: all a verified trial is reduced to (small to return)."""
+_REPORTED_EVIDENCE = (
+    "execution",
+    "grading",
+    "task",
+    "checks",
+    "requiredEvidence",
+    "usage",
+    "durations",
+)
+"""What rows, failure reasons and experiment statistics read (with the ``sevro.skills``
+observation): all a verified trial is reduced to (small to return)."""
+
+
+def unit(case_id: str, arm: str | None) -> str:
+    """What a run keys a trial by with its number: the case, or ``case@arm`` in an experiment
+    (``@`` is in no case id, so the key is unambiguous)."""
+    return case_id if arm is None else f"{case_id}@{arm}"
 
 
 def _number(value: object) -> bool:
@@ -233,7 +260,10 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
         ]
     else:
         checked = _check_in_processes(workers, (files, run, refs, paths))
-    return {(ref["caseId"], ref["trial"]): doc for ref, doc in zip(refs, checked, strict=True)}
+    return {
+        (unit(ref["caseId"], ref.get("arm")), ref["trial"]): doc
+        for ref, doc in zip(refs, checked, strict=True)
+    }
 
 
 _PARALLEL_FROM_TRIALS = 256
@@ -298,6 +328,10 @@ def _check_slice(
         return (exc.message, exc.source, exc.pointer)
 
 
+def _case_unit(case: Mapping[str, Any]) -> str:
+    return unit(case["caseId"], case.get("arm"))
+
+
 def _sum_known(values: Sequence[float | int | None]) -> float | int | None:
     if not values or any(v is None for v in values):
         return None
@@ -312,9 +346,9 @@ def _row(
     case: Mapping[str, Any],
 ) -> dict[str, Any]:
     evidences = [
-        trials[(case["caseId"], t["trial"])]["evidence"]
+        trials[(_case_unit(case), t["trial"])]["evidence"]
         for t in case["trials"]
-        if (case["caseId"], t["trial"]) in trials
+        if (_case_unit(case), t["trial"]) in trials
     ]
     complete = len(evidences) == len(case["trials"])
     assessed = complete and all(
@@ -410,9 +444,9 @@ def _failures(
     case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     evidences = {
-        t["trial"]: trials[(case["caseId"], t["trial"])]["evidence"]
+        t["trial"]: trials[(_case_unit(case), t["trial"])]["evidence"]
         for t in case["trials"]
-        if (case["caseId"], t["trial"]) in trials
+        if (_case_unit(case), t["trial"]) in trials
     }
     found = case_failures(case, evidences)
     if found is None:
@@ -428,17 +462,68 @@ def build_report(
     inputs: Sequence[Path],
     *,
     details: bool = False,
+    compare: bool = False,
     on_note: Callable[[str], object] = lambda _: None,
 ) -> dict[str, Any]:
     """Verify each input and return a ``sevro.report.v1`` document.
 
     An input is a result file, a run directory or a results root (every finished run in it);
-    with ``details`` each case that did not pass carries its failure reasons.
+    with ``details`` each case that did not pass carries its failure reasons. An experiment run
+    gets its statistics; with ``compare`` the two runs given are compared as two arms.
     """
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
     with _no_cyclic_gc():
-        return _build_report(inputs, details=details, on_note=on_note)
+        return _build_report(inputs, details=details, compare=compare, on_note=on_note)
+
+
+@frozen
+class _VerifiedRun:
+    source: Path
+    result: Mapping[str, Any]
+    run: Mapping[str, Any]
+    trials: Mapping[tuple[str, int], Mapping[str, Any]]
+
+
+def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[str, Any]]:
+    """The statistics each experiment run carries, or the comparison of the two runs given."""
+    from sevro_core.reporting.comparing import compare_runs, run_statistics
+
+    if not compare:
+        return [
+            {
+                "inputs": [str(v.source)],
+                "arms": [
+                    {"id": arm["id"], "runId": v.run["runId"], "source": str(v.source)}
+                    for arm in v.run["arms"]
+                ],
+                "statistics": run_statistics(v.run, v.result, v.trials.values()),
+            }
+            for v in verified
+            if v.run.get("arms")
+        ]
+    if len(verified) != 2:
+        raise InvocationError(
+            f"--compare takes exactly two runs with evidence (A, the control, then B), "
+            f"not {len(verified)}"
+        )
+    if verified[0].run["runId"] == verified[1].run["runId"]:
+        raise InvocationError("--compare was given the same run twice")
+    names, statistics = compare_runs(
+        [v.run for v in verified],
+        [v.result for v in verified],
+        [v.trials.values() for v in verified],
+    )
+    return [
+        {
+            "inputs": [str(v.source) for v in verified],
+            "arms": [
+                {"id": name, "runId": v.run["runId"], "source": str(v.source)}
+                for name, v in zip(names, verified, strict=True)
+            ],
+            "statistics": statistics,
+        }
+    ]
 
 
 @contextmanager
@@ -455,13 +540,14 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 
 def _build_report(
-    inputs: Sequence[Path], *, details: bool, on_note: Callable[[str], object]
+    inputs: Sequence[Path], *, details: bool, compare: bool, on_note: Callable[[str], object]
 ) -> dict[str, Any]:
     resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
     if len(set(resolved)) != len(resolved):
         raise InvocationError("the same input is given twice")
     input_rows = []
     rows = []
+    verified: list[_VerifiedRun] = []
     for path in resolved:
         result, run, run_dir = _input(path)
         input_rows.append(
@@ -478,6 +564,7 @@ def _build_report(
         if run is None or run_dir is None:
             continue
         trials = _trials(run, run_dir)
+        verified.append(_VerifiedRun(path, result, run, trials))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)
             failures = _failures(case, trials) if details else None
@@ -496,6 +583,9 @@ def _build_report(
             "notAssessed": verdicts.count("not_assessed"),
         },
     }
+    experiments = _experiments(verified, compare)
+    if experiments:
+        document["experiments"] = experiments
     from sevro_core.formats.schemas import validate_output
 
     validate_output("report.v1", document, compiled=len(rows) > LARGE_DOCUMENT_ITEMS)

@@ -1,0 +1,228 @@
+"""Markdown for an experiment's statistics: the verdict first, in a sentence worded from the
+numbers, then the per-case table, skill activation, the deltas and each arm's rates.
+
+The input is a ``sevro.experiment-statistics.v1`` document
+(:func:`sevro_core.experiments.comparison.experiment_statistics`). Unknown is printed as
+``unknown``, never as 0 %, and every cell is escaped so no value can break a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+UNKNOWN = "unknown"
+
+
+def _cell(value: Any) -> str:
+    text = UNKNOWN if value is None else str(value)
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
+def _points(value: float, signed: bool = True) -> str:
+    """A difference of rates in percentage points: ``+35``, ``-2.5``."""
+    text = f"{value * 100:+.1f}" if signed else f"{value * 100:.1f}"
+    return text.removesuffix(".0")
+
+
+def _percent(value: float | None) -> str:
+    return UNKNOWN if value is None else f"{_points(value, signed=False)} %"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return UNKNOWN
+    return "< 0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def _interval_points(interval: Mapping[str, float] | None) -> str:
+    if interval is None:
+        return "95 % CI unknown"
+    return f"95 % CI {_points(interval['low'])} to {_points(interval['high'])} pp"
+
+
+def _rate_with_interval(rate: float | None, interval: Mapping[str, float] | None) -> str:
+    if rate is None:
+        return UNKNOWN
+    if interval is None:
+        return _percent(rate)
+    low, high = _points(interval["low"], False), _points(interval["high"], False)
+    return f"{_percent(rate)} ({low}-{high} %)"
+
+
+def verdict_sentence(comparison: Mapping[str, Any]) -> str:
+    """The comparison's pooled verdict in one sentence, with the numbers it rests on."""
+    control, treatment = comparison["control"], comparison["treatment"]
+    pooled = comparison["pooled"]
+    counts = pooled["transitions"]
+    decided = counts["bothPass"] + counts["fixed"] + counts["broken"] + counts["bothFail"]
+    left_out = (
+        f"; {counts['inconclusive']} inconclusive pair(s) left out"
+        if counts["inconclusive"]
+        else ""
+    )
+    word = pooled["verdict"]
+    if word == "unknown" or pooled["difference"] is None:
+        return (
+            f"{treatment} against {control}: unknown, no pair was decided on both sides "
+            f"({counts['inconclusive']} inconclusive of {comparison['pairs']} pairs)."
+        )
+    difference = pooled["difference"]
+    mcnemar = pooled["mcnemar"]
+    numbers = (
+        f"{_points(difference['estimate'])} pp ({_interval_points(difference['interval'])}), "
+        f"McNemar p = {_p(mcnemar['pTwoSided'] if mcnemar else None)}, "
+        f"{counts['fixed']} fixed / {counts['broken']} broken over {decided} pairs{left_out}"
+    )
+    if word in ("improved", "regressed"):
+        return f"{treatment} {word} on {control}: {numbers}."
+    sentence = f"no detectable difference between {treatment} and {control}: {numbers}."
+    needed = pooled["repetitionsNeeded"]
+    if needed is not None:
+        sentence += (
+            f" The observed effect would need about {needed} repetitions per case to be "
+            "detected (approximate)."
+        )
+    return sentence
+
+
+def _case_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for row in comparison["cases"]:
+        t = row["transitions"]
+        difference = row["difference"]
+        rows.append(
+            [
+                row["caseId"],
+                _percent(row["controlRate"]),
+                _percent(row["treatmentRate"]),
+                t["bothPass"],
+                t["fixed"],
+                t["broken"],
+                t["bothFail"],
+                t["inconclusive"],
+                None
+                if difference is None
+                else f"{_points(difference['estimate'])} pp "
+                f"({_interval_points(difference['interval'])})",
+                _p(row["mcnemar"]["pTwoSided"] if row["mcnemar"] else None),
+                row["verdict"],
+                row["repetitionsNeeded"],
+            ]
+        )
+    return rows
+
+
+def _activation_cell(activation: Mapping[str, Any]) -> list[Any]:
+    return [
+        activation["activated"],
+        activation["known"],
+        activation["unknown"],
+        _rate_with_interval(activation["rate"], activation["interval"]),
+    ]
+
+
+def _number(value: float | None, unit: str = "") -> str | None:
+    if value is None:
+        return None
+    return f"{value:+.4f}{unit}" if unit == " USD" else f"{value:+.1f}{unit}"
+
+
+def _comparison_lines(comparison: Mapping[str, Any]) -> list[str]:
+    control, treatment = comparison["control"], comparison["treatment"]
+    lines = [f"### {treatment} against {control}", "", verdict_sentence(comparison), ""]
+    lines += _table(
+        [
+            "case",
+            f"{control} pass rate",
+            f"{treatment} pass rate",
+            "both pass",
+            "fixed",
+            "broken",
+            "both fail",
+            "inconclusive",
+            "difference",
+            "McNemar p",
+            "verdict",
+            "repetitions needed",
+        ],
+        _case_rows(comparison),
+    )
+    activation = comparison["activation"]
+    lines += ["", "Target skill activation (read in full, among trials where it is known):", ""]
+    lines += _table(
+        ["arm", "activated", "known", "unknown", "rate (95 % CI)"],
+        [
+            [control, *_activation_cell(activation["control"])],
+            [treatment, *_activation_cell(activation["treatment"])],
+        ],
+    )
+    deltas = comparison["deltas"]
+    units = {"inputTokens": "", "outputTokens": "", "costUsd": " USD", "durationMs": " ms"}
+    lines += ["", f"Mean per-pair difference ({treatment} minus {control}) where both are known:"]
+    lines.append("")
+    lines += _table(
+        ["measure", "mean difference", "pairs known"],
+        [
+            [
+                key,
+                _number(deltas[key]["mean"], unit),
+                f"{deltas[key]['knownPairs']} of {deltas[key]['pairs']}",
+            ]
+            for key, unit in units.items()
+        ],
+    )
+    return lines
+
+
+def _arm_rows(arm: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for case in arm["cases"]:
+        rate = case["passRate"]
+        top = case["passAtK"][-1] if case["passAtK"] else None
+        hat = case["passHatK"][-1] if case["passHatK"] else None
+        rows.append(
+            [
+                arm["id"],
+                case["caseId"],
+                f"{rate['passes']}/{rate['decided']}",
+                rate["inconclusive"],
+                _rate_with_interval(rate["rate"], rate["interval"]),
+                None if top is None else f"k={top['k']}: {_percent(top['value'])}",
+                None if hat is None else f"k={hat['k']}: {_percent(hat['value'])}",
+                _rate_with_interval(case["activation"]["rate"], case["activation"]["interval"]),
+            ]
+        )
+    return rows
+
+
+def render_experiment_statistics(statistics: Mapping[str, Any]) -> list[str]:
+    """Markdown lines for a statistics document: each comparison, then each arm's rates."""
+    lines: list[str] = []
+    for comparison in statistics["comparisons"]:
+        lines += [*_comparison_lines(comparison), ""]
+    lines += [
+        f"Pass rates per arm and case ({statistics['repetitions']} repetitions; 95 % Wilson "
+        "intervals over decided trials):",
+        "",
+    ]
+    lines += _table(
+        [
+            "arm",
+            "case",
+            "passes",
+            "inconclusive",
+            "pass rate (95 % CI)",
+            "pass@k",
+            "pass^k",
+            "activation",
+        ],
+        [row for arm in statistics["arms"] for row in _arm_rows(arm)],
+    )
+    return lines

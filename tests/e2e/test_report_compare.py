@@ -1,0 +1,109 @@
+"""`sevro report --compare A B` on real runs of the scripted host: runs of the same cases
+compare as two arms; runs that differ in anything but the arm are refused (one line, exit 64);
+`--fail-on-regression` turns a regression into exit 1 and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sevro_core.formats.schemas import validator
+from sevro_core.testing import SevroProject
+from tests.e2e.helpers import regex_check
+
+
+def run_dir(project: SevroProject, *args: str | Path) -> Path:
+    done = project.run(*args)
+    assert done.exit_code in (0, 1), done.stderr
+    return Path(str(done.json()["evidencePath"])).parent
+
+
+def one_line_refusal(done: Any, *fragments: str) -> None:
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    for fragment in fragments:
+        assert fragment in done.stderr, done.stderr
+
+
+def test_two_plain_runs_of_the_same_cases_compare(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    first = run_dir(sevro_project, case, "--host-config", host, "--trials", "3")
+    second = run_dir(sevro_project, case, "--host-config", host, "--trials", "3")
+    done = sevro_project.sevro("report", "--compare", first, second, "--json")
+    assert done.exit_code == 0, done.stderr
+    report = done.json()
+    assert not list(validator("report.v1").iter_errors(report))
+    (experiment,) = report["experiments"]
+    assert [arm["id"] for arm in experiment["arms"]] == ["A", "B"]
+    assert [arm["source"] for arm in experiment["arms"]] == [str(first), str(second)]
+    statistics = experiment["statistics"]
+    assert not list(validator("experiment-statistics.v1").iter_errors(statistics))
+    (comparison,) = statistics["comparisons"]
+    assert (comparison["control"], comparison["treatment"]) == ("A", "B")
+    assert comparison["pooled"]["transitions"]["bothPass"] == 3
+    assert comparison["pooled"]["verdict"] == "no detectable difference"
+    assert comparison["activation"]["control"]["rate"] is None  # no target: unknown, not 0
+    assert comparison["deltas"]["inputTokens"]["mean"] is None
+    markdown = sevro_project.sevro("report", "--compare", first, second)
+    assert markdown.exit_code == 0, markdown.stderr
+    assert "no detectable difference between B and A: +0 pp" in markdown.stdout
+    assert "0 fixed / 0 broken over 3 pairs" in markdown.stdout
+    assert "| A | 0 | 0 | 3 | unknown |" in markdown.stdout
+    gated = sevro_project.sevro("report", "--compare", first, second, "--fail-on-regression")
+    assert gated.exit_code == 0, gated.stderr
+
+
+def test_a_regression_exits_1_only_with_the_flag(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """The same case and host configuration; what changed is outside the project (a file the
+    check looks at), as a changed model service would be."""
+    broken = tmp_path / "outside" / "broken"
+    broken.parent.mkdir()
+    check = {
+        "id": "not-broken",
+        "grader": "sevro.shell",
+        "configuration": {"run": f"test ! -e {broken}"},
+    }
+    case = sevro_project.case(checks=[check])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    args = (case, "--host-config", host, "--trials", "6", "--sandbox", "none")
+    good = run_dir(sevro_project, *args)
+    broken.write_text("")
+    bad = run_dir(sevro_project, *args)
+    plain = sevro_project.sevro("report", "--compare", good, bad)
+    assert plain.exit_code == 0, plain.stderr
+    assert plain.stdout.count("B regressed on A: -100 pp") == 1
+    assert "0 fixed / 6 broken over 6 pairs" in plain.stdout
+    gated = sevro_project.sevro("report", "--compare", good, bad, "--fail-on-regression")
+    assert gated.exit_code == 1 and gated.stdout == plain.stdout
+    improved = sevro_project.sevro("report", "--compare", bad, good, "--fail-on-regression")
+    assert improved.exit_code == 0
+    assert "B improved on A: +100 pp" in improved.stdout
+    listed = sevro_project.sevro("report", good, bad, "--fail-on-regression")
+    assert listed.exit_code == 0 and "## Experiment" not in listed.stdout
+
+
+def test_runs_that_differ_in_a_dimension_are_refused(sevro_project: SevroProject) -> None:
+    # every input file exists before the first run, so the project itself does not change
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    other_case = sevro_project.case("other.json", id="other", checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    other_host = sevro_project.script("other-host.json", default=[[{"reply": {"text": "no"}}]])
+    base = run_dir(sevro_project, case, "--host-config", host, "--trials", "2")
+    more_trials = run_dir(sevro_project, case, "--host-config", host, "--trials", "3")
+    different_case = run_dir(sevro_project, other_case, "--host-config", host, "--trials", "2")
+    different_host = run_dir(sevro_project, case, "--host-config", other_host, "--trials", "2")
+    for other, dimension in (
+        (more_trials, "the runs differ in trialCount"),
+        (different_case, "the runs differ in caseDigest"),
+        (different_host, "the runs differ in configuration hostConfiguration"),
+    ):
+        done = sevro_project.sevro("report", "--compare", base, other)
+        one_line_refusal(done, dimension, "only in their arm")
+    one_line_refusal(sevro_project.sevro("report", "--compare", base), "exactly two runs", "not 1")
+    one_line_refusal(
+        sevro_project.sevro("report", "--compare", base, base / "run.json"), "same run twice"
+    )
