@@ -41,6 +41,13 @@ def _p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3g}"
 
 
+def _p_clause(value: float | None) -> str:
+    """``p = 0.004``, ``p < 0.001``, ``p unknown``."""
+    if value is None:
+        return f"p {UNKNOWN}"
+    return "p < 0.001" if value < 0.001 else f"p = {_p(value)}"
+
+
 def _interval_points(interval: Mapping[str, float] | None) -> str:
     if interval is None:
         return "95 % CI unknown"
@@ -77,7 +84,7 @@ def verdict_sentence(comparison: Mapping[str, Any]) -> str:
     mcnemar = pooled["mcnemar"]
     numbers = (
         f"{_points(difference['estimate'])} pp ({_interval_points(difference['interval'])}), "
-        f"McNemar p = {_p(mcnemar['pTwoSided'] if mcnemar else None)}, "
+        f"McNemar {_p_clause(mcnemar['pTwoSided'] if mcnemar else None)}, "
         f"{counts['fixed']} fixed / {counts['broken']} broken over {decided} pairs{left_out}"
     )
     if word in ("improved", "regressed"):
@@ -90,6 +97,15 @@ def verdict_sentence(comparison: Mapping[str, Any]) -> str:
             "detected (approximate)."
         )
     return sentence
+
+
+def _needed(verdict: str, repetitions: int | None) -> str | int | None:
+    """Repetitions matter only where no difference was detectable; none detect a zero effect."""
+    if verdict in ("improved", "regressed"):
+        return "-"
+    if verdict == "no detectable difference" and repetitions is None:
+        return "none (no effect observed)"
+    return repetitions
 
 
 def _case_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
@@ -113,7 +129,7 @@ def _case_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
                 f"({_interval_points(difference['interval'])})",
                 _p(row["mcnemar"]["pTwoSided"] if row["mcnemar"] else None),
                 row["verdict"],
-                row["repetitionsNeeded"],
+                _needed(row["verdict"], row["repetitionsNeeded"]),
             ]
         )
     return rows
