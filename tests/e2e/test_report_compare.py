@@ -4,9 +4,14 @@ compare as two arms; runs that differ in anything but the arm are refused (one l
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sevro_core.errors import InvocationError
 from sevro_core.formats.schemas import validator
 from sevro_core.testing import SevroProject
 from tests.e2e.helpers import regex_check
@@ -107,3 +112,32 @@ def test_runs_that_differ_in_a_dimension_are_refused(sevro_project: SevroProject
     one_line_refusal(
         sevro_project.sevro("report", "--compare", base, base / "run.json"), "same run twice"
     )
+
+
+def _with_arm(run_dir: Path, arm: str, *, on_ref: bool) -> dict[str, Any]:
+    """run.json (in memory) with every trial file rewritten to name ``arm``, digests updated."""
+    run = json.loads((run_dir / "run.json").read_text())
+    for ref in run["trials"]:
+        path = run_dir / ref["path"]
+        document = json.loads(path.read_text())
+        document["arm"] = arm
+        data = json.dumps(document).encode()
+        path.write_bytes(data)
+        ref["sha256"] = hashlib.sha256(data).hexdigest()
+        if on_ref:
+            ref["arm"] = arm
+    return run  # type: ignore[no-any-return]
+
+
+def test_trials_of_an_experiment_are_keyed_by_case_and_arm(sevro_project: SevroProject) -> None:
+    from sevro_core.reporting.report import _trials
+
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    directory = run_dir(sevro_project, case, "--host-config", host, "--trials", "2")
+    keyed = _trials(_with_arm(directory, "candidate", on_ref=True), directory)
+    assert sorted(keyed) == [("example@candidate", 1), ("example@candidate", 2)]
+    assert keyed[("example@candidate", 1)]["arm"] == "candidate"
+    # a trial file naming an arm its reference in run.json does not is another trial
+    with pytest.raises(InvocationError, match="belongs to another run, case or trial"):
+        _trials(_with_arm(directory, "candidate", on_ref=False), directory)

@@ -425,6 +425,8 @@ def test_bad_arguments_are_refused() -> None:
         experiment_statistics(["b"], [], [], 0)
     with pytest.raises(ValueError, match="not listed"):
         experiment_statistics(["b"], [("b", "t")], [], 1)
+    with pytest.raises(ValueError, match="not listed"):
+        experiment_statistics(["b"], [], outcome_trials("t", "c", "P"), 1)
     twice = outcome_trials("b", "c", "P") * 2
     with pytest.raises(ValueError, match="two trials"):
         experiment_statistics(["b"], [], twice, 1)

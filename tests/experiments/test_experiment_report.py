@@ -168,7 +168,7 @@ def test_an_experiment_run_gets_its_statistics_from_its_trials() -> None:
             "comparisons": [{"control": "baseline", "treatment": "candidate"}],
         },
     )
-    result = {"cases": [{"caseId": "a"}, {"caseId": "a"}]}
+    result = {"cases": [{"caseId": "a@baseline"}, {"caseId": "a@candidate"}]}
     documents = [
         trial_document("baseline", "a", 1, "failed"),
         trial_document("baseline", "a", 2, "failed"),
@@ -180,5 +180,6 @@ def test_an_experiment_run_gets_its_statistics_from_its_trials() -> None:
     comparison = stats["comparisons"][0]
     assert comparison["pooled"]["transitions"]["fixed"] == 2
     assert comparison["activation"]["treatment"]["rate"] == 0.5
-    with pytest.raises(InvocationError, match="not a consistent experiment"):
-        run_statistics(experiment_run, result, [trial_document(None, "a", 1)])
+    for stray in (trial_document(None, "a", 1), trial_document("other", "a", 1)):
+        with pytest.raises(InvocationError, match="not a consistent experiment"):
+            run_statistics(experiment_run, result, [stray])

@@ -352,7 +352,10 @@ def experiment_statistics(
     unknown = {arm for pair in comparisons for arm in pair} - set(arms)
     if unknown:
         raise ValueError(f"comparisons name arms that are not listed: {sorted(unknown)}")
-    listed = [t for t in trials if t.arm in arms]
+    listed = list(trials)
+    strays = sorted({t.arm for t in listed} - set(arms))
+    if strays:
+        raise ValueError(f"trials of arms that are not listed: {strays}")
     case_ids = list(cases) if cases is not None else list(dict.fromkeys(t.case_id for t in listed))
     index: dict[tuple[str, str, int], ArmTrial] = {}
     for trial in listed:

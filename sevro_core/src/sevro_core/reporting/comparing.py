@@ -22,7 +22,8 @@ ROUTE_OVERRIDES: Final = ("host", "model", "effort")
 
 
 def _case_order(result: Mapping[str, Any]) -> list[str]:
-    return list(dict.fromkeys(case["caseId"] for case in result["cases"]))
+    """The run's case ids in order, whether its cases are keyed by case or by ``case@arm``."""
+    return list(dict.fromkeys(case["caseId"].partition("@")[0] for case in result["cases"]))
 
 
 def _arm_trials(trials: Iterable[Mapping[str, Any]], name: str | None) -> list[Any]:
