@@ -54,6 +54,9 @@ def test_two_plain_runs_of_the_same_cases_compare(sevro_project: SevroProject) -
     markdown = sevro_project.sevro("report", "--compare", first, second)
     assert markdown.exit_code == 0, markdown.stderr
     assert "no detectable difference between B and A: +0 pp" in markdown.stdout
+    text = markdown.stdout
+    assert text.index("## Experiment") < text.index("no detectable") < text.index("## Input runs")
+    assert "| example | 100 % | 100 % | 3 | 0 | 0 | 0 | 0 |" in text
     assert "0 fixed / 0 broken over 3 pairs" in markdown.stdout
     assert "| A | 0 | 0 | 3 | unknown |" in markdown.stdout
     gated = sevro_project.sevro("report", "--compare", first, second, "--fail-on-regression")
