@@ -430,3 +430,12 @@ def test_bad_arguments_are_refused() -> None:
     twice = outcome_trials("b", "c", "P") * 2
     with pytest.raises(ValueError, match="two trials"):
         experiment_statistics(["b"], [], twice, 1)
+
+
+def test_a_case_without_trials_is_listed_unknown_and_no_trial_is_dropped() -> None:
+    trials = outcome_trials("b", "late", "P") + outcome_trials("t", "late", "F")
+    stats = valid(experiment_statistics(["b", "t"], [("b", "t")], trials, 1, cases=["empty"]))
+    assert stats["cases"] == ["empty", "late"]
+    empty, late = stats["comparisons"][0]["cases"]
+    assert empty["transitions"]["inconclusive"] == 1 and empty["verdict"] == "unknown"
+    assert late["transitions"]["broken"] == 1

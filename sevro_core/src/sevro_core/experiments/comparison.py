@@ -223,15 +223,16 @@ def _arm(
     arm: str, cases: Sequence[str], trials: Sequence[ArmTrial], repetitions: int
 ) -> dict[str, Any]:
     mine = [t for t in trials if t.arm == arm]
+    by_case: dict[str, list[ArmTrial]] = {case: [] for case in cases}
+    for trial in mine:
+        by_case.setdefault(trial.case_id, []).append(trial)
     return {
         "id": arm,
         "trials": len(mine),
         "passRate": _rate(pass_rate(t.outcome for t in mine)),
         "activation": _activation(mine),
         "means": _means(mine),
-        "cases": [
-            _arm_case(case, [t for t in mine if t.case_id == case], repetitions) for case in cases
-        ],
+        "cases": [_arm_case(case, by_case[case], repetitions) for case in cases],
     }
 
 
@@ -344,9 +345,10 @@ def experiment_statistics(
 ) -> dict[str, Any]:
     """The ``sevro.experiment-statistics.v1`` document of these trials.
 
-    ``comparisons`` are (control, treatment) arm ids; ``cases`` defaults to every case a trial
-    names, in first-seen order. Trials r = 1 … ``repetitions`` of two arms on a case pair up;
-    a repetition one arm lacks is an inconclusive pair."""
+    ``comparisons`` are (control, treatment) arm ids; ``cases`` orders the cases (a case no
+    trial names is listed with unknown numbers; cases only trials name follow, first seen
+    first). Trials r = 1 … ``repetitions`` of two arms on a case pair up; a repetition one arm
+    lacks is an inconclusive pair."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, not {repetitions}")
     unknown = {arm for pair in comparisons for arm in pair} - set(arms)
@@ -356,7 +358,7 @@ def experiment_statistics(
     strays = sorted({t.arm for t in listed} - set(arms))
     if strays:
         raise ValueError(f"trials of arms that are not listed: {strays}")
-    case_ids = list(cases) if cases is not None else list(dict.fromkeys(t.case_id for t in listed))
+    case_ids = list(dict.fromkeys([*(cases or ()), *(t.case_id for t in listed)]))
     index: dict[tuple[str, str, int], ArmTrial] = {}
     for trial in listed:
         key = (trial.arm, trial.case_id, trial.repetition)
