@@ -39,6 +39,7 @@ from sevro_core.api import (
     MountedSkill,
     Observation,
     Route,
+    SkillPlaces,
     WorkspaceEscapeError,
     check_relative_path,
     classify_read,
@@ -89,6 +90,8 @@ class ScriptedHost:
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = ()
     credential_locations = CredentialLocations()  # its commands are the script's, no CLI's
+    skill_places = SkillPlaces(SKILLS_DIRS[0], "AGENTS.md")
+    """Where experiments mount an arm's skills and context (it discovers both skill dirs)."""
 
     def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""

@@ -21,8 +21,7 @@ from sevro_core.errors import InvocationError, PersistenceError, SevroError
 from sevro_core.models import CancelToken
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.runinfo import RunInfo
-from sevro_core.run.loading import load_cases
-from sevro_core.run.planning import RunPlan, RunSettings, plan_run
+from sevro_core.run.planning import RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.run.results import cli_result, run_document
 from sevro_core.run.resume import recover
@@ -41,12 +40,6 @@ class RunOutcome:
     result: dict[str, Any]
     run_dir: Path
     exit_code: int
-
-
-def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
-    """Load and plan; raises ``InvocationError`` (exit 64) before anything is written."""
-    cases = load_cases(case_paths)
-    return plan_run(cases, registry, settings)
 
 
 def _signals(cancel: CancelToken) -> AbstractContextManager[None]:
@@ -154,7 +147,7 @@ def _started(plan: RunPlan, claim: Claim, store: EvidenceStore) -> RunInfo:
         run_id=claim.run_id,
         evaluation_digest=plan.identity["digest"],
         run_dir=store.run_dir,
-        case_ids=tuple(p.case.id for p in plan.cases),
+        case_ids=tuple(dict.fromkeys(p.case.id for p in plan.cases)),
         trials=settings.trials,
         dry=settings.dry,
     )
@@ -186,7 +179,7 @@ def _trial_finished(
             state.checkpoint(
                 info.run_id,
                 TrialCheckpoint(
-                    record.case_id,
+                    record.unit,
                     record.trial,
                     record.attempt,
                     store.relative(record.path),
@@ -227,7 +220,7 @@ def _result(
         }
     result = cli_result(
         run_id=info.run_id,
-        case_ids=info.case_ids,
+        units=[(p.case.id, p.arm.id if p.arm is not None else None) for p in plan.cases],
         records=records,
         threshold=plan.settings.threshold,
         dry=plan.settings.dry,
