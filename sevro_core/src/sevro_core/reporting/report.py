@@ -29,6 +29,7 @@ from sevro_core.limits import (
     MAX_RESULT_FILE_BYTES,
     MAX_RESULTS_ROOT_RUNS,
 )
+from sevro_core.models import unit_key
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.failures import case_failures
@@ -177,9 +178,10 @@ def _check_trial(
 ) -> dict[str, Any]:
     document, proven = _trial_document(path, ref.get("sha256"))
     try:
-        if (document["runId"], document["caseId"], document["trial"]) != (
+        if (document["runId"], document["caseId"], document.get("arm"), document["trial"]) != (
             run["runId"],
             ref["caseId"],
+            ref.get("arm"),
             ref["trial"],
         ):
             raise InvocationError(
@@ -233,7 +235,10 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
         ]
     else:
         checked = _check_in_processes(workers, (files, run, refs, paths))
-    return {(ref["caseId"], ref["trial"]): doc for ref, doc in zip(refs, checked, strict=True)}
+    return {
+        (unit_key(ref["caseId"], ref.get("arm")), ref["trial"]): doc
+        for ref, doc in zip(refs, checked, strict=True)
+    }
 
 
 _PARALLEL_FROM_TRIALS = 256
@@ -311,10 +316,11 @@ def _row(
     trials: Mapping[tuple[str, int], Mapping[str, Any]],
     case: Mapping[str, Any],
 ) -> dict[str, Any]:
+    unit = unit_key(case["caseId"], case.get("arm"))
     evidences = [
-        trials[(case["caseId"], t["trial"])]["evidence"]
+        trials[(unit, t["trial"])]["evidence"]
         for t in case["trials"]
-        if (case["caseId"], t["trial"]) in trials
+        if (unit, t["trial"]) in trials
     ]
     complete = len(evidences) == len(case["trials"])
     assessed = complete and all(
@@ -335,6 +341,7 @@ def _row(
         "evidencePath": result["evidencePath"],
         "runId": result["runId"],
         "caseId": case["caseId"],
+        **({"arm": case["arm"]} if "arm" in case else {}),
         "execution": case["execution"],
         "grading": case["grading"],
         "task": case["task"],
@@ -409,10 +416,11 @@ def _expand(paths: Sequence[Path], on_note: Callable[[str], object]) -> list[Pat
 def _failures(
     case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
 ) -> dict[str, Any] | None:
+    unit = unit_key(case["caseId"], case.get("arm"))
     evidences = {
-        t["trial"]: trials[(case["caseId"], t["trial"])]["evidence"]
+        t["trial"]: trials[(unit, t["trial"])]["evidence"]
         for t in case["trials"]
-        if (case["caseId"], t["trial"]) in trials
+        if (unit, t["trial"]) in trials
     }
     found = case_failures(case, evidences)
     if found is None:
