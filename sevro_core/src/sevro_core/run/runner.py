@@ -21,7 +21,8 @@ from sevro_core.errors import InvocationError, PersistenceError, SevroError
 from sevro_core.models import CancelToken
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.runinfo import RunInfo
-from sevro_core.run.planning import RunPlan
+from sevro_core.run.loading import load_cases
+from sevro_core.run.planning import RunPlan, RunSettings, plan_run
 from sevro_core.run.records import TrialRecord
 from sevro_core.run.results import cli_result, run_document
 from sevro_core.run.resume import recover
@@ -40,6 +41,12 @@ class RunOutcome:
     result: dict[str, Any]
     run_dir: Path
     exit_code: int
+
+
+def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
+    """Load and plan (the benchmarks' entry); raises ``InvocationError`` (exit 64) before
+    anything is written. ``sevro run`` also reads experiment files: see ``runflags.run_inputs``."""
+    return plan_run(load_cases(case_paths), registry, settings)
 
 
 def _signals(cancel: CancelToken) -> AbstractContextManager[None]:
