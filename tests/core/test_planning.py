@@ -242,3 +242,76 @@ def test_plan_run_refuses_before_touching_the_results_root(
             settings(tmp_path),
         )
     assert not (tmp_path / "results").exists()
+
+
+# -- experiment arms -----------------------------------------------------------------------------
+
+
+def _design(tmp_path: Path, *arms: Any) -> Any:
+    from sevro_core.experiments.arms import resolve_arms
+    from sevro_core.experiments.design import ExperimentDesign
+    from sevro_core.experiments.loading import Comparison
+
+    resolved = resolve_arms(arms)
+    return ExperimentDesign(resolved, (Comparison(arms[0].id, arms[-1].id),), 2, None)
+
+
+def _skill_arm(tmp_path: Path, arm_id: str = "candidate", **overrides: Any) -> Any:
+    from sevro_core.experiments.loading import Arm
+    from sevro_core.experiments.sources import DirectorySource
+
+    bundle = tmp_path / "skills" / "notes"
+    bundle.mkdir(parents=True, exist_ok=True)
+    (bundle / "SKILL.md").write_text("---\nname: notes\ndescription: Notes.\n---\nBody\n")
+    return Arm(arm_id, (DirectorySource(bundle),), None, (), **overrides)
+
+
+def _empty_arm(arm_id: str = "baseline", **overrides: Any) -> Any:
+    from sevro_core.experiments.loading import Arm
+
+    return Arm(arm_id, (), None, (), **overrides)
+
+
+def test_a_host_without_skill_places_refuses_an_arm_with_skills_not_one_without(
+    plugins: ScopedPlugins, tmp_path: Path
+) -> None:
+    registry = plugins.registry()
+    with pytest.raises(InvocationError) as refused:
+        plan(registry, tmp_path, experiment=_design(tmp_path, _empty_arm(), _skill_arm(tmp_path)))
+    assert "arm 'candidate' mounts skills or context" in refused.value.message
+    assert "acme.host.stub declares no place" in refused.value.message
+    accepted = plan(
+        registry,
+        tmp_path,
+        experiment=_design(tmp_path, _empty_arm(), _empty_arm("other", model="m2")),
+    )
+    assert [p.unit for p in accepted.cases] == ["example@baseline", "example@other"]
+
+
+def test_each_arm_is_planned_on_its_own_route_and_enters_the_configuration(
+    plugins: ScopedPlugins, tmp_path: Path
+) -> None:
+    registry = plugins.registry()
+    design = _design(tmp_path, _empty_arm(), _empty_arm("bigger", model="big-model"))
+    planned = plan(registry, tmp_path, experiment=design)
+    assert [str(r.model) for r in planned.routes] == ["stub-model", "big-model"]
+    assert [planned.host_for(p).route.model for p in planned.cases] == ["stub-model", "big-model"]
+    assert set(planned.configuration["redacted"]["arms"]) == {"baseline", "bigger"}
+    plain = plan(registry, tmp_path)
+    assert "arms" not in plain.configuration["redacted"]
+    assert (
+        plain.identity["dimensions"]["caseDigest"] == planned.identity["dimensions"]["caseDigest"]
+    )
+    assert plain.identity["digest"] != planned.identity["digest"]
+    other = plan(
+        registry,
+        tmp_path,
+        experiment=_design(tmp_path, _empty_arm(), _empty_arm("bigger", model="huge")),
+    )
+    assert other.identity["digest"] != planned.identity["digest"], "an arm's model is identity"
+
+
+def test_arms_differing_only_in_id_are_refused_as_twins(tmp_path: Path) -> None:
+    with pytest.raises(InvocationError) as refused:
+        _design(tmp_path, _skill_arm(tmp_path, "baseline"), _skill_arm(tmp_path, "candidate"))
+    assert "byte-identical" in refused.value.message

@@ -600,3 +600,25 @@ def test_resume_in_a_copied_results_root_is_refused_and_says_why(
     listed = sevro_project.sevro("runs", "--json", "--results-root", copy).json()["runs"]
     assert [r["resumable"] for r in listed] == [False]
     assert scenario.counter.read_text().strip() == "3", "nothing ran"
+
+
+def test_an_experiment_resumes_per_trial_and_arm(sevro_project: SevroProject) -> None:
+    skill = sevro_project.skill("skills/notes", "notes", "Release notes.")
+    scenario = Scenario(sevro_project, block_at=3, trials=2)
+    arms = ("--skill", str(skill), "--baseline", "none")
+    killed = start_sevro(scenario.argv(*arms)[len(SEVRO) :], cwd=sevro_project.root)
+    killed.wait_until(scenario.blocked, timeout=30)
+    scenario.kill_runner(killed)
+    (row,) = runs(sevro_project)
+    assert (row["status"], row["trialsDone"], row["trialsTotal"]) == ("interrupted", 2, 4)
+    done = scenario.run(*arms, "--resume")
+    assert done.returncode == 0, done.stderr
+    run = assert_valid_evidence(json.loads(done.stdout))
+    attempts = sorted((t["trial"], t["arm"], t["attempt"]) for t in run["trials"])
+    assert attempts == [
+        (1, "baseline", 1),
+        (1, "candidate", 1),
+        (2, "baseline", 2),
+        (2, "candidate", 2),
+    ], "the first pair was reused, the second ran again"
+    assert scenario.counter.read_text().strip() == "5", "only the unfinished pair ran again"

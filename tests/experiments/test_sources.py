@@ -121,11 +121,23 @@ def test_a_ref_that_does_not_exist_is_one_clear_line(tmp_path: Path) -> None:
     assert "\n" not in str(caught.value)
 
 
-def test_a_git_path_that_is_not_a_directory_is_refused(tmp_path: Path) -> None:
+def test_a_git_path_that_is_missing_is_refused(tmp_path: Path) -> None:
     git, repo = committed_repository(tmp_path / "repo", "sha1")
-    for path in ("skills/missing", "skills/release-notes/SKILL.md"):
-        with pytest.raises(InvocationError, match="is not a directory at main"):
-            read_source(parse_source(f"git:main:{path}", repo), git)
+    with pytest.raises(InvocationError, match="is neither a directory nor a file at main"):
+        read_source(parse_source("git:main:skills/missing", repo), git)
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_git_path_naming_a_file_is_a_tree_of_that_one_file(
+    tmp_path: Path, object_format: str
+) -> None:
+    """Context files are often one file (``git:main:AGENTS.md``); the bytes are the commit's."""
+    git, repo = committed_repository(tmp_path / "repo", object_format)
+    committed = (repo / "skills" / "release-notes" / "SKILL.md").read_bytes()
+    (repo / "skills" / "release-notes" / "SKILL.md").write_text("edited, not committed")
+    tree = read_source(parse_source("git:main:skills/release-notes/SKILL.md", repo), git)
+    assert [(f.path, f.data) for f in tree.files] == [("SKILL.md", committed)]
+    assert tree.revision is not None
 
 
 def test_a_git_source_outside_a_repository_is_refused(tmp_path: Path) -> None:
@@ -198,12 +210,17 @@ def test_special_files_are_refused(tmp_path: Path) -> None:
         read_source(DirectorySource(bundle))
 
 
-def test_a_missing_or_non_directory_source_is_refused(tmp_path: Path) -> None:
+def test_a_missing_source_is_refused_and_a_file_is_a_tree_of_one_file(tmp_path: Path) -> None:
     with pytest.raises(InvocationError, match="does not exist"):
         read_source(DirectorySource(tmp_path / "missing"))
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(InvocationError, match="is not a directory"):
-        read_source(DirectorySource(tmp_path / "file"))
+    (tmp_path / "AGENTS.md").write_text("Be brief.\n")
+    tree = read_source(DirectorySource(tmp_path / "AGENTS.md"))
+    assert [(f.path, f.data, f.mode) for f in tree.files] == [
+        ("AGENTS.md", b"Be brief.\n", "100644")
+    ]
+    (tmp_path / "link.md").symlink_to(tmp_path / "AGENTS.md")
+    with pytest.raises(InvocationError, match="cannot be read"):
+        read_source(DirectorySource(tmp_path / "link.md"))
 
 
 def test_names_equal_after_nfc_normalisation_are_refused(tmp_path: Path) -> None:

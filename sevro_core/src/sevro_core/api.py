@@ -72,6 +72,7 @@ from sevro_core.models import (
     TrialIsolation,
     TrialView,
     Usage,
+    unit_key,
 )
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.manager import Registry
@@ -248,6 +249,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "sandbox_check",
     "trial_ranges",
     "render_experiment_statistics",
+    "unit_key",
     # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses
     "AgentCliConfig",
     "AgentCliHost",

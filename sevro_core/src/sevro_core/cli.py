@@ -165,7 +165,34 @@ HostSettingOpt = Annotated[
         help="Set one of the host's settings by key (repeatable); each also has its own flag.",
     ),
 ]
-TrialsOpt = Annotated[int, typer.Option(help="Trials per case.")]
+TrialsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Trials per case (default 1); in an experiment, repetitions per arm and case "
+        "(default: the file's, or 5).",
+        show_default=False,
+    ),
+]
+SkillOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        help="Experiment quick form: a skill bundle (a directory with SKILL.md) the candidate "
+        "arm mounts; repeatable, the first is the target.",
+        show_default=False,
+    ),
+]
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Experiment quick form: what the candidate is compared with: none, a directory "
+        "holding an older copy of the skill, git:REF or git:REF:PATH.",
+        show_default=False,
+    ),
+]
+FailOnRegressionOpt = Annotated[
+    bool,
+    typer.Option("--fail-on-regression", help="Exit 1 when a comparison's verdict is regressed."),
+]
 ThresholdOpt = Annotated[
     float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
 ]
@@ -322,7 +349,10 @@ def run(
     model: ModelOpt = None,
     effort: EffortOpt = None,
     host_setting: HostSettingOpt = None,
-    trials: TrialsOpt = 1,
+    skill: SkillOpt = None,
+    baseline: BaselineOpt = None,
+    fail_on_regression: FailOnRegressionOpt = False,
+    trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
     jobs: JobsOpt = DEFAULT_JOBS,
     dry: DryOpt = False,
@@ -353,15 +383,16 @@ def run(
 
     try:
         from sevro_core.isolation.protection import credential_locations
-        from sevro_core.run.runner import prepare
-        from sevro_core.runflags import check_status_interval, run_settings
+        from sevro_core.run.planning import plan_run
+        from sevro_core.runflags import check_status_interval, run_inputs, run_settings
 
         _setup_logging(log_format, verbose)
         check_status_interval(status_interval)
         registry = _loaded_registry()
         host_flags = _host_settings(registry, host, host_setting)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
-        plan = prepare(cases, registry, settings)
+        settings, loaded = run_inputs(flags, settings)
+        plan = plan_run(loaded, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
     try:
@@ -506,10 +537,7 @@ def report(
             "--compare", help="Compare run A (control) with run B (treatment) as two arms."
         ),
     ] = False,
-    fail_on_regression: Annotated[
-        bool,
-        typer.Option("--fail-on-regression", help="Exit 1 when a comparison regressed."),
-    ] = False,
+    fail_on_regression: FailOnRegressionOpt = False,
     plugin: PluginOpt = None,
 ) -> None:
     """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document.

@@ -256,3 +256,9 @@ class HostRequest:
     extra: Mapping[str, Any] = field(factory=dict)
     isolation: TrialIsolation | None = None
     """The trial's sandbox: hosts run the agent's commands through it (role ``candidate``)."""
+
+
+def unit_key(case_id: str, arm: str | None) -> str:
+    """``case`` in a plain run, ``case@arm`` in an experiment: ``@`` is in no case id, so the
+    key is unambiguous and safe as a directory name."""
+    return case_id if arm is None else f"{case_id}@{arm}"

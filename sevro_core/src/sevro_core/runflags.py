@@ -15,6 +15,7 @@ from attrs import frozen
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import MAX_JOBS, MAX_TRIALS
+from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.run.planning import RunSettings
 
@@ -29,7 +30,10 @@ class RunFlags:
     model: str | None
     effort: str | None
     host_setting: list[str] | None
-    trials: int
+    skill: list[Path] | None
+    baseline: str | None
+    fail_on_regression: bool
+    trials: int | None
     threshold: float
     jobs: int
     dry: bool
@@ -75,7 +79,8 @@ def run_settings(
     from sevro_core.run.planning import CONDITIONS
     from sevro_core.run.sources import load_case_sources
 
-    positive_int(flags.trials, "--trials", MAX_TRIALS)
+    if flags.trials is not None:
+        positive_int(flags.trials, "--trials", MAX_TRIALS)
     positive_int(flags.jobs, "--jobs", MAX_JOBS)
     if not math.isfinite(flags.threshold) or not 0 < flags.threshold <= 1:
         raise InvocationError(f"--threshold must be in (0, 1], not {flags.threshold}")
@@ -99,7 +104,7 @@ def run_settings(
     check_results_root(results)
     run_state_root = flags.run_state_root
     return RunSettings(
-        trials=flags.trials,
+        trials=flags.trials or 1,
         threshold=float(flags.threshold),
         jobs=flags.jobs,
         dry=flags.dry,
@@ -118,6 +123,36 @@ def run_settings(
         protected_roots=protected,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
     )
+
+
+def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, list[Case]]:
+    """The cases to run and, for an experiment (a file, or ``--skill``), its design.
+
+    Everything is read and checked here, before anything runs (exit 64 on the first problem).
+    """
+    from attrs import evolve
+
+    from sevro_core.experiments.design import ExperimentDesign
+    from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
+    from sevro_core.run.loading import load_cases
+
+    path = experiment_file(flags.cases)
+    design: ExperimentDesign | None
+    if path is not None:
+        if flags.skill or flags.baseline is not None:
+            raise InvocationError(
+                "--skill and --baseline build an experiment from case files; "
+                f"{path} already declares its arms"
+            )
+        design, cases = load_experiment(path, flags.trials)
+    else:
+        design = quick_experiment(flags.skill or [], flags.baseline, flags.trials)
+        cases = load_cases(flags.cases)
+    if design is None:
+        if flags.fail_on_regression:
+            raise InvocationError("--fail-on-regression needs an experiment (a file or --skill)")
+        return settings, cases
+    return evolve(settings, trials=design.repetitions, experiment=design), cases
 
 
 def _host_config(path: Path | None) -> Mapping[str, JsonValue] | None:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sevro_core.api import Reporter, hookimpl
+from sevro_core.api import Reporter, hookimpl, unit_key
 
 
 def _cell(value: Any) -> str:
@@ -86,7 +86,7 @@ class MarkdownReporter:
             ],
             [
                 [
-                    r["caseId"],
+                    unit_key(r["caseId"], r.get("arm")),
                     r["trialCount"],
                     _rate(r["taskPassRate"]),
                     r["execution"],
@@ -107,13 +107,22 @@ class MarkdownReporter:
         lines += _table(
             ["case", "run", "evaluation", "evidence"],
             [
-                [r["caseId"], r["runId"], r["evaluationDigest"][:16], r["evidencePath"]]
+                [
+                    unit_key(r["caseId"], r.get("arm")),
+                    r["runId"],
+                    r["evaluationDigest"][:16],
+                    r["evidencePath"],
+                ]
                 for r in report["rows"]
             ],
         )
         lines += ["", "## Routes", ""]
         routes = sorted(
-            {(r["caseId"], rt["role"], _route(rt)) for r in report["rows"] for rt in r["routes"]}
+            {
+                (unit_key(r["caseId"], r.get("arm")), rt["role"], _route(rt))
+                for r in report["rows"]
+                for rt in r["routes"]
+            }
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         return "\n".join(lines) + "\n"
@@ -142,11 +151,16 @@ def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             continue
         for item in failures["reasons"]:
             table.append(
-                [row["caseId"], row["runId"], trial_ranges(item["trials"]), item["reason"]]
+                [
+                    unit_key(row["caseId"], row.get("arm")),
+                    row["runId"],
+                    trial_ranges(item["trials"]),
+                    item["reason"],
+                ]
             )
         if failures["omittedReasons"]:
             more = f"… and {failures['omittedReasons']} more reason(s)"
-            table.append([row["caseId"], row["runId"], "…", more])
+            table.append([unit_key(row["caseId"], row.get("arm")), row["runId"], "…", more])
     if not table:
         return []
     heading = [

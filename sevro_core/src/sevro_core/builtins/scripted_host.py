@@ -39,6 +39,7 @@ from sevro_core.api import (
     MountedSkill,
     Observation,
     Route,
+    SkillPlaces,
     WorkspaceEscapeError,
     check_relative_path,
     classify_read,
@@ -61,6 +62,8 @@ MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
 TRIAL_TOKEN = "{{sevro.trial}}"  # noqa: S105 - a template token, not a secret
+TRIAL_VARIABLE = "SEVRO_TRIAL"
+"""Set for ``run`` steps to the trial number (the repetition, in an experiment)."""
 
 Step = Mapping[str, Any]
 
@@ -89,6 +92,8 @@ class ScriptedHost:
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = ()
     credential_locations = CredentialLocations()  # its commands are the script's, no CLI's
+    skill_places = SkillPlaces(SKILLS_DIRS[0], "AGENTS.md")
+    """Where experiments mount an arm's skills and context (it discovers both skill dirs)."""
 
     def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
@@ -262,7 +267,8 @@ class _TrialState:
                 role="candidate",
                 timeout_s=timeout_ms / 1000,
                 output_limit=limits.MAX_SCRIPTED_COMMAND_OUTPUT_BYTES,
-                environment=request.environment,
+                # the trial number lets a script vary by trial, as a real agent would
+                environment={**request.environment, TRIAL_VARIABLE: str(request.trial)},
             )
         except IsolationError as exc:
             raise _TurnFailed(f"run step could not be isolated: {exc}") from None

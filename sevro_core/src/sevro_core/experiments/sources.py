@@ -251,13 +251,29 @@ def _read_directory(source: DirectorySource) -> list[SourceFile]:
     except FileNotFoundError:
         raise InvocationError(f"source {where} does not exist") from None
     except OSError as exc:
-        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
-            raise InvocationError(f"source {where} is not a directory") from None
+        if exc.errno == errno.ENOTDIR:
+            return [_read_single_file(source.path, where)]
+        if exc.errno == errno.ELOOP:
+            raise InvocationError(f"source {where} is a symbolic link (refused)") from None
         raise InvocationError(f"source {where} cannot be read: {exc.strerror}") from None
     try:
         return list(_walk(root, [], _Budget(where), where))
     finally:
         os.close(root)
+
+
+def _read_single_file(path: Path, where: str) -> SourceFile:
+    """A source naming one regular file (a context file such as ``AGENTS.md``): a tree of one
+    file under its own name. Its directory is opened without following a link either."""
+    try:
+        parent = os.open(path.parent, _DIRECTORY_FLAGS)
+    except OSError as exc:
+        raise InvocationError(f"source {where} cannot be read: {exc.strerror}") from None
+    try:
+        name = _canonical_name(os.fsencode(path.name), where)
+        return _read_regular(path.name, parent, name, _Budget(where), where)
+    finally:
+        os.close(parent)
 
 
 def _walk(directory: int, prefix: list[str], budget: _Budget, where: str) -> Iterator[SourceFile]:
@@ -331,12 +347,33 @@ def _read_git(source: GitSource, git: Git | None) -> SourceTree:
         kind = repo.text("cat-file", "-t", tree, cwd=source.repository)
     except GitError:
         kind = "missing"
+    if kind == "blob" and source.path:
+        files = _git_single_file(repo, source.repository, commit, source.path, where)
+        return SourceTree(source, tuple(files), commit)
     if kind != "tree":
         raise InvocationError(
-            f"source {where}: {source.path or '.'!r} is not a directory at {source.ref}"
+            f"source {where}: {source.path or '.'!r} is neither a directory nor a file "
+            f"at {source.ref}"
         )
     files = _git_files(repo, source.repository, tree, where)
     return SourceTree(source, _sorted(files), commit)
+
+
+def _git_single_file(repo: Git, cwd: Path, commit: str, path: str, where: str) -> list[SourceFile]:
+    """The one file a ``git:<ref>:<file>`` source names, under its own name."""
+    try:
+        listing = repo.run(
+            "ls-tree", "-z", "-l", "--full-tree", commit, "--", path, cwd=cwd, limit=4096
+        )
+    except GitError as exc:
+        raise InvocationError(f"source {where}: cannot list the file ({exc})") from None
+    header, _, _ = listing.stdout.rstrip(b"\x00").partition(b"\t")
+    mode, _kind, oid, size = header.decode("ascii", "replace").split()
+    name = path.rsplit("/", 1)[-1]
+    if mode not in (REGULAR_MODE, EXECUTABLE_MODE):
+        raise InvocationError(f"source {where} is a special entry (mode {mode})")
+    _Budget(where).add(name, int(size))
+    return _git_blobs(repo, cwd, [(name, mode, oid, int(size))], where)
 
 
 def _git_files(repo: Git, cwd: Path, tree: str, where: str) -> list[SourceFile]:

@@ -15,6 +15,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.limits import MAX_FAILURE_REASON_CHARS, MAX_SUMMARY_TRIAL_FILES
+from sevro_core.models import unit_key
 
 NOT_RUN_REASON = (
     "not run: the run stopped admitting trials after an execution failure or grading error"
@@ -129,7 +130,7 @@ def case_failures(
         key=lambda item: (item[0] in _CONSEQUENCES, -len(item[1]), item[1][0]),
     )
     return CaseFailures(
-        case["caseId"],
+        unit_key(case["caseId"], case.get("arm")),
         case["trialCount"],
         tuple((tuple(trials), reason) for reason, trials in ordered),
         len(unexamined),

@@ -183,12 +183,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def render_summary(result: dict[str, Any]) -> str:
+    """The run's table (an experiment's rows are ``case@arm``), its states and failures."""
+    from sevro_core.models import unit_key
+
     rows = []
     for case in result["cases"]:
         rate = "unknown" if case["passRate"] is None else f"{case['passRate'] * 100:.0f}%"
         rows.append(
             [
-                case["caseId"],
+                unit_key(case["caseId"], case.get("arm")),
                 str(case["trialCount"]),
                 f"{case['passedTrials']}/{case['trialCount']}",
                 rate,

@@ -31,6 +31,7 @@ from sevro_core.limits import (
     MAX_RESULT_FILE_BYTES,
     MAX_RESULTS_ROOT_RUNS,
 )
+from sevro_core.models import unit_key
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.failures import case_failures
@@ -180,12 +181,12 @@ def _check_trial(
 ) -> dict[str, Any]:
     document, proven = _trial_document(path, ref.get("sha256"))
     try:
-        arm = document.get("arm")
-        if (document["runId"], unit(document["caseId"], arm), document["trial"]) != (
+        if (document["runId"], document["caseId"], document.get("arm"), document["trial"]) != (
             run["runId"],
-            unit(ref["caseId"], ref.get("arm")),
+            ref["caseId"],
+            ref.get("arm"),
             ref["trial"],
-        ) or not (arm is None or isinstance(arm, str)):
+        ):
             raise InvocationError(
                 "trial evidence belongs to another run, case or trial", source=path
             )
@@ -226,12 +227,6 @@ _REPORTED_EVIDENCE = (
 observation): all a verified trial is reduced to (small to return)."""
 
 
-def unit(case_id: str, arm: str | None) -> str:
-    """What a run keys a trial by with its number: the case, or ``case@arm`` in an experiment
-    (``@`` is in no case id, so the key is unambiguous)."""
-    return case_id if arm is None else f"{case_id}@{arm}"
-
-
 def _number(value: object) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
@@ -261,7 +256,7 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
     else:
         checked = _check_in_processes(workers, (files, run, refs, paths))
     return {
-        (unit(ref["caseId"], ref.get("arm")), ref["trial"]): doc
+        (unit_key(ref["caseId"], ref.get("arm")), ref["trial"]): doc
         for ref, doc in zip(refs, checked, strict=True)
     }
 
@@ -328,10 +323,6 @@ def _check_slice(
         return (exc.message, exc.source, exc.pointer)
 
 
-def _case_unit(case: Mapping[str, Any]) -> str:
-    return unit(case["caseId"], case.get("arm"))
-
-
 def _sum_known(values: Sequence[float | int | None]) -> float | int | None:
     if not values or any(v is None for v in values):
         return None
@@ -345,10 +336,11 @@ def _row(
     trials: Mapping[tuple[str, int], Mapping[str, Any]],
     case: Mapping[str, Any],
 ) -> dict[str, Any]:
+    unit = unit_key(case["caseId"], case.get("arm"))
     evidences = [
-        trials[(_case_unit(case), t["trial"])]["evidence"]
+        trials[(unit, t["trial"])]["evidence"]
         for t in case["trials"]
-        if (_case_unit(case), t["trial"]) in trials
+        if (unit, t["trial"]) in trials
     ]
     complete = len(evidences) == len(case["trials"])
     assessed = complete and all(
@@ -369,6 +361,7 @@ def _row(
         "evidencePath": result["evidencePath"],
         "runId": result["runId"],
         "caseId": case["caseId"],
+        **({"arm": case["arm"]} if "arm" in case else {}),
         "execution": case["execution"],
         "grading": case["grading"],
         "task": case["task"],
@@ -443,10 +436,11 @@ def _expand(paths: Sequence[Path], on_note: Callable[[str], object]) -> list[Pat
 def _failures(
     case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
 ) -> dict[str, Any] | None:
+    unit = unit_key(case["caseId"], case.get("arm"))
     evidences = {
-        t["trial"]: trials[(_case_unit(case), t["trial"])]["evidence"]
+        t["trial"]: trials[(unit, t["trial"])]["evidence"]
         for t in case["trials"]
-        if (_case_unit(case), t["trial"]) in trials
+        if (unit, t["trial"]) in trials
     }
     found = case_failures(case, evidences)
     if found is None:

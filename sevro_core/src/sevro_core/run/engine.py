@@ -17,6 +17,7 @@ from typing import Any
 from attrs import evolve, frozen
 
 from sevro_core.errors import GradingError, PersistenceError, SevroError
+from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
 from sevro_core.isolation.sandbox import Isolation
@@ -42,8 +43,13 @@ from sevro_core.models import (
     TrialStates,
     TrialView,
 )
-from sevro_core.plugin.protocols import ID_PATTERN, FixtureReport, MaterialisedFixture
-from sevro_core.run.planning import PlannedCase, RunPlan
+from sevro_core.plugin.protocols import (
+    ID_PATTERN,
+    ConfiguredHost,
+    FixtureReport,
+    MaterialisedFixture,
+)
+from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.run.trialevidence import (
     TrialFindings,
@@ -61,7 +67,11 @@ from sevro_core.states import (
     trial_grading,
 )
 from sevro_core.store.evidence import EvidenceStore
-from sevro_core.vocabulary import ENGINE_OBSERVATION_PREFIX, FINAL_MESSAGE_OBSERVATION
+from sevro_core.vocabulary import (
+    ENGINE_OBSERVATION_PREFIX,
+    FINAL_MESSAGE_OBSERVATION,
+    SKILLS_OBSERVATION,
+)
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
@@ -144,11 +154,33 @@ def _prepare_fixture(run: _Trial) -> tuple[MaterialisedFixture, Mapping[str, Any
     case_id, workspace, private = run.planned.case.id, run.workspace, run.private
     with _fixture_step(case_id, "materialised", workspace, private):
         fixture = run.planned.fixture.materialise(workspace)
+    if run.planned.arm is not None:
+        _mount_arm(run)
     baseline: Mapping[str, Any] = {}
     if fixture.probe is not None and not run.plan.settings.dry:
         with _fixture_step(case_id, "inspected before the host", workspace, private):
             baseline = fixture.probe.baseline(run.cancel)
     return fixture, baseline
+
+
+def _mount_arm(run: _Trial) -> None:
+    """Install the trial's arm where its host's CLI looks, from sources verified just now.
+
+    A working-tree source edited since planning fails the run (it must never mix versions);
+    a fixture that conflicts with the arm is a fixture failure naming the conflict."""
+    arm = run.planned.arm
+    assert arm is not None
+    try:
+        resolved = arm.resolved.verified()
+    except Exception:
+        remove_tree(run.workspace)
+        remove_tree(run.private)
+        raise
+    if arm.places is None:
+        return  # an arm with nothing to mount (planning refused any other)
+    step = f"given arm {arm.id}'s skills and context"
+    with _fixture_step(run.planned.case.id, step, run.workspace, run.private):
+        mount_arm(run.workspace, arm.places, resolved.bundles(), resolved.context)
 
 
 def _run_candidate(
@@ -174,7 +206,21 @@ def _run_candidate(
         fixture_bin_dir=fixture.bin_dir,
         isolation=isolation,
     )
-    return _run_host(run.plan, request)
+    result, execution, error = _run_host(run.plan.host_for(run.planned), request)
+    if result is not None and run.planned.arm is not None:
+        result = _stamp_arm(result, run.planned.arm)
+    return result, execution, error
+
+
+def _stamp_arm(result: HostResult, arm: PlannedArm) -> HostResult:
+    """Name the arm and its target skill in the host's ``sevro.skills`` observation."""
+    stamped = tuple(
+        evolve(o, data={**o.data, "arm": arm.id, "target": arm.resolved.target})
+        if o.id == SKILLS_OBSERVATION and isinstance(o.data, Mapping)
+        else o
+        for o in result.observations
+    )
+    return evolve(result, observations=stamped)
 
 
 def _inspect_after_host(
@@ -232,8 +278,9 @@ def _persist(run: _Trial, findings: TrialFindings) -> TrialRecord:
     error_code = error[0] if error else ("sevro.grader.error" if grader_error else None)
     try:
         evidence = trial_evidence(findings, run.store)
-        path = run.store.case_dir(run.planned.case.id) / f"trial-{run.trial}.json"
+        path = run.store.case_dir(run.planned.unit) / f"trial-{run.trial}.json"
         record = TrialRecord(
+            arm=run.planned.arm.id if run.planned.arm is not None else None,
             case_id=run.planned.case.id,
             trial=run.trial,
             states=findings.states,
@@ -295,10 +342,10 @@ def _checked_report(report: FixtureReport, result: HostResult | None) -> Fixture
 
 
 def _run_host(
-    plan: RunPlan, request: HostRequest
+    host: ConfiguredHost, request: HostRequest
 ) -> tuple[HostResult | None, Execution, tuple[str, str] | None]:
     try:
-        result = plan.host.run(request)
+        result = host.run(request)
     except Exception as exc:  # a host bug is an execution failure, never a pass
         return (
             None,

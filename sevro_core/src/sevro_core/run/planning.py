@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
+from sevro_core.experiments.arms import ResolvedArm
+from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import (
@@ -33,6 +35,7 @@ from sevro_core.models import (
     CheckOutcome,
     Route,
     TrialView,
+    unit_key,
 )
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
@@ -45,7 +48,9 @@ from sevro_core.plugin.protocols import (
     Grader,
     Host,
     HostOptions,
+    SkillPlaces,
     VerdictPolicy,
+    skill_places_of,
 )
 from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
 from sevro_core.vocabulary import (
@@ -81,6 +86,22 @@ class RunSettings:
     protected_roots: tuple[Path, ...] = ()
     """``--protected-root``: canonical, existing paths hidden in addition to the engine's."""
     case_sources: CaseSources | None = None
+    experiment: ExperimentDesign | None = None
+    """The arms to compare (``trials`` is then the repetitions per arm and case)."""
+
+
+@frozen
+class PlannedArm:
+    """An arm bound to its host: where the engine mounts its skills, and who runs it."""
+
+    resolved: ResolvedArm
+    host_plugin: Host
+    host: ConfiguredHost
+    places: SkillPlaces | None
+
+    @property
+    def id(self) -> str:
+        return self.resolved.id
 
 
 @frozen
@@ -97,6 +118,12 @@ class PlannedCase:
     fixture: CompiledFixture
     checks: tuple[PlannedCheck, ...]
     digests: Mapping[str, str]
+    arm: PlannedArm | None = None
+
+    @property
+    def unit(self) -> str:
+        """The key of this case's trials in the run: the case id, or ``case@arm``."""
+        return unit_key(self.case.id, self.arm.id if self.arm is not None else None)
 
     @property
     def graded_checks(self) -> tuple[PlannedCheck, ...]:
@@ -118,10 +145,20 @@ class RunPlan:
     project: Mapping[str, Any]
     graders_active: tuple[Mapping[str, str], ...]
     sandbox: SandboxSelection
+    arms: tuple[PlannedArm, ...] = ()
 
     @property
     def route(self) -> Route:
         return self.host.route
+
+    @property
+    def routes(self) -> list[Route]:
+        """Every distinct route the run uses (one per arm host, model and effort)."""
+        routes = [self.host.route] if not self.arms else [a.host.route for a in self.arms]
+        return list(dict.fromkeys(routes))
+
+    def host_for(self, planned: PlannedCase) -> ConfiguredHost:
+        return planned.arm.host if planned.arm is not None else self.host
 
 
 def resolve_host_id(registry: Registry, name: str) -> str:
@@ -137,33 +174,34 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
-    host_plugin = registry.hosts()[resolve_host_id(registry, settings.host)]
+    host_plugin, host = _configure_host(registry, settings, settings.host, settings.host_options)
     config_source = settings.host_options.config_source or "--host-config"
-    try:
-        host = host_plugin.configure(settings.host_options)
-    except ConfigurationError as exc:
-        raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
-    if settings.condition == "enforced" and ENFORCED_CAPABILITY not in host.capabilities:
-        raise InvocationError(
-            f"--condition enforced is not supported by {host_plugin.id}, which runs passive only"
-        )
+    arms = _plan_arms(registry, settings)
+    for configured in (host, *(a.host for a in arms)):
+        if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
+            raise InvocationError(
+                f"--condition enforced is not supported by {configured.route.host}, "
+                "which runs passive only"
+            )
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = select_sandbox(
         registry, settings.sandbox, settings.network, protected_roots(settings, cases, registry)
     )
     context = FixtureContext(sources=settings.case_sources)
     planned = tuple(
-        _plan_case(case, registry, host, config_source, sandbox, context) for case in cases
+        unit
+        for case in cases
+        for unit in _plan_units(case, registry, host, arms, config_source, sandbox, context)
     )
     graders_active = _graders_active(registry, planned)
-    configuration = _configuration(settings, host, policy, sandbox)
+    configuration = _configuration(settings, host, policy, sandbox, arms)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
         IdentityInputs(
             runner_build_digest=runner["buildDigest"],
             project_digest=project["digest"],
             configuration_digest=configuration["digest"],
-            case_digests=[p.digests for p in planned],
+            case_digests=[p.digests for p in planned if p.arm is None or p.arm == arms[0]],
             evaluator={
                 "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
                 "extension": None,
@@ -189,7 +227,60 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         project=project,
         graders_active=graders_active,
         sandbox=sandbox,
+        arms=arms,
     )
+
+
+def _configure_host(
+    registry: Registry, settings: RunSettings, name: str, options: HostOptions
+) -> tuple[Host, ConfiguredHost]:
+    host_plugin = registry.hosts()[resolve_host_id(registry, name)]
+    try:
+        return host_plugin, host_plugin.configure(options)
+    except ConfigurationError as exc:
+        source = options.config_source or "--host-config"
+        raise InvocationError(exc.message, source=source, pointer=exc.pointer) from None
+
+
+def _plan_arms(registry: Registry, settings: RunSettings) -> tuple[PlannedArm, ...]:
+    """Bind each arm to its host (its own host, model or effort when it declares them)."""
+    if settings.experiment is None:
+        return ()
+    arms = []
+    for resolved in settings.experiment.arms:
+        arm = resolved.arm
+        options = evolve(
+            settings.host_options,
+            model=arm.model or settings.host_options.model,
+            effort=arm.effort or settings.host_options.effort,
+        )
+        host_plugin, host = _configure_host(registry, settings, arm.host or settings.host, options)
+        places = skill_places_of(host_plugin)
+        if places is None and (resolved.skills or resolved.context):
+            raise InvocationError(
+                f"arm {arm.id!r} mounts skills or context, but host {host_plugin.id} declares "
+                "no place where its CLI finds them (skill_places)"
+            )
+        arms.append(PlannedArm(resolved, host_plugin, host, places))
+    return tuple(arms)
+
+
+def _plan_units(
+    case: Case,
+    registry: Registry,
+    host: ConfiguredHost,
+    arms: Sequence[PlannedArm],
+    config_source: str,
+    sandbox: SandboxSelection,
+    context: FixtureContext,
+) -> list[PlannedCase]:
+    """The case planned once per arm (its own host), or once when there are no arms."""
+    if not arms:
+        return [_plan_case(case, registry, host, config_source, sandbox, context)]
+    return [
+        evolve(_plan_case(case, registry, arm.host, config_source, sandbox, context), arm=arm)
+        for arm in arms
+    ]
 
 
 def protected_roots(
@@ -200,6 +291,8 @@ def protected_roots(
     inputs = [Path(case.source).resolve() for case in cases if case.source]
     if settings.host_options.config_source:
         inputs.append(Path(settings.host_options.config_source).resolve())
+    if settings.experiment is not None:
+        inputs.extend(settings.experiment.input_paths())
     roots = engine_roots(
         project_root=settings.project_root,
         results_root=settings.results_root,
@@ -369,9 +462,13 @@ def _check_json(check: CheckDeclaration) -> dict[str, JsonValue]:
 
 
 def _configuration(
-    settings: RunSettings, host: ConfiguredHost, policy: VerdictPolicy, sandbox: SandboxSelection
+    settings: RunSettings,
+    host: ConfiguredHost,
+    policy: VerdictPolicy,
+    sandbox: SandboxSelection,
+    arms: Sequence[PlannedArm],
 ) -> dict[str, Any]:
-    redacted = {
+    redacted: dict[str, Any] = {
         "condition": settings.condition,
         "executionMode": "dry" if settings.dry else "executed",
         "trialCount": settings.trials,
@@ -381,6 +478,16 @@ def _configuration(
         "hostConfiguration": {"candidate": host.redacted_configuration()},
         "sandbox": sandbox.configuration(),
     }
+    if arms:
+        # what each arm evaluates (its fingerprint) and how (its host's configuration): the
+        # arm is part of the configuration, so runs of different arms differ only here
+        redacted["arms"] = {
+            arm.id: {
+                "fingerprint": arm.resolved.fingerprint,
+                "hostConfiguration": arm.host.redacted_configuration(),
+            }
+            for arm in arms
+        }
     return {"digest": hash_json(redacted), "redacted": redacted}
 
 

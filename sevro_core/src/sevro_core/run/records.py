@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.models import CheckOutcome, TrialStates
+from sevro_core.models import CheckOutcome, TrialStates, unit_key
 from sevro_core.states import CheckStatus, Execution, Grading, Verdict
 
 
@@ -30,6 +30,13 @@ class TrialRecord:
     document: Mapping[str, Any] | None = None
     attempt: int = 1
     sha256: str | None = None
+    arm: str | None = None
+    """The experiment arm the trial belongs to (None in a plain run)."""
+
+    @property
+    def unit(self) -> str:
+        """What the run keys the trial by with its number: the case, or ``case@arm``."""
+        return unit_key(self.case_id, self.arm)
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any], path: Path, sha256: str) -> TrialRecord:
@@ -63,6 +70,7 @@ class TrialRecord:
             document=document,
             attempt=evidence["attempt"],
             sha256=sha256,
+            arm=document.get("arm"),
         )
 
     def summary(self) -> dict[str, Any]:
@@ -78,10 +86,13 @@ class TrialRecord:
         }
 
 
-def not_admitted(case_id: str, trial: int, *, cancelled: bool) -> TrialRecord:
+def not_admitted(
+    case_id: str, trial: int, *, cancelled: bool, arm: str | None = None
+) -> TrialRecord:
     """A trial the scheduler never started (the run was cancelled or stopped admitting)."""
     execution = Execution.CANCELLED if cancelled else Execution.NOT_RUN
     return TrialRecord(
+        arm=arm,
         case_id=case_id,
         trial=trial,
         states=TrialStates(execution, Grading.NOT_REQUESTED, Verdict.NOT_ASSESSED),

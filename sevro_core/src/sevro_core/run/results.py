@@ -38,12 +38,16 @@ def _first_code(records: Sequence[TrialRecord], predicate: Any) -> str | None:
     return next((r.error_code for r in records if predicate(r) and r.error_code), None)
 
 
-def case_summary(case_id: str, records: Sequence[TrialRecord], threshold: float) -> dict[str, Any]:
+def case_summary(
+    case_id: str, records: Sequence[TrialRecord], threshold: float, arm: str | None = None
+) -> dict[str, Any]:
+    """One case's (in an experiment: one case and arm's) aggregate over its trials."""
     verdicts = [r.states.verdict for r in records]
     passed = sum(1 for v in verdicts if v is Verdict.PASSED)
     assessed = all(v is not Verdict.NOT_ASSESSED for v in verdicts)
     return {
         "caseId": case_id,
+        **({"arm": arm} if arm is not None else {}),
         "execution": aggregate_execution(r.states.execution for r in records).value,
         "grading": aggregate_grading(r.states.grading for r in records).value,
         "task": case_verdict(verdicts, threshold).value,
@@ -57,7 +61,7 @@ def case_summary(case_id: str, records: Sequence[TrialRecord], threshold: float)
 def cli_result(
     *,
     run_id: str,
-    case_ids: Sequence[str],
+    units: Sequence[tuple[str, str | None]],
     records: Sequence[TrialRecord],
     threshold: float,
     dry: bool,
@@ -65,8 +69,11 @@ def cli_result(
     signal_exit: ExitCode | None = None,
     diagnostic: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    by_unit: dict[tuple[str, str | None], list[TrialRecord]] = {unit: [] for unit in units}
+    for record in records:
+        by_unit.setdefault((record.case_id, record.arm), []).append(record)
     cases = [
-        case_summary(cid, [r for r in records if r.case_id == cid], threshold) for cid in case_ids
+        case_summary(case_id, by_unit[(case_id, arm)], threshold, arm) for case_id, arm in units
     ]
     execution = aggregate_execution(Execution(c["execution"]) for c in cases)
     grading = aggregate_grading(Grading(c["grading"]) for c in cases)
@@ -189,7 +196,7 @@ def run_document(
             "id": plan.verdict_policy.id,
             "version": str(plan.verdict_policy.version),
         },
-        "routes": [plan.route.to_json()],
+        "routes": [route.to_json() for route in plan.routes],
         "plugins": [
             {"name": p.name, "distribution": p.distribution, "version": p.version}
             for p in plan.registry.plugins
@@ -202,11 +209,13 @@ def run_document(
                 "digests": dict(p.digests),
             }
             for p in plan.cases
+            if p.arm is None or p.arm == plan.arms[0]
         ],
         "attempts": [dict(a) for a in attempts],
         "trials": [
             {
                 "caseId": r.case_id,
+                **({"arm": r.arm} if r.arm is not None else {}),
                 "trial": r.trial,
                 "attempt": r.attempt if r.path is not None else None,
                 "path": store.relative(r.path) if r.path is not None else None,
@@ -215,6 +224,20 @@ def run_document(
             for r in records
         ],
         "result": retained_result(result, store.run_dir),
+        **_experiment_parts(plan),
+    }
+
+
+def _experiment_parts(plan: RunPlan) -> dict[str, Any]:
+    """``arms`` and ``experiment`` of an experiment's ``run.json`` (nothing for a plain run)."""
+    experiment = plan.settings.experiment
+    if experiment is None:
+        return {}
+    return {
+        "arms": [
+            {**arm.resolved.to_json(), "route": arm.host.route.to_json()} for arm in plan.arms
+        ],
+        "experiment": experiment.to_json(),
     }
 
 

@@ -19,6 +19,7 @@ import structlog
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.schemas import is_valid
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
+from sevro_core.models import unit_key
 from sevro_core.run.planning import RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.store.evidence import EvidenceStore
@@ -52,7 +53,11 @@ def _verified(
     if not is_valid("trial-evidence.v1", document):
         return "its file does not match the trial evidence schema"
     evidence = document["evidence"]
-    if (document["runId"], document["caseId"], document["trial"]) != (
+    if (
+        document["runId"],
+        unit_key(document["caseId"], document.get("arm")),
+        document["trial"],
+    ) != (
         store.run_id,
         checkpoint.case_id,
         checkpoint.trial,
@@ -94,7 +99,7 @@ def recover(
     stale = remove_stale_temp_files(store.run_dir)
     if stale:
         log.info("removed stale temporary files", run_id=store.run_id, files=stale)
-    wanted = {(p.case.id, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)}
+    wanted = {(p.unit, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)}
     reused: dict[tuple[str, int], TrialRecord] = {}
     for checkpoint in state.checkpoints(store.run_id):
         key = (checkpoint.case_id, checkpoint.trial)

@@ -44,9 +44,9 @@ class RunOutcome:
 
 
 def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
-    """Load and plan; raises ``InvocationError`` (exit 64) before anything is written."""
-    cases = load_cases(case_paths)
-    return plan_run(cases, registry, settings)
+    """Load and plan (the benchmarks' entry); raises ``InvocationError`` (exit 64) before
+    anything is written. ``sevro run`` also reads experiment files: see ``runflags.run_inputs``."""
+    return plan_run(load_cases(case_paths), registry, settings)
 
 
 def _signals(cancel: CancelToken) -> AbstractContextManager[None]:
@@ -154,7 +154,7 @@ def _started(plan: RunPlan, claim: Claim, store: EvidenceStore) -> RunInfo:
         run_id=claim.run_id,
         evaluation_digest=plan.identity["digest"],
         run_dir=store.run_dir,
-        case_ids=tuple(p.case.id for p in plan.cases),
+        case_ids=tuple(dict.fromkeys(p.case.id for p in plan.cases)),
         trials=settings.trials,
         dry=settings.dry,
     )
@@ -186,7 +186,7 @@ def _trial_finished(
             state.checkpoint(
                 info.run_id,
                 TrialCheckpoint(
-                    record.case_id,
+                    record.unit,
                     record.trial,
                     record.attempt,
                     store.relative(record.path),
@@ -227,7 +227,7 @@ def _result(
         }
     result = cli_result(
         run_id=info.run_id,
-        case_ids=info.case_ids,
+        units=[(p.case.id, p.arm.id if p.arm is not None else None) for p in plan.cases],
         records=records,
         threshold=plan.settings.threshold,
         dry=plan.settings.dry,

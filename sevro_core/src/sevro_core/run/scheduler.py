@@ -7,7 +7,7 @@ already running drain and keep their evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from attrs import frozen
@@ -38,11 +38,9 @@ def run_trials(
     reused: Mapping[tuple[str, int], TrialRecord] | None = None,
 ) -> list[TrialRecord]:
     """Run every trial not in ``reused``; return all records in (case, trial) order."""
-    items: Sequence[WorkItem] = [
-        WorkItem(p, t) for p in plan.cases for t in range(1, plan.settings.trials + 1)
-    ]
+    items = work_order(plan)
     records: dict[tuple[str, int], TrialRecord] = dict(reused or {})
-    to_run = [i for i in items if (i.planned.case.id, i.trial) not in records]
+    to_run = [i for i in items if (i.planned.unit, i.trial) not in records]
     workers = max(1, min(plan.settings.jobs, len(to_run)))
     admitting = not any(_stops_admission(r) for r in records.values())
     failure: BaseException | None = None
@@ -68,14 +66,40 @@ def run_trials(
                     admitting = False
                     cancel.cancel("sevro.runner.error")
                     continue
-                records[(item.planned.case.id, item.trial)] = record
+                records[(item.planned.unit, item.trial)] = record
                 if _stops_admission(record):
                     admitting = False
                 on_finished(record)
     if failure is not None:
         raise failure
     out = []
-    for item in items:
-        key = (item.planned.case.id, item.trial)
-        out.append(records.get(key) or not_admitted(*key, cancelled=cancel.cancelled))
+    for planned in plan.cases:  # results list units in plan order, trials in number order
+        for trial in range(1, plan.settings.trials + 1):
+            arm = planned.arm.id if planned.arm is not None else None
+            out.append(
+                records.get((planned.unit, trial))
+                or not_admitted(planned.case.id, trial, cancelled=cancel.cancelled, arm=arm)
+            )
     return out
+
+
+def work_order(plan: RunPlan) -> list[WorkItem]:
+    """The order trials are admitted in.
+
+    A plain run goes case by case. An experiment goes repetition by repetition, and within one
+    repetition case by case with the case's arms side by side (a pair runs back to back), the
+    arm that goes first rotating from pair to pair: drift in the model service over the run
+    hits every arm alike, and no arm always runs first.
+    """
+    trials = range(1, plan.settings.trials + 1)
+    if not plan.arms:
+        return [WorkItem(p, t) for p in plan.cases for t in trials]
+    width = len(plan.arms)
+    units = [plan.cases[i : i + width] for i in range(0, len(plan.cases), width)]
+    order: list[WorkItem] = []
+    for trial in trials:
+        for index, case_units in enumerate(units):
+            shift = (trial - 1 + index) % width
+            rotated = (*case_units[shift:], *case_units[:shift])
+            order.extend(WorkItem(unit, trial) for unit in rotated)
+    return order

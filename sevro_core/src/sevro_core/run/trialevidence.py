@@ -68,7 +68,7 @@ def _write_blobs(
     findings: TrialFindings, store: EvidenceStore
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The raw final message and every artifact, as blob references (None/[] when absent)."""
-    case_id, trial, result = findings.planned.case.id, findings.trial, findings.result
+    case_id, trial, result = findings.planned.unit, findings.trial, findings.result
     raw = None
     artifact_refs = []
     if result is not None and result.final_message is not None:
@@ -124,7 +124,7 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
         "checks": [o.to_json() for o in findings.outcomes],
         "requiredEvidence": [dict(r) for r in findings.required],
         "metrics": [],
-        "routes": [plan.route.to_json()],
+        "routes": [plan.host_for(planned).route.to_json()],
         "usage": (result.usage if result is not None else UNKNOWN_USAGE).to_json(),
         "turnsCompleted": result.turns_completed if result is not None else 0,
         "durations": durations,
@@ -142,7 +142,7 @@ def trial_document(
     record: TrialRecord, path: Path, evidence: Mapping[str, Any], store: EvidenceStore
 ) -> dict[str, Any]:
     """The whole ``sevro.trial-evidence.v1`` file at ``path``: the record's summary, evidence."""
-    return {
+    document: dict[str, Any] = {
         "format": TRIAL_FORMAT,
         "runId": store.run_id,
         "caseId": record.case_id,
@@ -150,3 +150,6 @@ def trial_document(
         "result": {**record.summary(), "artifactPath": store.relative(path)},
         "evidence": evidence,
     }
+    if record.arm is not None:
+        document["arm"] = record.arm
+    return document

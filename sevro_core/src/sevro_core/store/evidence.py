@@ -18,6 +18,7 @@ from typing import Any
 
 from sevro_core.formats.jsonio import dumps_pretty, write_private_atomic
 from sevro_core.formats.schemas import LARGE_DOCUMENT_ITEMS, validate_output
+from sevro_core.models import unit_key
 
 TRIAL_FORMAT = "sevro.trial-evidence.v1"
 RUN_FORMAT = "sevro.run-evidence.v1"
@@ -71,7 +72,8 @@ class EvidenceStore:
     def write_trial(self, document: Mapping[str, Any]) -> tuple[Path, str]:
         """Validate and write a trial document; return its path and sha256."""
         validate_output("trial-evidence.v1", document)
-        path = self.case_dir(document["caseId"]) / f"trial-{document['trial']}.json"
+        unit = unit_key(document["caseId"], document.get("arm"))
+        path = self.case_dir(unit) / f"trial-{document['trial']}.json"
         data = dumps_pretty(document).encode("utf-8")
         write_private_atomic(path, data)
         return path, hashlib.sha256(data).hexdigest()

@@ -109,6 +109,19 @@ class SevroProject:
         case.update(fields)
         return self.write_json(relative, case)
 
+    def skill(
+        self, relative: str, name: str, description: str, body: str = "", **resources: str
+    ) -> Path:
+        """Write a skill bundle: ``SKILL.md`` with its front matter, and resource files."""
+        bundle = self.root / relative
+        bundle.mkdir(parents=True, exist_ok=True)
+        front = f"---\nname: {name}\ndescription: {description}\n---\n"
+        (bundle / "SKILL.md").write_text(front + body, encoding="utf-8")
+        for path, content in resources.items():
+            (bundle / path).parent.mkdir(parents=True, exist_ok=True)
+            (bundle / path).write_text(content, encoding="utf-8")
+        return bundle
+
     def script(
         self,
         relative: str = "host.json",

@@ -1,0 +1,118 @@
+"""An experiment ready to plan: its arms read and fingerprinted, comparisons and repetitions.
+
+Both forms end here: an experiment file (``sevro run EXPERIMENT.json``) and the quick form
+(``sevro run cases/ --skill DIR --baseline SOURCE``). The planner takes it from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from sevro_core.errors import InvocationError
+from sevro_core.experiments.arms import ResolvedArm, resolve_arms
+from sevro_core.experiments.loading import (
+    DEFAULT_CONTROL,
+    DEFAULT_REPETITIONS,
+    DEFAULT_TREATMENT,
+    Arm,
+    Comparison,
+    Experiment,
+)
+from sevro_core.experiments.sources import DirectorySource, NoSource, Source, parse_source
+from sevro_core.fixtures.git import Git, GitError, find_git
+
+
+@frozen
+class ExperimentDesign:
+    arms: tuple[ResolvedArm, ...]
+    comparisons: tuple[Comparison, ...]
+    repetitions: int
+    source: str | None
+    """The experiment file, or None for the quick form."""
+
+    def arm(self, arm_id: str) -> ResolvedArm:
+        return next(arm for arm in self.arms if arm.id == arm_id)
+
+    def input_paths(self) -> list[Path]:
+        """The experiment file and every working-tree source: inputs no agent may see."""
+        paths = [Path(self.source).resolve()] if self.source is not None else []
+        for arm in self.arms:
+            trees = (*(s.tree for s in arm.skills), *arm.context)
+            paths.extend(
+                t.source.path.resolve() for t in trees if isinstance(t.source, DirectorySource)
+            )
+        return paths
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "repetitions": self.repetitions,
+            "comparisons": [
+                {"control": c.control, "treatment": c.treatment} for c in self.comparisons
+            ],
+        }
+
+
+def design_from_file(experiment: Experiment, repetitions: int | None) -> ExperimentDesign:
+    """Read the file's arms (exit 64 on a bad source); ``repetitions`` overrides the file's."""
+    return ExperimentDesign(
+        arms=resolve_arms(experiment.arms),
+        comparisons=experiment.comparisons,
+        repetitions=repetitions or experiment.repetitions,
+        source=str(experiment.source),
+    )
+
+
+def quick_design(
+    skills: Sequence[Path], baseline: str | None, repetitions: int | None, base: Path
+) -> ExperimentDesign:
+    """``--skill DIR`` (repeatable; the first is the target) and ``--baseline SOURCE``.
+
+    ``--baseline`` is ``none``, a directory holding an older copy of the first skill, or
+    ``git:<ref>`` (each skill as it is at that ref) or ``git:<ref>:<path>``. Without it there is
+    one arm and nothing to compare: a run that ``sevro report A B`` can compare later.
+    """
+    candidate_sources = tuple(parse_source(str(path), base) for path in skills)
+    candidate = Arm(DEFAULT_TREATMENT, candidate_sources, None, ())
+    arms = [candidate]
+    if baseline is not None:
+        arms.insert(0, Arm(DEFAULT_CONTROL, _baseline_sources(baseline, skills, base), None, ()))
+    resolved = resolve_arms(arms)
+    target = resolved[-1].target
+    if baseline is not None and resolved[0].skills and target is not None:
+        arms[0] = Arm(DEFAULT_CONTROL, arms[0].skills, target, ())
+        resolved = resolve_arms(arms)
+    comparisons = (Comparison(DEFAULT_CONTROL, DEFAULT_TREATMENT),) if baseline else ()
+    return ExperimentDesign(
+        arms=resolved,
+        comparisons=comparisons,
+        repetitions=repetitions or DEFAULT_REPETITIONS,
+        source=None,
+    )
+
+
+def _baseline_sources(spec: str, skills: Sequence[Path], base: Path) -> tuple[Source, ...]:
+    if spec == "none":
+        return (NoSource(),)
+    if spec.startswith("git:") and spec.count(":") == 1:
+        return tuple(parse_source(f"{spec}:{_repository_path(path)}", base) for path in skills)
+    return (parse_source(spec, base),)
+
+
+def _repository_path(path: Path) -> str:
+    """``path`` relative to the top of the Git work tree holding it (for ``git:<ref>``)."""
+    executable = find_git()
+    if executable is None:
+        raise InvocationError("--baseline git:<ref> needs git, which is not on PATH")
+    directory = path.resolve()
+    try:
+        top = Git(executable).text("rev-parse", "--show-toplevel", cwd=directory)
+    except (GitError, OSError):
+        raise InvocationError(
+            f"--baseline git:<ref>: --skill {path} is not inside a Git work tree"
+        ) from None
+    return directory.relative_to(Path(top).resolve()).as_posix()
