@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,37 @@ def test_trials_of_an_experiment_are_keyed_by_case_and_arm(sevro_project: SevroP
     # a trial file naming an arm its reference in run.json does not is another trial
     with pytest.raises(InvocationError, match="belongs to another run, case or trial"):
         _trials(_with_arm(directory, "candidate", on_ref=False), directory)
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "skill-ab"
+
+
+def test_an_experiment_run_is_reported_with_its_statistics(sevro_project: SevroProject) -> None:
+    """The skill-ab example, run for real on the scripted host, in a copy of the example (with
+    the reversed comparison added, which regressed by the same numbers)."""
+    shutil.copytree(EXAMPLE, sevro_project.root / "skill-ab")
+    experiment_file = sevro_project.root / "skill-ab" / "experiment.json"
+    experiment = json.loads(experiment_file.read_text())
+    experiment["comparisons"].append({"control": "candidate", "treatment": "baseline"})
+    experiment_file.write_text(json.dumps(experiment))
+    host = sevro_project.root / "skill-ab" / "host.json"
+    directory = run_dir(sevro_project, experiment_file, "--host-config", host)
+    done = sevro_project.sevro("report", directory, "--json")
+    assert done.exit_code == 0, done.stderr
+    report = done.json()
+    assert not list(validator("report.v1").iter_errors(report))
+    (entry,) = report["experiments"]
+    assert [arm["id"] for arm in entry["arms"]] == ["baseline", "candidate"]
+    forward, backward = entry["statistics"]["comparisons"]
+    assert forward["pooled"]["verdict"] == "improved"
+    assert backward["pooled"]["verdict"] == "regressed"
+    assert forward["pooled"]["transitions"]["fixed"] == backward["pooled"]["transitions"]["broken"]
+    assert forward["activation"]["treatment"]["rate"] == 1.0  # the mounted skill was read
+    assert forward["activation"]["control"]["rate"] is None  # no target: unknown
+    assert [case["caseId"] for case in forward["cases"]] == entry["statistics"]["cases"]
+    assert len(forward["cases"]) == 5 and forward["pairs"] == 25
+    markdown = sevro_project.sevro("report", directory)
+    assert "\ncandidate improved on baseline: +" in markdown.stdout
+    assert "\nbaseline regressed on candidate: -" in markdown.stdout
+    gated = sevro_project.sevro("report", directory, "--fail-on-regression")
+    assert gated.exit_code == 1 and gated.stdout == markdown.stdout
