@@ -179,3 +179,8 @@ def test_an_experiment_run_is_reported_with_its_statistics(sevro_project: SevroP
     assert "\nbaseline regressed on candidate: -" in markdown.stdout
     gated = sevro_project.sevro("report", directory, "--fail-on-regression")
     assert gated.exit_code == 1 and gated.stdout == markdown.stdout
+    plain = run_dir(sevro_project, EXAMPLE / "cases" / "one-typo.json", "--host-config", host)
+    one_line_refusal(
+        sevro_project.sevro("report", "--compare", plain, directory),
+        "run B is an experiment with 2 arms",
+    )
