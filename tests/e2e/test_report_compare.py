@@ -184,3 +184,22 @@ def test_an_experiment_run_is_reported_with_its_statistics(sevro_project: SevroP
         sevro_project.sevro("report", "--compare", plain, directory),
         "run B is an experiment with 2 arms",
     )
+
+
+def test_a_plain_run_and_a_one_arm_run_compare(sevro_project: SevroProject) -> None:
+    """`sevro run cases/` and later `sevro run cases/ --skill DIR` (the quick form without
+    --baseline): the same cases, so they compare; the plain run is A, the arm keeps its id."""
+    example = sevro_project.root / "skill-ab"
+    shutil.copytree(EXAMPLE, example)
+    common = (example / "cases", "--host-config", example / "host.json", "--trials", "5")
+    plain = run_dir(sevro_project, *common)
+    with_skill = run_dir(sevro_project, *common, "--skill", example / "skills" / "release-notes")
+    done = sevro_project.sevro("report", "--compare", plain, with_skill, "--json")
+    assert done.exit_code == 0, done.stderr
+    (entry,) = done.json()["experiments"]
+    assert [arm["id"] for arm in entry["arms"]] == ["A", "candidate"]
+    pooled = entry["statistics"]["comparisons"][0]["pooled"]
+    assert pooled["verdict"] == "improved" and pooled["transitions"]["broken"] == 0
+    gated = sevro_project.sevro("report", "--compare", with_skill, plain, "--fail-on-regression")
+    assert gated.exit_code == 1
+    assert "\nB regressed on candidate: -" in gated.stdout  # a plain run is named by place
