@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,3 +187,72 @@ def test_an_experiment_run_gets_its_statistics_from_its_trials() -> None:
     for stray in (trial_document(None, "a", 1), trial_document("other", "a", 1)):
         with pytest.raises(InvocationError, match="not a consistent experiment"):
             run_statistics(experiment_run, result, [stray])
+
+
+def test_stored_statistics_are_used_only_when_their_counts_match_the_trials() -> None:
+    experiment_run = run(
+        arms=[arm("baseline"), arm("candidate")],
+        experiment={
+            "source": None,
+            "repetitions": 2,
+            "comparisons": [{"control": "baseline", "treatment": "candidate"}],
+        },
+    )
+    result = {"cases": [{"caseId": "a"}]}
+    documents = [
+        trial_document("baseline", "a", 1, "failed"),
+        trial_document("baseline", "a", 2, "passed"),
+        trial_document("candidate", "a", 1, observation=skills("notes", read=True)),
+        trial_document("candidate", "a", 2, execution="failed"),
+    ]
+    computed = run_statistics(experiment_run, result, documents)
+    # what sevro run would store, marked so the test sees which document comes back
+    stored = copy.deepcopy(computed)
+    stored["comparisons"][0]["pooled"]["repetitionsNeeded"] = 12345
+    assert run_statistics({**experiment_run, "statistics": stored}, result, documents) == stored
+    # one count that the trials do not support: refused, whichever count it is
+    for path in (
+        ("arms", 0, "cases", 0, "passRate", "passes"),
+        ("arms", 1, "cases", 0, "activation", "known"),
+        ("comparisons", 0, "cases", 0, "transitions", "inconclusive"),
+        ("arms", 0, "cases", 0, "trials"),
+    ):
+        forged = copy.deepcopy(computed)
+        target: Any = forged
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] += 1
+        if path[-1] == "passes":
+            forged["arms"][0]["cases"][0]["passRate"]["decided"] += 1
+        with pytest.raises(InvocationError, match="do not match its trial files"):
+            run_statistics({**experiment_run, "statistics": forged}, result, documents)
+    # not a statistics document at all: computed from the trials instead
+    invalid = {**experiment_run, "statistics": {"format": "something else"}}
+    assert run_statistics(invalid, result, documents) == computed
+
+
+def test_checking_stored_statistics_loads_no_statistics_library(tmp_path: Path) -> None:
+    experiment_run = run(
+        arms=[arm("baseline"), arm("candidate")],
+        experiment={
+            "source": None,
+            "repetitions": 1,
+            "comparisons": [{"control": "baseline", "treatment": "candidate"}],
+        },
+    )
+    result = {"cases": [{"caseId": "a"}]}
+    documents = [trial_document("baseline", "a", 1, "failed"), trial_document("candidate", "a", 1)]
+    stored = run_statistics(experiment_run, result, documents)
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps([{**experiment_run, "statistics": stored}, result, documents]))
+    script = (
+        "import json, sys\n"
+        "from sevro_core.reporting.comparing import run_statistics\n"
+        f"run, result, documents = json.load(open({str(inputs)!r}))\n"
+        "assert run_statistics(run, result, documents) == run['statistics']\n"
+        "print(sorted(m for m in ('scipy', 'statsmodels', 'numpy') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

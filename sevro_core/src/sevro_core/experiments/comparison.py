@@ -30,6 +30,7 @@ from sevro_core.experiments.statistics import (
     pass_at_k,
     pass_hat_k,
     pass_rate,
+    transitions,
     wilson_interval,
 )
 from sevro_core.vocabulary import SKILLS_OBSERVATION
@@ -336,6 +337,46 @@ def _comparison(
     }
 
 
+@frozen
+class _Design:
+    """Trials checked and indexed for pairing."""
+
+    cases: list[str]
+    trials: list[ArmTrial]
+    index: dict[tuple[str, str, int], ArmTrial]
+    repetitions: list[int]
+
+
+def _design(
+    arms: Sequence[str],
+    comparisons: Sequence[tuple[str, str]],
+    trials: Iterable[ArmTrial],
+    repetitions: int,
+    cases: Sequence[str] | None,
+) -> _Design:
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be at least 1, not {repetitions}")
+    unknown = {arm for pair in comparisons for arm in pair} - set(arms)
+    if unknown:
+        raise ValueError(f"comparisons name arms that are not listed: {sorted(unknown)}")
+    listed = list(trials)
+    strays = sorted({t.arm for t in listed} - set(arms))
+    if strays:
+        raise ValueError(f"trials of arms that are not listed: {strays}")
+    index: dict[tuple[str, str, int], ArmTrial] = {}
+    for trial in listed:
+        key = (trial.arm, trial.case_id, trial.repetition)
+        if key in index:
+            raise ValueError(f"two trials of arm {key[0]!r}, case {key[1]!r}, repetition {key[2]}")
+        index[key] = trial
+    return _Design(
+        cases=list(dict.fromkeys([*(cases or ()), *(t.case_id for t in listed)])),
+        trials=listed,
+        index=index,
+        repetitions=sorted({*range(1, repetitions + 1), *(t.repetition for t in listed)}),
+    )
+
+
 def experiment_statistics(
     arms: Sequence[str],
     comparisons: Sequence[tuple[str, str]],
@@ -349,31 +390,98 @@ def experiment_statistics(
     trial names is listed with unknown numbers; cases only trials name follow, first seen
     first). Trials r = 1 … ``repetitions`` of two arms on a case pair up; a repetition one arm
     lacks is an inconclusive pair."""
-    if repetitions < 1:
-        raise ValueError(f"repetitions must be at least 1, not {repetitions}")
-    unknown = {arm for pair in comparisons for arm in pair} - set(arms)
-    if unknown:
-        raise ValueError(f"comparisons name arms that are not listed: {sorted(unknown)}")
-    listed = list(trials)
-    strays = sorted({t.arm for t in listed} - set(arms))
-    if strays:
-        raise ValueError(f"trials of arms that are not listed: {strays}")
-    case_ids = list(dict.fromkeys([*(cases or ()), *(t.case_id for t in listed)]))
-    index: dict[tuple[str, str, int], ArmTrial] = {}
-    for trial in listed:
-        key = (trial.arm, trial.case_id, trial.repetition)
-        if key in index:
-            raise ValueError(f"two trials of arm {key[0]!r}, case {key[1]!r}, repetition {key[2]}")
-        index[key] = trial
-    numbers = sorted({*range(1, repetitions + 1), *(t.repetition for t in listed)})
+    design = _design(arms, comparisons, trials, repetitions, cases)
     return {
         "format": STATISTICS_FORMAT,
         "confidence": CONFIDENCE,
         "repetitions": repetitions,
-        "cases": case_ids,
-        "arms": [_arm(arm, case_ids, listed, repetitions) for arm in arms],
+        "cases": design.cases,
+        "arms": [_arm(arm, design.cases, design.trials, repetitions) for arm in arms],
         "comparisons": [
-            _comparison(control, treatment, case_ids, index, numbers)
+            _comparison(control, treatment, design.cases, design.index, design.repetitions)
+            for control, treatment in comparisons
+        ],
+    }
+
+
+def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
+    """The counts a statistics document rests on: per arm and case the trials, passes, decided
+    and inconclusive trials, activations and known activations; per comparison and case the
+    transitions. What :func:`trial_counts` recounts from the trials themselves."""
+    return {
+        "repetitions": statistics["repetitions"],
+        "cases": list(statistics["cases"]),
+        "arms": [
+            [
+                arm["id"],
+                [
+                    [
+                        case["caseId"],
+                        case["trials"],
+                        [case["passRate"][key] for key in ("passes", "decided", "inconclusive")],
+                        [case["activation"]["activated"], case["activation"]["known"]],
+                    ]
+                    for case in arm["cases"]
+                ],
+            ]
+            for arm in statistics["arms"]
+        ],
+        "comparisons": [
+            [
+                c["control"],
+                c["treatment"],
+                [[r["caseId"], dict(r["transitions"])] for r in c["cases"]],
+            ]
+            for c in statistics["comparisons"]
+        ],
+    }
+
+
+def trial_counts(
+    arms: Sequence[str],
+    comparisons: Sequence[tuple[str, str]],
+    trials: Iterable[ArmTrial],
+    repetitions: int,
+    cases: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """:func:`statistics_counts` of the document these trials give, counted without SciPy or
+    statsmodels: enough to check a stored document against its verified trials cheaply."""
+    design = _design(arms, comparisons, trials, repetitions, cases)
+
+    def arm_case(arm: str, case: str) -> list[Any]:
+        mine = [
+            design.index[key] for r in design.repetitions if (key := (arm, case, r)) in design.index
+        ]
+        outcomes = [t.outcome for t in mine]
+        known = [t.activated for t in mine if t.activated is not None]
+        passes, fails = outcomes.count("pass"), outcomes.count("fail")
+        return [
+            case,
+            len(mine),
+            [passes, passes + fails, outcomes.count("inconclusive")],
+            [sum(1 for value in known if value), len(known)],
+        ]
+
+    def comparison_rows(control: str, treatment: str) -> list[Any]:
+        return [
+            [
+                case,
+                _transitions(
+                    transitions(
+                        p.pair
+                        for p in _pairs(design.index, control, treatment, case, design.repetitions)
+                    )
+                ),
+            ]
+            for case in design.cases
+        ]
+
+    return {
+        "repetitions": repetitions,
+        "cases": design.cases,
+        "arms": [[arm, [arm_case(arm, case) for case in design.cases]] for arm in arms],
+        "comparisons": [
+            [control, treatment, comparison_rows(control, treatment)]
             for control, treatment in comparisons
         ],
     }

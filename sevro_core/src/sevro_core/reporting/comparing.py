@@ -37,22 +37,48 @@ def _arm_trials(trials: Iterable[Mapping[str, Any]], name: str | None) -> list[A
 def run_statistics(
     run: Mapping[str, Any], result: Mapping[str, Any], trials: Iterable[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """The statistics of an experiment run (one with ``arms``) from its verified trials."""
-    from sevro_core.experiments.comparison import experiment_statistics
+    """The statistics of an experiment run (one with ``arms``) from its verified trials.
+
+    When ``run.json`` carries the statistics ``sevro run`` computed, every count they rest on
+    is recounted from the trials (no SciPy or statsmodels, which take seconds to import) and
+    a mismatch is refused; otherwise they are computed here."""
+    from sevro_core.experiments.comparison import (
+        experiment_statistics,
+        statistics_counts,
+        trial_counts,
+    )
 
     experiment = run.get("experiment") or {}
     comparisons = [(c["control"], c["treatment"]) for c in experiment.get("comparisons", [])]
     repetitions = experiment.get("repetitions") or run["evaluationIdentity"]["dimensions"]
     try:
-        return experiment_statistics(
+        design = (
             [arm["id"] for arm in run["arms"]],
             comparisons,
             _arm_trials(trials, None),
             int(repetitions if isinstance(repetitions, int) else repetitions["trialCount"]),
             _case_order(result),
         )
+        stored = _stored_statistics(run)
+        if stored is None:
+            return experiment_statistics(*design)
+        if statistics_counts(stored) != trial_counts(*design):
+            raise InvocationError(
+                f"the statistics in run.json of run {run['runId']} do not match its trial files"
+            )
+        return stored
     except ValueError as exc:  # a trial without its arm, twice the same trial, unknown arms
         raise InvocationError(f"run {run['runId']} is not a consistent experiment: {exc}") from None
+
+
+def _stored_statistics(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``run.json``'s statistics when they are a valid statistics document, else None."""
+    from sevro_core.formats.schemas import validator
+
+    stored = run.get("statistics")
+    if not isinstance(stored, dict) or not validator("experiment-statistics.v1").is_valid(stored):
+        return None
+    return stored
 
 
 def _single_arm(run: Mapping[str, Any], label: str) -> Mapping[str, Any] | None:
