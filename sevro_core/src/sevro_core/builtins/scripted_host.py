@@ -39,6 +39,7 @@ from sevro_core.api import (
     MountedSkill,
     Observation,
     Route,
+    SkillPlaces,
     WorkspaceEscapeError,
     check_relative_path,
     classify_read,
@@ -57,6 +58,10 @@ HOST_ID = "sevro.host.scripted"
 
 SKILLS_DIRS = (".agents/skills", ".claude/skills")
 """Where the scripted host discovers skills: the directories the agent CLIs read, in order."""
+SKILL_PLACES = SkillPlaces(SKILLS_DIRS[0], "AGENTS.md")
+"""Where an experiment mounts an arm's skills and context for the scripted host: the first
+directory it discovers and the open agent-skills instructions file (docs/hosts/scripted.md).
+It still discovers both directories, so a fixture's own skills keep working."""
 MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
@@ -89,6 +94,7 @@ class ScriptedHost:
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = ()
     credential_locations = CredentialLocations()  # its commands are the script's, no CLI's
+    skill_places = SKILL_PLACES
 
     def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
@@ -148,6 +154,7 @@ class ConfiguredScriptedHost:
     default: _Script | None
     config: Mapping[str, JsonValue]
     capabilities: frozenset[str] = ScriptedHost.capabilities
+    skill_places: SkillPlaces = SKILL_PLACES
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)  # holds no secrets: it is the script itself
