@@ -23,7 +23,8 @@ from sevro_core.formats.fileio import write_all
 from sevro_core.plugin.protocols import SkillPlaces
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""``O_NONBLOCK``: a FIFO planted by the fixture refuses the open (ENXIO) instead of blocking."""
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 CONTEXT_SEPARATOR = b"\n\n"
 
@@ -68,20 +69,33 @@ def mount_arm(
     return Mounted(installed, instructions, appended)
 
 
+def _plain(name: str, where: str) -> str:
+    """``name`` as one path component: never empty, ``.``, ``..`` or holding a ``/``."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise MountError(f"{where}: {name!r} is not a plain file name")
+    return name
+
+
 def _open_dirs(root: int, parts: Sequence[str], *, create: bool) -> int:
-    """Open ``parts`` below ``root`` one component at a time, never following a symlink."""
+    """Open ``parts`` below ``root`` one component at a time, never following a symlink; a
+    directory it creates is ``0700`` whatever the umask."""
     current = os.dup(root)
     try:
         for part in parts:
+            _plain(part, "/".join(parts))
+            created = False
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o700, dir_fd=current)
+                    created = True
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=current)
             except OSError as exc:
                 raise MountError(f"{'/'.join(parts)}: {part!r} is not a plain directory") from exc
             os.close(current)
             current = child
+            if created:
+                os.fchmod(current, 0o700)
     except BaseException:
         os.close(current)
         raise
@@ -89,7 +103,7 @@ def _open_dirs(root: int, parts: Sequence[str], *, create: bool) -> int:
 
 
 def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str:
-    relative = f"{skills_dir}/{skill.name}"
+    relative = f"{skills_dir}/{_plain(skill.name, 'skill name')}"
     parent = _open_dirs(root, skills_dir.split("/"), create=True)
     try:
         try:
@@ -100,6 +114,7 @@ def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str
                 "offered twice"
             ) from None
         target = os.open(skill.name, _DIR_FLAGS, dir_fd=parent)
+        os.fchmod(target, 0o700)
     finally:
         os.close(parent)
     try:
@@ -108,7 +123,7 @@ def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str
             directory = _open_dirs(target, dirs, create=True)
             try:
                 mode = 0o700 if entry.mode == EXECUTABLE_MODE else 0o600
-                _write_new(directory, name, entry.data, mode)
+                _write_new(directory, _plain(name, entry.path), entry.data, mode)
             finally:
                 os.close(directory)
     finally:
@@ -173,6 +188,8 @@ def _exclude_from_git(root: int, patterns: Sequence[str]) -> None:
             dir_fd=info,
         )
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise MountError(".git/info/exclude is not a regular file")
             lines = ["", "# sevro: the arm's skills and context", *patterns, ""]
             write_all(fd, "\n".join(lines).encode())
         finally:
