@@ -6,9 +6,15 @@ here: each plugin and each configured host answers ``skill_places_of`` with its 
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from sevro_core.builtins.scripted_host import SKILLS_DIRS, ScriptedHost
+from sevro_core.experiments.mounting import MountedSkillBundle, mount_arm
+from sevro_core.experiments.sources import DirectorySource, read_source
+from sevro_core.models import CancelToken, HostRequest
 from sevro_core.plugin.protocols import HostOptions, SkillPlaces, skill_places_of
 from sevro_hosts_claude.host import ClaudeHost, ClaudeTrial
 from sevro_hosts_codex.host import CodexHost, CodexTrial
@@ -45,3 +51,47 @@ def test_a_host_without_a_declaration_has_no_places() -> None:
         skill_places = ".agents/skills"  # not a SkillPlaces: not a declaration
 
     assert skill_places_of(object()) is None and skill_places_of(Bare()) is None
+
+
+def test_an_arm_mounted_for_the_scripted_host_is_offered_and_its_read_observed(
+    tmp_path: Path,
+) -> None:
+    """The scripted host discovers what an experiment mounts at its declared places; its
+    ``read`` steps see the mounted skill and context (positive and negative control)."""
+    skill_source, context_source = tmp_path / "skill", tmp_path / "context"
+    skill_source.mkdir()
+    context_source.mkdir()
+    (skill_source / "SKILL.md").write_bytes(b"---\nname: tidy\ndescription: Tidies.\n---\nTidy.\n")
+    (context_source / "rules.md").write_bytes(b"Rule: be tidy.\n")
+    skill = MountedSkillBundle("tidy", read_source(DirectorySource(skill_source)))
+    steps = [
+        {"read": {"path": ".agents/skills/tidy/SKILL.md"}},
+        {"read": {"path": "AGENTS.md"}},
+        {"reply": {"text": "done"}},
+    ]
+    config = {"format": "sevro.scripted-host.v1", "default": {"turns": [steps]}}
+    configured = ScriptedHost().configure(HostOptions(config=config))
+    results: dict[bool, dict[str, Any]] = {}
+    for mounted in (True, False):
+        root = tmp_path / str(mounted)
+        workspace, private = root / "workspace", root / "private"
+        workspace.mkdir(parents=True)
+        private.mkdir()
+        if mounted:
+            context = read_source(DirectorySource(context_source))
+            mount_arm(workspace, ScriptedHost.skill_places, [skill], [context])
+        request = HostRequest(
+            case_id="c",
+            trial=1,
+            prompts=("Go.",),
+            workspace=workspace,
+            condition="passive",
+            cancel=CancelToken(),
+            private_root=private,
+        )
+        results[mounted] = {o.id: o.data for o in configured.run(request).observations}
+    skills, reads = results[True]["sevro.skills"], results[True]["sevro.file-reads"]
+    assert [s["name"] for s in skills["offered"]] == ["tidy"] and skills["read"] == ["tidy"]
+    assert [r.get("complete") for r in reads["reads"]] == [True, True]
+    skills = results[False]["sevro.skills"]
+    assert skills["offered"] == [] and skills["read"] == []
