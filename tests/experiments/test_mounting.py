@@ -410,3 +410,38 @@ def test_an_exclude_that_is_a_fifo_refuses_instead_of_blocking(tmp_path: Path) -
     os.mkfifo(exclude)
     with pytest.raises(MountError, match="exclude"):
         mount_arm(ws, PLACES, [bundle(tmp_path)], [])
+
+
+# -- instructions files the CLI reads instead ------------------------------------------------------
+
+OVERRIDING = SkillPlaces(".agents/skills", "AGENTS.md", ("AGENTS.override.md",))
+
+
+def test_context_goes_into_an_override_the_fixture_has(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    (ws / "AGENTS.md").write_bytes(b"Shadowed.\n")
+    (ws / "AGENTS.override.md").write_bytes(b"Override.\n")
+    rule = context(tmp_path, "c", **{"x.md": b"Arm rule."})
+    assert mount_arm(ws, OVERRIDING, [], [rule]) == Mounted((), "AGENTS.override.md", True)
+    assert (ws / "AGENTS.override.md").read_bytes() == b"Override.\n\n\nArm rule.\n"
+    assert (ws / "AGENTS.md").read_bytes() == b"Shadowed.\n"
+    # negative control: without an override in the fixture, the usual file
+    plain = workspace(tmp_path / "plain")
+    assert mount_arm(plain, OVERRIDING, [], [rule]) == Mounted((), "AGENTS.md", False)
+    assert not (plain / "AGENTS.override.md").exists()
+
+
+def test_an_override_that_is_a_link_refuses_and_writes_nothing_outside(tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    before = tree_of(outside)
+    ws = workspace(tmp_path)
+    (ws / "AGENTS.override.md").symlink_to(outside / "AGENTS.md")
+    with pytest.raises(MountError, match=r"AGENTS\.override\.md is not a regular file"):
+        mount_arm(ws, OVERRIDING, [], [context(tmp_path, "c", **{"x.md": b"Arm rule."})])
+    assert tree_of(outside) == before
+    assert not (ws / "AGENTS.md").exists()
+
+
+def test_skill_places_refuse_an_override_outside_the_workspace() -> None:
+    with pytest.raises(ValueError, match="inside the workspace"):
+        SkillPlaces(".agents/skills", "AGENTS.md", ("../AGENTS.override.md",))

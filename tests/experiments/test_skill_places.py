@@ -25,7 +25,7 @@ SCRIPT = {"format": "sevro.scripted-host.v1", "default": {"turns": [[{"reply": {
 @pytest.mark.parametrize(
     ("host", "places"),
     [
-        (CodexHost(), SkillPlaces(".agents/skills", "AGENTS.md")),
+        (CodexHost(), SkillPlaces(".agents/skills", "AGENTS.md", ("AGENTS.override.md",))),
         (ClaudeHost(), SkillPlaces(".claude/skills", "CLAUDE.md")),
         (ScriptedHost(), SkillPlaces(".agents/skills", "AGENTS.md")),
     ],

@@ -61,7 +61,7 @@ def arm(tmp_path: Path) -> tuple[MountedSkillBundle, SourceTree]:
 def git_workspace(tmp_path: Path) -> tuple[Git, Path]:
     git = Git(require_tool("git"))
     workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    workspace.mkdir(parents=True)
     git.run("init", "-q", "-b", "main", str(workspace), cwd=workspace)
     (workspace / "README.md").write_text("# Project\n")
     git.run("add", "-A", cwd=workspace)

@@ -36,6 +36,8 @@ DESCRIPTION = "Balances zephyr ledgers q7v4 before a release."
 SKILL = f"---\nname: {NAME}\ndescription: {DESCRIPTION}\n---\nAdd the columns twice.\n"
 CONTEXT = "House rule k9w2: answer in one word.\n"
 CLAUDE_PLACES = SkillPlaces(".claude/skills", "CLAUDE.md")
+CODEX_PLAIN = SkillPlaces(".agents/skills", "AGENTS.md")
+"""Codex's places without the override: what a mount that ignored it would do."""
 
 
 @pytest.fixture
@@ -61,7 +63,7 @@ def arm(tmp_path: Path) -> tuple[MountedSkillBundle, SourceTree]:
 def git_workspace(tmp_path: Path) -> tuple[Git, Path]:
     git = Git(require_tool("git"))
     workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    workspace.mkdir(parents=True)
     git.run("init", "-q", "-b", "main", str(workspace), cwd=workspace)
     (workspace / "README.md").write_text("# Project\n")
     git.run("add", "-A", cwd=workspace)
@@ -166,3 +168,25 @@ def test_negative_control_an_arm_at_claude_codes_places_is_not_offered_to_codex(
     assert DESCRIPTION not in text  # Codex does not look in .claude/skills
     assert "House rule k9w2" not in text  # nor read CLAUDE.md
     assert skills["offered"] == [] and skills["read"] == []
+
+
+def test_context_reaches_codex_past_a_fixtures_agents_override(
+    codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Codex reads ``AGENTS.override.md`` instead of ``AGENTS.md``: written to AGENTS.md the
+    arm's context would never reach the model (the negative control shows it), so the host
+    declares the override and the context is appended there."""
+    seen: dict[str, tuple[bool, bool]] = {}
+    declared = skill_places_of(CodexHost())
+    assert declared is not None and declared.overrides == ("AGENTS.override.md",)
+    for label, places in (("declared", declared), ("without", CODEX_PLAIN)):
+        root = tmp_path / label
+        _, workspace = git_workspace(root)
+        (workspace / "AGENTS.override.md").write_text("Override rule z3p8.\n")
+        skill, context = arm(root)
+        mount_arm(workspace, places, [skill], [context])
+        server = script(mock_model)
+        run_codex(codex, server, workspace, root)
+        first = json.dumps(server.requests[0].json()["input"])
+        seen[label] = ("Override rule z3p8" in first, "House rule k9w2" in first)
+    assert seen == {"declared": (True, True), "without": (True, False)}

@@ -58,7 +58,7 @@ def mount_arm(
     root = os.open(workspace, _DIR_FLAGS)
     try:
         installed = tuple(_install_skill(root, places.skills_dir, skill) for skill in skills)
-        instructions, appended = _install_context(root, places.instructions_file, context)
+        instructions, appended = _install_context(root, _instructions_file(root, places), context)
         excluded = [f"/{path}/" for path in installed]
         if instructions is not None and not appended:
             excluded.append(f"/{instructions}")
@@ -140,11 +140,24 @@ def _write_new(directory: int, name: str, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
+def _instructions_file(root: int, places: SkillPlaces) -> str:
+    """The file the CLI will read: the first override the fixture has, else the usual one."""
+    for override in places.overrides:
+        try:
+            os.stat(override, dir_fd=root, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise MountError(f"the fixture's {override} cannot be inspected: {exc}") from exc
+        return override  # appended to (a link or a special file there is refused)
+    return places.instructions_file
+
+
 def _install_context(
     root: int, instructions_file: str, context: Sequence[SourceTree]
 ) -> tuple[str | None, bool]:
     """Concatenate every context file (source order, then path order) into the instructions
-    file; appended after the fixture's own when it has one."""
+    file; appended after the fixture's own when it has one (always, for an override)."""
     chunks = [entry.data for tree in context for entry in tree.files]
     if not chunks:
         return None, False
