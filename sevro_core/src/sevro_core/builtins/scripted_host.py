@@ -58,10 +58,6 @@ HOST_ID = "sevro.host.scripted"
 
 SKILLS_DIRS = (".agents/skills", ".claude/skills")
 """Where the scripted host discovers skills: the directories the agent CLIs read, in order."""
-SKILL_PLACES = SkillPlaces(SKILLS_DIRS[0], "AGENTS.md")
-"""Where an experiment mounts an arm's skills and context for the scripted host: the first
-directory it discovers and the open agent-skills instructions file (docs/hosts/scripted.md).
-It still discovers both directories, so a fixture's own skills keep working."""
 MAX_REASON_COMMAND_CHARS = 200
 
 PROMPT_TOKEN = "{{sevro.prompt}}"  # noqa: S105 - a template token, not a secret
@@ -94,7 +90,8 @@ class ScriptedHost:
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = ()
     credential_locations = CredentialLocations()  # its commands are the script's, no CLI's
-    skill_places = SKILL_PLACES
+    skill_places = SkillPlaces(SKILLS_DIRS[0], "AGENTS.md")
+    """Where experiments mount an arm's skills and context (it discovers both skill dirs)."""
 
     def doctor(self, request: DoctorRequest) -> list[DoctorCheck]:
         """Checks for `sevro doctor --host scripted`: `run` steps need sevro's sandbox."""
@@ -154,7 +151,7 @@ class ConfiguredScriptedHost:
     default: _Script | None
     config: Mapping[str, JsonValue]
     capabilities: frozenset[str] = ScriptedHost.capabilities
-    skill_places: SkillPlaces = SKILL_PLACES
+    skill_places: SkillPlaces = ScriptedHost.skill_places
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)  # holds no secrets: it is the script itself
