@@ -28,6 +28,7 @@ from sevro_core.experiments.sources import (
     read_source,
 )
 from sevro_core.fixtures.git import Git
+from sevro_core.limits import MAX_MOUNTED_SKILLS
 from sevro_core.plugin.protocols import SkillPlaces
 from sevro_core.testing import require_tool
 
@@ -445,3 +446,53 @@ def test_an_override_that_is_a_link_refuses_and_writes_nothing_outside(tmp_path:
 def test_skill_places_refuse_an_override_outside_the_workspace() -> None:
     with pytest.raises(ValueError, match="inside the workspace"):
         SkillPlaces(".agents/skills", "AGENTS.md", ("../AGENTS.override.md",))
+
+
+# -- a fixture skill under another directory name -------------------------------------------------
+
+
+def _fixture_skill(ws: Path, directory: str, data: bytes) -> Path:
+    path = ws / ".agents" / "skills" / directory / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_fixture_skill_declaring_the_same_name_elsewhere_is_refused(tmp_path: Path) -> None:
+    """The CLIs offer skills by their declared name: a fixture's ``old-notes/`` declaring
+    ``release-notes`` would put two versions of the skill before the model."""
+    ws = workspace(tmp_path)
+    _fixture_skill(ws, "old-notes", SKILL)
+    with pytest.raises(MountError, match=r"old-notes declares the skill name 'release-notes'"):
+        mount_arm(ws, PLACES, [bundle(tmp_path)], [])
+    assert not (ws / ".agents" / "skills" / "release-notes").exists()
+
+
+def test_negative_controls_other_names_and_unreadable_fixture_skills_do_not_refuse(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    _fixture_skill(ws, "other", SKILL.replace(b"release-notes", b"other"))
+    _fixture_skill(ws, "broken", b"---\nname: [release-notes\n---\n")  # malformed YAML
+    _fixture_skill(ws, "no-front-matter", b"release-notes\n")
+    fifo = _fixture_skill(ws, "fifo", b"")
+    fifo.unlink()
+    os.mkfifo(fifo)  # must not block the check
+    outside = tmp_path / "outside-skill"
+    outside.mkdir()
+    (outside / "SKILL.md").write_bytes(SKILL)
+    (ws / ".agents/skills/linked").symlink_to(outside, target_is_directory=True)  # not followed
+    mounted = mount_arm(ws, PLACES, [bundle(tmp_path)], [])
+    assert mounted.skills == (".agents/skills/release-notes",)
+
+
+def test_more_fixture_entries_than_can_be_checked_refuses(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    skills = ws / ".agents" / "skills"
+    skills.mkdir(parents=True)
+    for number in range(MAX_MOUNTED_SKILLS + 1):
+        (skills / f"s{number}").mkdir()
+    with pytest.raises(MountError, match="cannot all be checked"):
+        mount_arm(ws, PLACES, [bundle(tmp_path)], [])
+    (skills / "s0").rmdir()  # negative control: at the bound, the mount proceeds
+    assert mount_arm(ws, PLACES, [bundle(tmp_path / "again")], []).skills

@@ -18,14 +18,18 @@ from pathlib import Path
 
 from attrs import frozen
 
+from sevro_core.errors import InvocationError
+from sevro_core.experiments.bundles import parse_front_matter
 from sevro_core.experiments.sources import EXECUTABLE_MODE, SourceTree
-from sevro_core.formats.fileio import write_all
+from sevro_core.formats.fileio import read_at_most, write_all
+from sevro_core.limits import MAX_MOUNTED_SKILLS, MAX_SKILL_FILE_BYTES
 from sevro_core.plugin.protocols import SkillPlaces
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """``O_NONBLOCK``: a FIFO planted by the fixture refuses the open (ENXIO) instead of blocking."""
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CONTEXT_SEPARATOR = b"\n\n"
 
 
@@ -57,6 +61,7 @@ def mount_arm(
     """Install ``skills`` under ``places.skills_dir`` and ``context`` as the instructions file."""
     root = os.open(workspace, _DIR_FLAGS)
     try:
+        _refuse_renamed_twins(root, places.skills_dir, {skill.name for skill in skills})
         installed = tuple(_install_skill(root, places.skills_dir, skill) for skill in skills)
         instructions, appended = _install_context(root, _instructions_file(root, places), context)
         excluded = [f"/{path}/" for path in installed]
@@ -100,6 +105,58 @@ def _open_dirs(root: int, parts: Sequence[str], *, create: bool) -> int:
         os.close(current)
         raise
     return current
+
+
+def _refuse_renamed_twins(root: int, skills_dir: str, names: set[str]) -> None:
+    """Refuse a fixture skill that declares one of ``names`` under another directory name: the
+    CLI offers skills by their declared name, so the arm's would be offered twice."""
+    if not names:
+        return
+    try:
+        directory = _open_dirs(root, skills_dir.split("/"), create=False)
+    except MountError:
+        return  # absent; one that is not a plain directory is refused when installing
+    try:
+        entries = sorted(os.listdir(directory))
+        if len(entries) > MAX_MOUNTED_SKILLS:
+            raise MountError(
+                f"the fixture's {skills_dir} has more than {MAX_MOUNTED_SKILLS} entries: they "
+                "cannot all be checked against the arm's skills"
+            )
+        for entry in entries:
+            declared = None if entry in names else _declared_name(directory, entry)
+            if declared in names:
+                raise MountError(
+                    f"the fixture's {skills_dir}/{entry} declares the skill name {declared!r}: "
+                    "the arm's skill would be offered twice"
+                )
+    finally:
+        os.close(directory)
+
+
+def _declared_name(directory: int, entry: str) -> str | None:
+    """The ``name`` in ``entry/SKILL.md``'s front matter; None when there is no readable one
+    (a link, a special file or malformed front matter is not followed or parsed)."""
+    try:
+        skill = os.open(entry, _DIR_FLAGS, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        fd = os.open("SKILL.md", _READ, dir_fd=skill)
+    except OSError:
+        return None
+    finally:
+        os.close(skill)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = read_at_most(fd, MAX_SKILL_FILE_BYTES)
+        name = parse_front_matter(data, f"{entry}/SKILL.md").get("name")
+    except (OSError, InvocationError):
+        return None
+    finally:
+        os.close(fd)
+    return name if isinstance(name, str) else None
 
 
 def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str:
