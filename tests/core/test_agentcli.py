@@ -38,7 +38,13 @@ from sevro_core.hosts.credentials import REDACTED, CredentialFlags
 from sevro_core.hosts.skills import MountedSkill, classify_read
 from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.models import CancelToken, HostRequest, HostResult, Observation, Usage
-from sevro_core.plugin.protocols import DoctorCheck, DoctorRequest, HostOptions
+from sevro_core.plugin.protocols import (
+    DoctorCheck,
+    DoctorRequest,
+    HostOptions,
+    SkillPlaces,
+    skill_places_of,
+)
 from sevro_core.states import Completeness
 from sevro_core.testing import require_tool
 
@@ -545,3 +551,33 @@ def test_doctor_refuses_a_sandbox_choice(cli: Path) -> None:
     with pytest.raises(InvocationError, match="--sandbox applies to hosts"):
         TinyHost().doctor(DoctorRequest(settings, None, sandbox="none"))  # type: ignore[arg-type]
     assert TinyHost().doctor(DoctorRequest(settings, None))  # type: ignore[arg-type]  # the control
+
+
+# -- where skills are found ---------------------------------------------------------------------
+
+
+class ElsewhereTinyHost(TinyHost):
+    """The same host, its CLI reading skills from a directory of its own."""
+
+    skill_places = SkillPlaces("tools/skills", "TOOLS.md")
+
+
+@pytest.mark.parametrize(
+    ("host", "offered"), [(TinyHost(), "agents"), (ElsewhereTinyHost(), "tools")]
+)
+def test_sevro_skills_discovers_where_the_host_declares_its_skills(
+    cli: Path, tmp_path: Path, host: TinyHost, offered: str
+) -> None:
+    """One declaration (``skill_places``) drives both mounting and the evidence, so the skills
+    an experiment mounts are the skills ``sevro.skills`` reports; the default is the open
+    agent-skills layout."""
+    settings = {"tiny.bin": str(cli), "tiny.apiKeyEnv": "SEVRO_TINY_KEY"}
+    configured = host.configure(HostOptions(settings=settings))
+    assert skill_places_of(host) == skill_places_of(configured) == host.skill_places
+    trial_request = request(tmp_path)
+    for name, directory in (("agents", ".agents/skills"), ("tools", "tools/skills")):
+        skill = trial_request.workspace / directory / name / "SKILL.md"
+        skill.parent.mkdir(parents=True)
+        skill.write_text(f"---\nname: {name}\ndescription: d\n---\n")
+    data = observation(configured.run(trial_request), "sevro.skills").data
+    assert [s["name"] for s in data["offered"]] == [offered]  # type: ignore[index, union-attr]

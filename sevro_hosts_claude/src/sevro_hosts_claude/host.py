@@ -35,6 +35,7 @@ from sevro_core.api import (
     JsonValue,
     MountedSkill,
     NativeBinary,
+    SkillPlaces,
     TurnEvidence,
     TurnRecord,
     Usage,
@@ -63,7 +64,6 @@ HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
 EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
-CLAUDE_SKILLS_DIR = ".claude/skills"
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
 _FILE_TOOLS = ("Edit", "Write")
 _QUIET_ENV = {
@@ -90,6 +90,13 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     credential_locations = CredentialLocations(
         home_entries=(".claude", ".claude.json"), home_variables=("CLAUDE_CONFIG_DIR",)
     )
+    # Claude Code discovers project skills in `.claude/skills/<name>/SKILL.md` (listed in
+    # `system/init` and offered to the model) and project memory in `CLAUDE.md` at the project
+    # root, both project settings, which `--setting-sources project` keeps loading (the Claude
+    # Code skills and memory docs; 2.1.332 names `.claude/skills/` as its "skills-dir" and reads
+    # `CLAUDE.md`, `CLAUDE.local.md`, then `AGENTS.md`). tests/hosts_claude/
+    # test_mounting_real_cli.py proves both reach the model's request.
+    skill_places = SkillPlaces(".claude/skills", "CLAUDE.md")
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
 
@@ -130,7 +137,6 @@ ClaudeHost.configured = ConfiguredClaudeHost
 class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     """``claude -p`` in sevro's bubblewrap sandbox; follow-ups ``--resume`` the session."""
 
-    skills_dir = CLAUDE_SKILLS_DIR
     evidence_ids = EvidenceIds(TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT)
     completion = "a successful result"
 

@@ -33,6 +33,7 @@ from sevro_core.api import (
     JsonValue,
     MountedSkill,
     NativeBinary,
+    SkillPlaces,
     TurnEvidence,
     Usage,
     classify_read,
@@ -82,6 +83,14 @@ class CodexHost(AgentCliHost[CodexConfig]):
         "Name of the environment variable holding an API key.",
     )
     uses_pid_namespace = True
+    # Codex discovers repository skills in `.agents/skills/<name>/SKILL.md` (from the working
+    # directory up to the project root; `project_root_markers = []` makes the workspace that
+    # root) and project instructions in `AGENTS.md` (developers.openai.com/codex/skills; the
+    # 0.171.0 binary names `.agents/skills` beside `codex-home-skills` and reads AGENTS.md in
+    # `core/src/agents_md.rs`). A project's `AGENTS.override.md` is read *instead of* its
+    # AGENTS.md, so context goes there when a fixture has one.
+    # tests/hosts_codex/test_mounting_real_cli.py proves each reaches the model's request.
+    skill_places = SkillPlaces(".agents/skills", "AGENTS.md", overrides=("AGENTS.override.md",))
     credential_locations = CredentialLocations(
         home_entries=(".codex",), home_variables=("CODEX_HOME",)
     )

@@ -153,6 +153,7 @@ class ConfiguredScriptedHost:
     default: _Script | None
     config: Mapping[str, JsonValue]
     capabilities: frozenset[str] = ScriptedHost.capabilities
+    skill_places: SkillPlaces = ScriptedHost.skill_places
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)  # holds no secrets: it is the script itself

@@ -18,13 +18,18 @@ from pathlib import Path
 
 from attrs import frozen
 
+from sevro_core.errors import InvocationError
+from sevro_core.experiments.bundles import parse_front_matter
 from sevro_core.experiments.sources import EXECUTABLE_MODE, SourceTree
-from sevro_core.formats.fileio import write_all
+from sevro_core.formats.fileio import read_at_most, write_all
+from sevro_core.limits import MAX_MOUNTED_SKILLS, MAX_SKILL_FILE_BYTES
 from sevro_core.plugin.protocols import SkillPlaces
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""``O_NONBLOCK``: a FIFO planted by the fixture refuses the open (ENXIO) instead of blocking."""
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CONTEXT_SEPARATOR = b"\n\n"
 
 
@@ -56,8 +61,9 @@ def mount_arm(
     """Install ``skills`` under ``places.skills_dir`` and ``context`` as the instructions file."""
     root = os.open(workspace, _DIR_FLAGS)
     try:
+        _refuse_renamed_twins(root, places.skills_dir, {skill.name for skill in skills})
         installed = tuple(_install_skill(root, places.skills_dir, skill) for skill in skills)
-        instructions, appended = _install_context(root, places.instructions_file, context)
+        instructions, appended = _install_context(root, _instructions_file(root, places), context)
         excluded = [f"/{path}/" for path in installed]
         if instructions is not None and not appended:
             excluded.append(f"/{instructions}")
@@ -68,28 +74,93 @@ def mount_arm(
     return Mounted(installed, instructions, appended)
 
 
+def _plain(name: str, where: str) -> str:
+    """``name`` as one path component: never empty, ``.``, ``..`` or holding a ``/``."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise MountError(f"{where}: {name!r} is not a plain file name")
+    return name
+
+
 def _open_dirs(root: int, parts: Sequence[str], *, create: bool) -> int:
-    """Open ``parts`` below ``root`` one component at a time, never following a symlink."""
+    """Open ``parts`` below ``root`` one component at a time, never following a symlink; a
+    directory it creates is ``0700`` whatever the umask."""
     current = os.dup(root)
     try:
         for part in parts:
+            _plain(part, "/".join(parts))
+            created = False
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o700, dir_fd=current)
+                    created = True
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=current)
             except OSError as exc:
                 raise MountError(f"{'/'.join(parts)}: {part!r} is not a plain directory") from exc
             os.close(current)
             current = child
+            if created:
+                os.fchmod(current, 0o700)
     except BaseException:
         os.close(current)
         raise
     return current
 
 
+def _refuse_renamed_twins(root: int, skills_dir: str, names: set[str]) -> None:
+    """Refuse a fixture skill that declares one of ``names`` under another directory name: the
+    CLI offers skills by their declared name, so the arm's would be offered twice."""
+    if not names:
+        return
+    try:
+        directory = _open_dirs(root, skills_dir.split("/"), create=False)
+    except MountError:
+        return  # absent; one that is not a plain directory is refused when installing
+    try:
+        entries = sorted(os.listdir(directory))
+        if len(entries) > MAX_MOUNTED_SKILLS:
+            raise MountError(
+                f"the fixture's {skills_dir} has more than {MAX_MOUNTED_SKILLS} entries: they "
+                "cannot all be checked against the arm's skills"
+            )
+        for entry in entries:
+            declared = None if entry in names else _declared_name(directory, entry)
+            if declared in names:
+                raise MountError(
+                    f"the fixture's {skills_dir}/{entry} declares the skill name {declared!r}: "
+                    "the arm's skill would be offered twice"
+                )
+    finally:
+        os.close(directory)
+
+
+def _declared_name(directory: int, entry: str) -> str | None:
+    """The ``name`` in ``entry/SKILL.md``'s front matter; None when there is no readable one
+    (a link, a special file or malformed front matter is not followed or parsed)."""
+    try:
+        skill = os.open(entry, _DIR_FLAGS, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        fd = os.open("SKILL.md", _READ, dir_fd=skill)
+    except OSError:
+        return None
+    finally:
+        os.close(skill)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = read_at_most(fd, MAX_SKILL_FILE_BYTES)
+        name = parse_front_matter(data, f"{entry}/SKILL.md").get("name")
+    except (OSError, InvocationError):
+        return None
+    finally:
+        os.close(fd)
+    return name if isinstance(name, str) else None
+
+
 def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str:
-    relative = f"{skills_dir}/{skill.name}"
+    relative = f"{skills_dir}/{_plain(skill.name, 'skill name')}"
     parent = _open_dirs(root, skills_dir.split("/"), create=True)
     try:
         try:
@@ -100,6 +171,7 @@ def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str
                 "offered twice"
             ) from None
         target = os.open(skill.name, _DIR_FLAGS, dir_fd=parent)
+        os.fchmod(target, 0o700)
     finally:
         os.close(parent)
     try:
@@ -108,7 +180,7 @@ def _install_skill(root: int, skills_dir: str, skill: MountedSkillBundle) -> str
             directory = _open_dirs(target, dirs, create=True)
             try:
                 mode = 0o700 if entry.mode == EXECUTABLE_MODE else 0o600
-                _write_new(directory, name, entry.data, mode)
+                _write_new(directory, _plain(name, entry.path), entry.data, mode)
             finally:
                 os.close(directory)
     finally:
@@ -125,11 +197,24 @@ def _write_new(directory: int, name: str, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
+def _instructions_file(root: int, places: SkillPlaces) -> str:
+    """The file the CLI will read: the first override the fixture has, else the usual one."""
+    for override in places.overrides:
+        try:
+            os.stat(override, dir_fd=root, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise MountError(f"the fixture's {override} cannot be inspected: {exc}") from exc
+        return override  # appended to (a link or a special file there is refused)
+    return places.instructions_file
+
+
 def _install_context(
     root: int, instructions_file: str, context: Sequence[SourceTree]
 ) -> tuple[str | None, bool]:
     """Concatenate every context file (source order, then path order) into the instructions
-    file; appended after the fixture's own when it has one."""
+    file; appended after the fixture's own when it has one (always, for an override)."""
     chunks = [entry.data for tree in context for entry in tree.files]
     if not chunks:
         return None, False
@@ -173,6 +258,8 @@ def _exclude_from_git(root: int, patterns: Sequence[str]) -> None:
             dir_fd=info,
         )
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise MountError(".git/info/exclude is not a regular file")
             lines = ["", "# sevro: the arm's skills and context", *patterns, ""]
             write_all(fd, "\n".join(lines).encode())
         finally:

@@ -74,6 +74,7 @@ from sevro_core.plugin.protocols import (
     DoctorRequest,
     HostOptions,
     HostSetting,
+    SkillPlaces,
 )
 from sevro_core.reporting.failures import escape_controls
 from sevro_core.states import Completeness
@@ -322,6 +323,10 @@ class AgentCliHost(Generic[ConfigT]):
     it): hidden from every sandboxed command of every run."""
     """Run each turn as PID 1 of a PID namespace of its own (Linux)."""
     configured: ClassVar[type[ConfiguredAgentCliHost[Any]]]
+    skill_places: ClassVar[SkillPlaces] = SkillPlaces(SKILLS_DIR, "AGENTS.md")
+    """Where the CLI discovers project skills and instructions (the open agent-skills layout
+    unless the CLI reads elsewhere): experiments mount an arm's skills and context there, and
+    the trial's ``sevro.skills`` evidence discovers skills in the same directory."""
 
     @staticmethod
     def turn_capabilities(turns_observation: str) -> frozenset[str]:
@@ -467,6 +472,11 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
     """Prefix that runs each turn in its own PID namespace (empty when not asked for)."""
     capabilities: frozenset[str]
 
+    @property
+    def skill_places(self) -> SkillPlaces:
+        """The plugin's :attr:`AgentCliHost.skill_places` (one declaration, never two)."""
+        return self.plugin.skill_places
+
     def redacted_configuration(self) -> JsonValue:
         credentials = self.config.credentials
         return {
@@ -507,7 +517,6 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     :meth:`usage`; :meth:`failed_turn` and :meth:`offered_skills` have defaults.
     """
 
-    skills_dir: ClassVar[str] = SKILLS_DIR
     evidence_ids: ClassVar[EvidenceIds]
     completion: ClassVar[str]
     """How a failure reason names a successful turn's end (``turn.completed``)."""
@@ -523,6 +532,12 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     @property
     def name(self) -> str:
         return self.host.plugin.name
+
+    @property
+    def skills_dir(self) -> str:
+        """Where ``sevro.skills`` discovers skills: the host's declared place, so the skills an
+        experiment mounts are the skills the evidence reports."""
+        return self.host.plugin.skill_places.skills_dir
 
     # -- hooks ----------------------------------------------------------------------------
 

@@ -164,9 +164,13 @@ class SkillPlaces:
     """Workspace-relative POSIX directory, such as ``.agents/skills``."""
     instructions_file: str
     """Workspace-relative file the CLI reads as project instructions, such as ``AGENTS.md``."""
+    overrides: tuple[str, ...] = ()
+    """Files the CLI reads *instead of* ``instructions_file`` when the workspace has one (such as
+    ``AGENTS.override.md``): the context is appended to the first one present, since context
+    written to ``instructions_file`` would silently never reach the model."""
 
     def __attrs_post_init__(self) -> None:
-        for value in (self.skills_dir, self.instructions_file):
+        for value in (self.skills_dir, self.instructions_file, *self.overrides):
             parts = value.split("/")
             if not value or value.startswith("/") or any(p in ("", ".", "..") for p in parts):
                 raise ValueError(f"skill place {value!r} must be relative, inside the workspace")
