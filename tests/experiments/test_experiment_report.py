@@ -256,3 +256,14 @@ def test_checking_stored_statistics_loads_no_statistics_library(tmp_path: Path) 
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_statistics_of_a_run_without_its_experiment_entry_use_its_trial_count() -> None:
+    from sevro_core.experiments.comparison import statistics_of_run
+
+    documents = [trial_document("candidate", "a", r) for r in (1, 2)]
+    plain_identity = run(trials=2, arms=[arm("candidate")])
+    assert statistics_of_run(plain_identity, documents)["repetitions"] == 2
+    del plain_identity["evaluationIdentity"]
+    with pytest.raises(ValueError, match="no number of repetitions"):
+        statistics_of_run(plain_identity, documents)

@@ -487,6 +487,35 @@ def trial_counts(
     }
 
 
+def statistics_of_run(
+    run: Mapping[str, Any],
+    documents: Iterable[Mapping[str, Any]],
+    cases: Sequence[str] | None = None,
+    *,
+    counts_only: bool = False,
+) -> dict[str, Any]:
+    """The statistics (or, with ``counts_only``, :func:`trial_counts`) of an experiment run
+    from its ``run.json``-shaped document (``arms``, ``experiment``) and its trial documents,
+    each naming its ``arm``. What ``sevro run`` stores and ``sevro report`` checks; raises
+    ValueError when the trials do not fit the arms."""
+    experiment = run.get("experiment") or {}
+    repetitions = experiment.get("repetitions")
+    if repetitions is None:  # the trials per case of the run, as its identity records them
+        repetitions = _dict(_dict(run.get("evaluationIdentity")).get("dimensions")).get(
+            "trialCount"
+        )
+    if not isinstance(repetitions, int):
+        raise ValueError("the run records no number of repetitions")
+    design = (
+        [arm["id"] for arm in run["arms"]],
+        [(c["control"], c["treatment"]) for c in experiment.get("comparisons", [])],
+        [arm_trial(document) for document in documents],
+        repetitions,
+        cases,
+    )
+    return trial_counts(*design) if counts_only else experiment_statistics(*design)
+
+
 def regressed(statistics: Mapping[str, Any]) -> bool:
     """Whether any comparison's pooled verdict is ``regressed`` (``--fail-on-regression``)."""
     return any(c["pooled"]["verdict"] == "regressed" for c in statistics.get("comparisons", []))

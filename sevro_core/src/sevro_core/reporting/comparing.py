@@ -42,27 +42,15 @@ def run_statistics(
     When ``run.json`` carries the statistics ``sevro run`` computed, every count they rest on
     is recounted from the trials (no SciPy or statsmodels, which take seconds to import) and
     a mismatch is refused; otherwise they are computed here."""
-    from sevro_core.experiments.comparison import (
-        experiment_statistics,
-        statistics_counts,
-        trial_counts,
-    )
+    from sevro_core.experiments.comparison import statistics_counts, statistics_of_run
 
-    experiment = run.get("experiment") or {}
-    comparisons = [(c["control"], c["treatment"]) for c in experiment.get("comparisons", [])]
-    repetitions = experiment.get("repetitions") or run["evaluationIdentity"]["dimensions"]
+    documents = list(trials)
     try:
-        design = (
-            [arm["id"] for arm in run["arms"]],
-            comparisons,
-            _arm_trials(trials, None),
-            int(repetitions if isinstance(repetitions, int) else repetitions["trialCount"]),
-            _case_order(result),
-        )
         stored = _stored_statistics(run)
         if stored is None:
-            return experiment_statistics(*design)
-        if statistics_counts(stored) != trial_counts(*design):
+            return statistics_of_run(run, documents, _case_order(result))
+        counted = statistics_of_run(run, documents, _case_order(result), counts_only=True)
+        if statistics_counts(stored) != counted:
             raise InvocationError(
                 f"the statistics in run.json of run {run['runId']} do not match its trial files"
             )
