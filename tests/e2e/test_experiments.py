@@ -309,3 +309,77 @@ def test_a_bad_experiment_file_names_file_and_pointer_and_writes_nothing(
     assert done.exit_code == 64, done.stderr
     assert "skills/nope" in done.stderr and done.stderr.strip().count("\n") == 0
     assert not project.results.exists()
+
+
+def regression_inputs(project: SevroProject) -> None:
+    """Three cases where the candidate (no skill) passes only repetition 1 and the baseline
+    (with the skill) always passes: a regression, yet every case passes at --threshold 0.2."""
+    for name in ("b", "c"):
+        project.case(
+            f"cases/{name}.json",
+            id=name,
+            checks=load(project.root / "cases" / "notes.json")["checks"],
+        )
+    helped = HELPED.replace(
+        f"if test -f {SKILL_PATH};", f'if test -f {SKILL_PATH} || [ "$SEVRO_TRIAL" = 1 ];'
+    )
+    project.script(default=[[{"run": {"command": helped}}, {"reply": {"text": "done"}}]])
+    project.write_json(
+        "experiment.json",
+        {
+            "format": "sevro.experiment.v1",
+            "arms": {
+                "baseline": {"skills": ["skills/notes"], "target": "notes", "context": []},
+                "candidate": {"skills": [], "target": None, "context": []},
+            },
+            "cases": ["cases"],
+            "repetitions": 5,
+        },
+    )
+
+
+def test_run_json_keeps_the_statistics_and_the_summary_says_the_verdict(
+    project: SevroProject,
+) -> None:
+    done = project.sevro(
+        "run",
+        "cases",
+        "--skill",
+        "skills/notes",
+        "--baseline",
+        "none",
+        "--host-config",
+        "host.json",
+        "--results-root",
+        project.results,
+    )
+    assert done.exit_code == 1, done.stderr
+    assert "5 fixed / 0 broken over 5 pairs" in done.stdout
+    assert "no detectable difference between candidate and baseline" in done.stdout
+    assert "would need about" in done.stdout, "too few pairs: the summary says how many"
+    (run_json,) = project.results.glob("*/run.json")
+    statistics = load(run_json)["statistics"]
+    (comparison,) = statistics["comparisons"]
+    assert comparison["pooled"]["transitions"]["fixed"] == 5
+    assert comparison["pooled"]["verdict"] == "no detectable difference"
+
+
+def test_fail_on_regression_turns_a_passing_run_that_regressed_into_exit_1(
+    project: SevroProject,
+) -> None:
+    regression_inputs(project)
+    args = ("experiment.json", "--host-config", "host.json", "--threshold", "0.2")
+    plain = project.run(*args)
+    assert plain.exit_code == 0, plain.stdout + plain.stderr
+    failing = project.run(*args, "--fail-on-regression")
+    assert failing.exit_code == 1, failing.stdout + failing.stderr
+    result = failing.json()
+    assert result["exitCode"] == 1
+    assert result["diagnostic"]["code"] == "sevro.experiment.regressed"
+    assert load(result["evidencePath"])["result"]["exitCode"] == 1, "the retained result agrees"
+    human = project.sevro(
+        "run", *args, "--fail-on-regression", "--results-root", project.root / "other"
+    )
+    assert human.exit_code == 1
+    assert "candidate regressed on baseline" in human.stdout
+    assert "exit 1: a comparison regressed (--fail-on-regression)" in human.stdout

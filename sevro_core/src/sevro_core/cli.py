@@ -422,7 +422,7 @@ def _execute(plan: Any, flags: Any) -> Any:
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:
-        sys.stdout.write(render_summary(outcome.result))
+        sys.stdout.write(render_summary(outcome.result, outcome.statistics))
     return outcome
 
 

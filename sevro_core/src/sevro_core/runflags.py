@@ -152,7 +152,15 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
         if flags.fail_on_regression:
             raise InvocationError("--fail-on-regression needs an experiment (a file or --skill)")
         return settings, cases
-    return evolve(settings, trials=design.repetitions, experiment=design), cases
+    return (
+        evolve(
+            settings,
+            trials=design.repetitions,
+            experiment=design,
+            fail_on_regression=flags.fail_on_regression,
+        ),
+        cases,
+    )
 
 
 def _host_config(path: Path | None) -> Mapping[str, JsonValue] | None:

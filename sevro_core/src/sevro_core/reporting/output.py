@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -182,8 +182,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_summary(result: dict[str, Any]) -> str:
-    """The run's table (an experiment's rows are ``case@arm``), its states and failures."""
+def render_summary(result: dict[str, Any], statistics: Mapping[str, Any] | None = None) -> str:
+    """The run's table (an experiment's rows are ``case@arm``), its states, failures and, for an
+    experiment, each comparison's verdict in one sentence."""
     from sevro_core.models import unit_key
 
     rows = []
@@ -208,6 +209,16 @@ def render_summary(result: dict[str, Any]) -> str:
     if result["task"]["verdict"] == "not_assessed" and result["exitCode"] == 0:
         out += "note: nothing was assessed (dry run or no checks); exit 0 is not a pass\n"
     out += _failure_lines(result)
+    if statistics is not None:
+        from sevro_core.reporting.experiment import verdict_sentence
+
+        run_dir = escape_text(str(Path(result["evidencePath"]).parent), 4096)
+        out += f"\nexperiment (details: sevro report {run_dir}):\n"
+        out += "".join(f"  {verdict_sentence(c)}\n" for c in statistics["comparisons"])
+        if not statistics["comparisons"]:
+            out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
+    if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
+        out += f"exit 1: {result['diagnostic']['message']}\n"
     out += f"evidence={result['evidencePath']}\n"
     return out
 

@@ -88,6 +88,8 @@ class RunSettings:
     case_sources: CaseSources | None = None
     experiment: ExperimentDesign | None = None
     """The arms to compare (``trials`` is then the repetitions per arm and case)."""
+    fail_on_regression: bool = False
+    """Exit 1 when a comparison regressed (and the run would otherwise exit 0)."""
 
 
 @frozen

@@ -171,6 +171,7 @@ def run_document(
     result: dict[str, Any],
     records: Sequence[TrialRecord],
     attempts: Sequence[dict[str, Any]],
+    statistics: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``run.json``: what was evaluated, how, by which plugins, every attempt and trial file."""
     settings = plan.settings
@@ -224,20 +225,59 @@ def run_document(
             for r in records
         ],
         "result": retained_result(result, store.run_dir),
-        **_experiment_parts(plan),
+        **_experiment_parts(plan, statistics),
     }
 
 
-def _experiment_parts(plan: RunPlan) -> dict[str, Any]:
-    """``arms`` and ``experiment`` of an experiment's ``run.json`` (nothing for a plain run)."""
+def _experiment_parts(plan: RunPlan, statistics: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``arms``, ``experiment`` and ``statistics`` of an experiment's ``run.json`` (nothing for a
+    plain run)."""
     experiment = plan.settings.experiment
     if experiment is None:
         return {}
-    return {
+    parts: dict[str, Any] = {
         "arms": [
             {**arm.resolved.to_json(), "route": arm.host.route.to_json()} for arm in plan.arms
         ],
         "experiment": experiment.to_json(),
+    }
+    if statistics is not None:
+        parts["statistics"] = dict(statistics)
+    return parts
+
+
+def run_statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, Any] | None:
+    """The experiment's statistics from its trial documents (None for a plain run).
+
+    Trials that never ran have no document: their pairs are inconclusive, never dropped."""
+    experiment = plan.settings.experiment
+    if experiment is None:
+        return None
+    from sevro_core.experiments.comparison import statistics_of_run
+
+    run = {"arms": [{"id": arm.id} for arm in plan.arms], "experiment": experiment.to_json()}
+    documents = [r.document for r in records if r.document is not None]
+    cases = list(dict.fromkeys(p.case.id for p in plan.cases))
+    return statistics_of_run(run, documents, cases)
+
+
+def regression_exit(
+    plan: RunPlan, result: dict[str, Any], statistics: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``--fail-on-regression``: a run that would exit 0 exits 1 when a comparison regressed."""
+    if not plan.settings.fail_on_regression or statistics is None or result["exitCode"] != 0:
+        return result
+    from sevro_core.experiments.comparison import regressed
+
+    if not regressed(statistics):
+        return result
+    return {
+        **result,
+        "exitCode": int(ExitCode.TASK_FAILED),
+        "diagnostic": {
+            "code": "sevro.experiment.regressed",
+            "message": "a comparison regressed (--fail-on-regression)",
+        },
     }
 
 

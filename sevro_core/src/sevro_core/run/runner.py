@@ -24,7 +24,12 @@ from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.run.loading import load_cases
 from sevro_core.run.planning import RunPlan, RunSettings, plan_run
 from sevro_core.run.records import TrialRecord
-from sevro_core.run.results import cli_result, run_document
+from sevro_core.run.results import (
+    cli_result,
+    regression_exit,
+    run_document,
+    run_statistics,
+)
 from sevro_core.run.resume import recover
 from sevro_core.run.scheduler import run_trials
 from sevro_core.run.signals import cancel_on_signals
@@ -41,6 +46,8 @@ class RunOutcome:
     result: dict[str, Any]
     run_dir: Path
     exit_code: int
+    statistics: dict[str, Any] | None = None
+    """An experiment's comparisons (``sevro.experiment-statistics.v1``), None for a plain run."""
 
 
 def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
@@ -119,14 +126,21 @@ def _execute_claimed(
             _finish_failed(state, run_id)
             raise
         result, status = _result(plan, info, store, records, cancel)
+        statistics = _statistics(plan, records)
+        result = regression_exit(plan, result, statistics)
         state.finish(run_id, status)
         document = run_document(
-            plan, store, status, started_at, result, records, state.attempts(run_id)
+            plan, store, status, started_at, result, records, state.attempts(run_id), statistics
         )
         _write_run(state, store, document)
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
-    return RunOutcome(result=result, run_dir=store.run_dir, exit_code=result["exitCode"])
+    return RunOutcome(
+        result=result,
+        run_dir=store.run_dir,
+        exit_code=result["exitCode"],
+        statistics=statistics,
+    )
 
 
 def _open_store(
@@ -236,6 +250,16 @@ def _result(
         diagnostic=diagnostic,
     )
     return result, status
+
+
+def _statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, Any] | None:
+    """The experiment's statistics; a failure to compute them never costs the run its evidence
+    (``run.json`` is written without them and ``sevro report`` recomputes)."""
+    try:
+        return run_statistics(plan, records)
+    except Exception as exc:
+        log.error("experiment statistics failed", error=f"{type(exc).__name__}: {exc}")
+        return None
 
 
 def _write_run(state: RunState, store: EvidenceStore, document: dict[str, Any]) -> None:
