@@ -293,3 +293,41 @@ def test_the_git_coding_example_needs_passing_tests_not_just_a_commit(
         "history-kept": "passed",
         "replied": "passed",
     }
+
+
+SKILL_AB = ROOT / "examples" / "skill-ab"
+
+
+def _skill_ab(project: SevroProject, host: Path) -> tuple[Any, dict[str, Any]]:
+    done = project.run(SKILL_AB / "experiment.json", "--host-config", host)
+    (run_json,) = project.results.glob("*/run.json")
+    statistics = json.loads(run_json.read_text())["statistics"]
+    shutil.rmtree(project.results)  # the next run of the same experiment starts afresh
+    return done, statistics
+
+
+def test_the_skill_ab_example_shows_the_skill_helping_and_only_when_it_does(
+    sevro_project: SevroProject,
+) -> None:
+    """docs/experiments.md runs examples/skill-ab: the candidate improves on the baseline. The
+    control is an agent that never follows the skill (it drafts the notes by hand in every
+    arm): the same experiment then finds no detectable difference."""
+    require_sandbox()
+    documented, statistics = _skill_ab(sevro_project, SKILL_AB / "host.json")
+    assert documented.exit_code == 1, documented.stderr  # the baseline's cases fail
+    (comparison,) = statistics["comparisons"]
+    pooled = comparison["pooled"]
+    assert pooled["verdict"] == "improved"
+    assert (pooled["transitions"]["fixed"], pooled["transitions"]["broken"]) == (16, 0)
+    assert comparison["activation"]["treatment"]["rate"] == 1.0
+    host = json.loads((SKILL_AB / "host.json").read_text())
+    (run_step,) = [s for s in host["default"]["turns"][0] if "run" in s]
+    run_step["run"]["command"] = (
+        run_step["run"]["command"].split("; else ", 1)[1].removesuffix("; fi")
+    )
+    careless = sevro_project.write_json("careless.json", host)
+    done, statistics = _skill_ab(sevro_project, careless)
+    assert done.exit_code == 1, done.stderr
+    (comparison,) = statistics["comparisons"]
+    assert comparison["pooled"]["verdict"] == "no detectable difference"
+    assert comparison["pooled"]["transitions"]["fixed"] == 0
