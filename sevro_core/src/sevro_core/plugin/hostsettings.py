@@ -18,11 +18,13 @@ from sevro_core.plugin.protocols import SETTING_KINDS, HostSetting
 HOST_SETTING_FLAG = "--host-setting"
 RESERVED_FLAGS = frozenset(
     {
+        "--baseline",
         "--case-source-map-file",
         "--case-source-root",
         "--condition",
         "--dry",
         "--effort",
+        "--fail-on-regression",
         "--help",
         "--host",
         "--host-config",
@@ -39,6 +41,7 @@ RESERVED_FLAGS = frozenset(
         "--resume",
         "--run-state-root",
         "--sandbox",
+        "--skill",
         "--status-interval",
         "--threshold",
         "--trials",
