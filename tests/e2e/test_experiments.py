@@ -361,6 +361,10 @@ def test_run_json_keeps_the_statistics_and_the_summary_says_the_verdict(
     statistics = load(run_json)["statistics"]
     (comparison,) = statistics["comparisons"]
     assert comparison["pooled"]["transitions"]["fixed"] == 5
+    (row,) = comparison["cases"]
+    assert row["pairs"] == [
+        {"repetition": r, "control": "fail", "treatment": "pass"} for r in range(1, 6)
+    ], "every pair is kept, for audit"
     assert comparison["pooled"]["verdict"] == "no detectable difference"
 
 

@@ -283,11 +283,22 @@ def _deltas(paired: Sequence[_Paired]) -> dict[str, Any]:
     return out
 
 
-def _case_row(case_id: str, compared: PairedComparison) -> dict[str, Any]:
+def _pair_list(paired: Sequence[_Paired], repetitions: Sequence[int]) -> list[dict[str, Any]]:
+    """Every pair of the case, repetition by repetition: what the counts rest on, for audit."""
+    return [
+        {"repetition": r, "control": p.pair.control, "treatment": p.pair.treatment}
+        for r, p in zip(repetitions, paired, strict=True)
+    ]
+
+
+def _case_row(
+    case_id: str, compared: PairedComparison, pairs: list[dict[str, Any]]
+) -> dict[str, Any]:
     difference = compared.difference
     return {
         "caseId": case_id,
         "transitions": _transitions(compared.transitions),
+        "pairs": pairs,
         "controlRate": difference.control_rate if difference else None,
         "treatmentRate": difference.treatment_rate if difference else None,
         "difference": None
@@ -314,7 +325,10 @@ def _comparison(
         "control": control,
         "treatment": treatment,
         "pairs": len(every),
-        "cases": [_case_row(case, compared.per_case[case]) for case in cases],
+        "cases": [
+            _case_row(case, compared.per_case[case], _pair_list(paired[case], repetitions))
+            for case in cases
+        ],
         "pooled": {
             "transitions": _transitions(compared.transitions),
             "casesWithDecidedPairs": pooled.cases if pooled else 0,
@@ -430,7 +444,7 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
             [
                 c["control"],
                 c["treatment"],
-                [[r["caseId"], dict(r["transitions"])] for r in c["cases"]],
+                [[r["caseId"], dict(r["transitions"]), list(r["pairs"])] for r in c["cases"]],
             ]
             for c in statistics["comparisons"]
         ],
@@ -462,19 +476,16 @@ def trial_counts(
             [sum(1 for value in known if value), len(known)],
         ]
 
-    def comparison_rows(control: str, treatment: str) -> list[Any]:
+    def comparison_row(control: str, treatment: str, case: str) -> list[Any]:
+        paired = _pairs(design.index, control, treatment, case, design.repetitions)
         return [
-            [
-                case,
-                _transitions(
-                    transitions(
-                        p.pair
-                        for p in _pairs(design.index, control, treatment, case, design.repetitions)
-                    )
-                ),
-            ]
-            for case in design.cases
+            case,
+            _transitions(transitions(p.pair for p in paired)),
+            _pair_list(paired, design.repetitions),
         ]
+
+    def comparison_rows(control: str, treatment: str) -> list[Any]:
+        return [comparison_row(control, treatment, case) for case in design.cases]
 
     return {
         "repetitions": repetitions,
