@@ -18,23 +18,25 @@ from typing import Any
 
 import pytest
 
-from sevro_core.experiments.mounting import MountedSkillBundle, mount_arm
-from sevro_core.experiments.sources import DirectorySource, SourceTree, read_source
-from sevro_core.fixtures.git import Git
+from sevro_core.experiments.mounting import mount_arm
 from sevro_core.models import CancelToken, HostRequest, HostResult
 from sevro_core.plugin.protocols import HostOptions, SkillPlaces, skill_places_of
-from sevro_core.testing import require_tool
 from sevro_core.testing.mockmodel import Message, MockModelServer, ToolCall, reply
 from sevro_hosts_claude.host import ClaudeHost
 from sevro_hosts_claude.testing import require_claude
+from tests.experiments.mounted import (
+    DESCRIPTION,
+    NAME,
+    SKILL,
+    arm,
+    git_workspace,
+    requests_text,
+    skills_of,
+)
 from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV, PROTOCOLS
 
 pytestmark = pytest.mark.slow
 
-NAME = "zephyr-ledger"
-DESCRIPTION = "Balances zephyr ledgers q7v4 before a release."
-SKILL = f"---\nname: {NAME}\ndescription: {DESCRIPTION}\n---\nAdd the columns twice.\n"
-CONTEXT = "House rule k9w2: answer in one word.\n"
 CODEX_PLACES = SkillPlaces(".agents/skills", "AGENTS.md")
 
 
@@ -42,31 +44,6 @@ CODEX_PLACES = SkillPlaces(".agents/skills", "AGENTS.md")
 def claude(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv(API_KEY_ENV, API_KEY)
     return require_claude()
-
-
-def arm(tmp_path: Path) -> tuple[MountedSkillBundle, SourceTree]:
-    """A real bundle (SKILL.md and a resource) and a context file, read as directory sources."""
-    skill, context = tmp_path / "skills" / "ledger", tmp_path / "context"
-    skill.mkdir(parents=True)
-    context.mkdir()
-    (skill / "SKILL.md").write_text(SKILL)
-    (skill / "columns.md").write_text("Columns: debit, credit.\n")
-    (context / "AGENTS.md").write_text(CONTEXT)
-    return (
-        MountedSkillBundle(NAME, read_source(DirectorySource(skill))),
-        read_source(DirectorySource(context)),
-    )
-
-
-def git_workspace(tmp_path: Path) -> tuple[Git, Path]:
-    git = Git(require_tool("git"))
-    workspace = tmp_path / "workspace"
-    workspace.mkdir(parents=True)
-    git.run("init", "-q", "-b", "main", str(workspace), cwd=workspace)
-    (workspace / "README.md").write_text("# Project\n")
-    git.run("add", "-A", cwd=workspace)
-    git.run("commit", "-q", "-m", "Fixture", cwd=workspace)
-    return git, workspace
 
 
 def run_claude(claude: str, server: MockModelServer, workspace: Path, tmp_path: Path) -> HostResult:
@@ -93,16 +70,6 @@ def run_claude(claude: str, server: MockModelServer, workspace: Path, tmp_path: 
     result = configured.run(request)
     assert result.error is None and not result.execution_failed, result.error
     return result
-
-
-def skills_of(result: HostResult) -> dict[str, Any]:
-    (found,) = [o for o in result.observations if o.id == "sevro.skills"]
-    assert isinstance(found.data, dict)
-    return found.data
-
-
-def requests_text(server: MockModelServer) -> str:
-    return "\n".join(json.dumps(r.json()) for r in server.requests)
 
 
 def script(mock_model: Callable[..., Any]) -> MockModelServer:
