@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from overhead import command_seconds, print_budgets  # this directory is on sys.path
 
 BUDGET_TRIAL_MS = 5.0
 BUDGET_REPORT_S = 1.0
@@ -110,16 +111,6 @@ def run_seconds(root: Path, results: Path, *, experiment: bool, repetitions: int
     return elapsed
 
 
-def report_seconds(run_dir: Path, repeats: int) -> float:
-    sevro = str(Path(sys.executable).parent / "sevro")
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        subprocess.run([sevro, "report", str(run_dir)], check=True, capture_output=True)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -142,7 +133,8 @@ def main() -> int:
             experiment_ms.append(experiment / trials * 1000)
             deltas.append((experiment - plain) / trials * 1000)
         run_dir = next(p for p in (root / "e0").iterdir() if (p / "run.json").is_file())
-        report_s = report_seconds(run_dir, 7)
+        sevro = str(Path(sys.executable).parent / "sevro")
+        report_s = command_seconds([sevro, "report", str(run_dir)], root, 7)
     delta = statistics.median(deltas)
     for name, values in (("plain trial (ms)", plain_ms), ("experiment trial (ms)", experiment_ms)):
         rounds = ", ".join(f"{v:.2f}" for v in values)
@@ -151,11 +143,7 @@ def main() -> int:
         ("experiment overhead per trial (ms)", delta, BUDGET_TRIAL_MS),
         ("sevro report of the experiment (s)", report_s, BUDGET_REPORT_S),
     ]
-    over = False
-    for name, value, budget in rows:
-        ok = value <= budget
-        over |= not ok
-        print(f"{name:36} {value:8.3f}   budget {budget:6.3f}   {'ok' if ok else 'OVER'}")
+    over = print_budgets(rows)
     return 1 if (args.check and over) else 0
 
 
