@@ -203,34 +203,3 @@ def test_a_plain_run_and_a_one_arm_run_compare(sevro_project: SevroProject) -> N
     gated = sevro_project.sevro("report", "--compare", with_skill, plain, "--fail-on-regression")
     assert gated.exit_code == 1
     assert "\nB regressed on candidate: -" in gated.stdout  # a plain run is named by place
-
-
-def test_a_skill_edited_between_two_runs_changes_their_arm_not_their_project(
-    sevro_project: SevroProject,
-) -> None:
-    """Skill v1 today, v2 after an edit: the skill's directory is the arm (its fingerprint), so
-    the project digests agree and the runs compare; an edit anywhere else in the project is a
-    difference in the project, and refused."""
-    example = sevro_project.root / "skill-ab"
-    shutil.copytree(EXAMPLE, example)
-    skill = example / "skills" / "release-notes"
-    common = (example / "cases", "--host-config", example / "host.json", "--trials", "2")
-    first = run_dir(sevro_project, *common, "--skill", skill)
-    with (skill / "SKILL.md").open("a") as handle:
-        handle.write("\nKeep the notes short.\n")
-    second = run_dir(sevro_project, *common, "--skill", skill)
-    identities = [
-        json.loads((d / "run.json").read_text())["evaluationIdentity"] for d in (first, second)
-    ]
-    assert (
-        identities[0]["dimensions"]["projectDigest"] == identities[1]["dimensions"]["projectDigest"]
-    )
-    assert identities[0]["digest"] != identities[1]["digest"], "the arm differs"
-    done = sevro_project.sevro("report", "--compare", first, second, "--json")
-    assert done.exit_code == 0, done.stderr
-    assert [arm["id"] for arm in done.json()["experiments"][0]["arms"]] == ["A", "B"]
-    (example / "NOTES.txt").write_text("an unrelated edit\n")
-    third = run_dir(sevro_project, *common, "--skill", skill)
-    one_line_refusal(
-        sevro_project.sevro("report", "--compare", second, third), "differ in projectDigest"
-    )

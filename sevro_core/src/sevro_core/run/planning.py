@@ -508,10 +508,7 @@ def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, An
         "version": __version__,
         "buildDigest": runner_build_digest(modules),
     }
-    # an experiment's sources are the arms, recorded in the configuration: editing a skill
-    # between two runs changes their arm, not their project
-    arm_inputs = settings.experiment.input_paths() if settings.experiment is not None else []
-    project = project_provenance(settings.project_root, [settings.results_root, *arm_inputs])
+    project = project_provenance(settings.project_root, [settings.results_root])
     return runner, project
 
 
