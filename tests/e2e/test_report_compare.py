@@ -203,3 +203,22 @@ def test_a_plain_run_and_a_one_arm_run_compare(sevro_project: SevroProject) -> N
     gated = sevro_project.sevro("report", "--compare", with_skill, plain, "--fail-on-regression")
     assert gated.exit_code == 1
     assert "\nB regressed on candidate: -" in gated.stdout  # a plain run is named by place
+
+
+def test_a_skill_edited_between_two_runs_is_a_project_difference(
+    sevro_project: SevroProject,
+) -> None:
+    """Skill v1 today, v2 after editing it in the project: the project changed, so --compare
+    refuses and names the dimension (one experiment, --baseline DIR or git:REF, compares two
+    versions of a skill instead)."""
+    example = sevro_project.root / "skill-ab"
+    shutil.copytree(EXAMPLE, example)
+    skill = example / "skills" / "release-notes"
+    common = (example / "cases", "--host-config", example / "host.json", "--trials", "1")
+    first = run_dir(sevro_project, *common, "--skill", skill)
+    with (skill / "SKILL.md").open("a") as handle:
+        handle.write("\nKeep the notes short.\n")
+    second = run_dir(sevro_project, *common, "--skill", skill)
+    one_line_refusal(
+        sevro_project.sevro("report", "--compare", first, second), "differ in projectDigest"
+    )
