@@ -387,3 +387,51 @@ def test_fail_on_regression_turns_a_passing_run_that_regressed_into_exit_1(
     assert human.exit_code == 1
     assert "candidate regressed on baseline" in human.stdout
     assert "exit 1: a comparison regressed (--fail-on-regression)" in human.stdout
+
+
+def test_validate_checks_an_experiment_file_without_running_it(project: SevroProject) -> None:
+    arms = {
+        "baseline": {"skills": [], "target": None, "context": []},
+        "candidate": {"skills": ["skills/notes"], "target": "notes", "context": []},
+    }
+    project.write_json(
+        "experiment.json", {"format": "sevro.experiment.v1", "arms": arms, "cases": ["cases"]}
+    )
+    done = project.sevro("validate", "experiment.json")
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "experiment valid: 2 arm(s), 1 comparison(s), 5 repetition(s)",
+        "1 case(s) valid",
+    ]
+    (project.root / "skills" / "notes" / "SKILL.md").write_text("no front matter\n")
+    refused = project.sevro("validate", "experiment.json")
+    assert refused.exit_code == 64 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "skills/notes" in refused.stderr
+    assert not project.results.exists()
+
+
+def test_arms_may_compare_models_on_the_same_cases(project: SevroProject) -> None:
+    """No skills at all: two arms that differ only in the model run on their own routes."""
+    project.write_json(
+        "experiment.json",
+        {
+            "format": "sevro.experiment.v1",
+            "arms": {
+                "small": {"skills": [], "target": None, "context": [], "model": "model-s"},
+                "large": {"skills": [], "target": None, "context": [], "model": "model-l"},
+            },
+            "cases": ["cases"],
+            "repetitions": 1,
+            "comparisons": [{"control": "small", "treatment": "large"}],
+        },
+    )
+    done = project.run("experiment.json", "--host-config", "host.json")
+    run = assert_valid_evidence(done.json())
+    assert {a["id"]: a["route"]["model"] for a in run["arms"]} == {
+        "large": "model-l",
+        "small": "model-s",
+    }
+    assert sorted(r["model"] for r in run["routes"]) == ["model-l", "model-s"]
+    for document in trials_by_start(Path(done.json()["evidencePath"])):
+        (route,) = document["evidence"]["routes"]
+        assert route["model"] == {"small": "model-s", "large": "model-l"}[document["arm"]]

@@ -429,28 +429,39 @@ def _execute(plan: Any, flags: Any) -> Any:
 @app.command()
 def validate(
     files: Annotated[
-        list[Path], typer.Argument(help="Case files or directories.", show_default=False)
+        list[Path],
+        typer.Argument(
+            help="Case files or directories, or one experiment file.", show_default=False
+        ),
     ],
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
     plugin: PluginOpt = None,
 ) -> None:
-    """Check case files (schema, fixtures, grader configuration) without running anything."""
+    """Check case files or an experiment file (schema, sources, skill bundles, fixtures, grader
+    configuration) without running anything."""
     from sevro_core.errors import InvocationError
 
     try:
         from sevro_core.plugin.manager import load_plugins
         from sevro_core.plugin.protocols import FixtureContext
+        from sevro_core.run.experiment import experiment_file, load_experiment
         from sevro_core.run.loading import load_cases
         from sevro_core.run.sources import load_case_sources
         from sevro_core.run.validation import validate_cases
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
-        cases = load_cases(files)
+        path = experiment_file(files)
+        design, cases = load_experiment(path, None) if path else (None, load_cases(files))
         validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:
         _fail(exc, as_json=False)
+    if design is not None:
+        typer.echo(
+            f"experiment valid: {len(design.arms)} arm(s), {len(design.comparisons)} "
+            f"comparison(s), {design.repetitions} repetition(s)"
+        )
     typer.echo(f"{len(cases)} case(s) valid")
 
 
