@@ -622,3 +622,24 @@ def test_an_experiment_resumes_per_trial_and_arm(sevro_project: SevroProject) ->
         (2, "candidate", 2),
     ], "the first pair was reused, the second ran again"
     assert scenario.counter.read_text().strip() == "5", "only the unfinished pair ran again"
+
+
+def test_an_interrupted_experiment_keeps_its_arms_and_finished_trials(
+    sevro_project: SevroProject,
+) -> None:
+    skill = sevro_project.skill("skills/notes", "notes", "Release notes.")
+    scenario = Scenario(sevro_project, block_at=2, trials=2)
+    arms = ("--skill", str(skill), "--baseline", "none")
+    running = start_sevro(scenario.argv(*arms)[len(SEVRO) :], cwd=sevro_project.root)
+    running.wait_until(scenario.blocked, timeout=30)
+    running.send_signal(signal.SIGINT)
+    running.finish(timeout=60)
+    assert running.returncode == 130
+    kill_matching(scenario.marker)
+    (run_json,) = sevro_project.results.glob("*/run.json")
+    run = load(run_json)
+    assert run["status"] == "interrupted"
+    assert [a["id"] for a in run["arms"]] == ["baseline", "candidate"]
+    done = [(t["trial"], t["arm"]) for t in run["trials"] if t["path"] is not None]
+    assert done[:1] == [(1, "baseline")], "the finished trial of the first pair is kept"
+    assert all(t["arm"] in ("baseline", "candidate") for t in run["trials"])
