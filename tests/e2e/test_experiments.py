@@ -435,3 +435,29 @@ def test_arms_may_compare_models_on_the_same_cases(project: SevroProject) -> Non
     for document in trials_by_start(Path(done.json()["evidencePath"])):
         (route,) = document["evidence"]["routes"]
         assert route["model"] == {"small": "model-s", "large": "model-l"}[document["arm"]]
+
+
+def test_the_quick_form_with_several_skills_and_another_skill_as_baseline(
+    project: SevroProject,
+) -> None:
+    """The first --skill is the target, also at a git:REF baseline holding the same skills; a
+    baseline directory holding a differently named skill is its own target."""
+    require_tool("git")
+    project.skill("skills/terse", "terse", "Be terse.")
+    project.skill("older/plain-notes", "plain-notes", "Plain release notes.")
+    for argv in (["init", "-q"], ["add", "skills"], ["commit", "-qm", "skills"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv],
+            cwd=project.root,
+            check=True,
+            capture_output=True,
+        )
+    with (project.root / "skills" / "notes" / "SKILL.md").open("a") as handle:
+        handle.write("v2\n")
+    done = quick(project, "--skill", "skills/terse", "--trials", "1", "--baseline", "git:HEAD")
+    run = assert_valid_evidence(done.json())
+    targets = {arm["id"]: (arm["target"], len(arm["skills"])) for arm in run["arms"]}
+    assert targets == {"baseline": ("notes", 2), "candidate": ("notes", 2)}
+    other = quick(project, "--baseline", "older/plain-notes", "--trials", "1")
+    arms = {arm["id"]: arm["target"] for arm in assert_valid_evidence(other.json())["arms"]}
+    assert arms == {"baseline": "plain-notes", "candidate": "notes"}

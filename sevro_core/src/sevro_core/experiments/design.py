@@ -14,6 +14,7 @@ from attrs import frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.arms import ResolvedArm, resolve_arms
+from sevro_core.experiments.bundles import load_bundle
 from sevro_core.experiments.loading import (
     DEFAULT_CONTROL,
     DEFAULT_REPETITIONS,
@@ -22,7 +23,13 @@ from sevro_core.experiments.loading import (
     Comparison,
     Experiment,
 )
-from sevro_core.experiments.sources import DirectorySource, NoSource, Source, parse_source
+from sevro_core.experiments.sources import (
+    DirectorySource,
+    NoSource,
+    Source,
+    parse_source,
+    read_source,
+)
 from sevro_core.fixtures.git import Git, GitError, find_git
 
 
@@ -74,18 +81,17 @@ def quick_design(
 
     ``--baseline`` is ``none``, a directory holding an older copy of the first skill, or
     ``git:<ref>`` (each skill as it is at that ref) or ``git:<ref>:<path>``. Without it there is
-    one arm and nothing to compare: a run that ``sevro report A B`` can compare later.
+    one arm and nothing to compare: a run that ``sevro report --compare A B`` can compare later.
     """
     candidate_sources = tuple(parse_source(str(path), base) for path in skills)
-    candidate = Arm(DEFAULT_TREATMENT, candidate_sources, None, ())
-    arms = [candidate]
+    target = _skill_name(candidate_sources[0])
+    arms = [Arm(DEFAULT_TREATMENT, candidate_sources, target, ())]
     if baseline is not None:
-        arms.insert(0, Arm(DEFAULT_CONTROL, _baseline_sources(baseline, skills, base), None, ()))
+        sources = _baseline_sources(baseline, skills, base)
+        names = [_skill_name(source) for source in sources if not isinstance(source, NoSource)]
+        # the same skill at the baseline keeps the target; a different single skill is its own
+        arms.insert(0, Arm(DEFAULT_CONTROL, sources, target if target in names else None, ()))
     resolved = resolve_arms(arms)
-    target = resolved[-1].target
-    if baseline is not None and resolved[0].skills and target is not None:
-        arms[0] = Arm(DEFAULT_CONTROL, arms[0].skills, target, ())
-        resolved = resolve_arms(arms)
     comparisons = (Comparison(DEFAULT_CONTROL, DEFAULT_TREATMENT),) if baseline else ()
     return ExperimentDesign(
         arms=resolved,
@@ -93,6 +99,11 @@ def quick_design(
         repetitions=repetitions or DEFAULT_REPETITIONS,
         source=None,
     )
+
+
+def _skill_name(source: Source) -> str:
+    """The name a bundle's ``SKILL.md`` declares (the source is read again when the arm is)."""
+    return load_bundle(read_source(source)).name
 
 
 def _baseline_sources(spec: str, skills: Sequence[Path], base: Path) -> tuple[Source, ...]:
