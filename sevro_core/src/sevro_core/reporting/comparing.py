@@ -1,10 +1,11 @@
 """Experiment statistics from retained runs: an experiment run's own arms, or two earlier runs
-compared as two arms (``sevro report A B --compare``).
+compared as two arms (``sevro report --compare A B``).
 
 An experiment run's stored statistics are used only once every count and pair they rest on has
-been recounted from the verified trial files; two compared runs are computed afresh. Two runs are compared only when they evaluated the same cases the same way: their evaluation
-identities may differ in the arm and nothing else, otherwise the comparison is refused with the
-first dimension that differs (exit 64).
+been recounted from the verified trial files; two compared runs are computed afresh. Two runs
+are compared only when they evaluated the same cases the same way: their evaluation identities
+may differ in the arm and nothing else, otherwise the comparison is refused with the first
+dimension that differs (exit 64).
 """
 
 from __future__ import annotations
