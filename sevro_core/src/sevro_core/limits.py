@@ -72,6 +72,8 @@ MAX_DIAGNOSTIC_CHARS = 4096
 # Check outcomes
 MAX_OBSERVATIONS_PER_CHECK = 4
 MAX_CHECK_OBSERVATION_BYTES = 64 * KIB
+MAX_CHECKED_FILE_BYTES = 8 * MIB
+"""A workspace file ``sevro.file-text`` or ``sevro.json-file`` reads (beyond: ``unavailable``)."""
 REGEX_CHECK_TIMEOUT_SECONDS = 5.0
 
 # Sandbox
