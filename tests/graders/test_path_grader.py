@@ -124,12 +124,12 @@ def test_an_uninspectable_directory_is_unavailable(
 @pytest.mark.parametrize(
     ("config", "pointer", "message"),
     [
-        ({"expect": "exists"}, "", "path"),
+        ({"expect": "exists"}, "", "exactly one of path and glob"),
         ({"path": "a"}, "", "expect"),
         ({"path": "a", "expect": "present"}, "/expect", ""),
         ({"path": "a", "expect": "exists", "kind": "fifo"}, "/kind", ""),
         ({"path": "a", "expect": "absent", "kind": "file"}, "", ""),
-        ({"path": "a", "expect": "exists", "glob": "*"}, "/glob", ""),
+        ({"path": "a", "expect": "exists", "glob": "*"}, "", "exactly one"),
         ({"path": "", "expect": "exists"}, "/path", ""),
         ({"path": "/etc/passwd", "expect": "exists"}, "/path", "absolute"),
         ({"path": "../x", "expect": "exists"}, "/path", "'..'"),
@@ -144,3 +144,98 @@ def test_bad_configuration_is_refused_with_a_pointer(
         grader.compile(config)
     assert caught.value.pointer == pointer
     assert message in str(caught.value)
+
+
+# ---- globs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "expected", "detail"),
+    [
+        ({"glob": "src/**/*.py", "expect": "exists"}, CheckStatus.PASSED, None),
+        ({"glob": "**/a.py", "expect": "exists"}, CheckStatus.PASSED, None),
+        ({"glob": "src/**", "expect": "exists", "kind": "file"}, CheckStatus.PASSED, None),
+        (
+            {"glob": "src/*", "expect": "exists", "kind": "file"},
+            CheckStatus.FAILED,
+            "nothing matches 'src/*'",
+        ),
+        ({"glob": "*.md", "expect": "exists"}, CheckStatus.PASSED, None),
+        ({"glob": "CHANGELOG.?d", "expect": "exists"}, CheckStatus.PASSED, None),
+        ({"glob": "*.md", "expect": "absent"}, CheckStatus.FAILED, "'CHANGELOG.md' matches '*.md'"),
+        ({"glob": "src/**/*.rs", "expect": "absent"}, CheckStatus.PASSED, None),
+        (
+            {"glob": "src/**/*.rs", "expect": "exists"},
+            CheckStatus.FAILED,
+            "nothing matches 'src/**/*.rs'",
+        ),
+        ({"glob": "*.txt", "expect": "absent"}, CheckStatus.PASSED, None),
+        ({"glob": "link-out", "expect": "exists", "kind": "symlink"}, CheckStatus.PASSED, None),
+        # a symlinked directory could hide a match: absence is not claimed
+        (
+            {"glob": "**/secret.txt", "expect": "absent"},
+            CheckStatus.UNAVAILABLE,
+            "no match seen, but 'dangling' is a symlink (not followed)",
+        ),
+        (
+            {"glob": "link-out/*", "expect": "exists"},
+            CheckStatus.UNAVAILABLE,
+            "no match seen, but 'link-out' is a symlink (not followed)",
+        ),
+    ],
+)
+def test_globs(
+    tmp_path: Path, config: dict[str, Any], expected: CheckStatus, detail: str | None
+) -> None:
+    assert status(tmp_path, config) == (expected, detail)
+
+
+def test_a_glob_walk_over_the_bound_is_unavailable_unless_it_matched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sevro_core import limits
+
+    root = tmp_path / "ws"
+    (root / "many").mkdir(parents=True)
+    for index in range(10):
+        (root / "many" / f"f{index}.txt").write_text("")
+    monkeypatch.setattr(limits, "MAX_PATH_GLOB_ENTRIES", 5)
+    view = trial_view(workspace=root)
+    far = grade(grader, {"glob": "**/*.py", "expect": "absent"}, view)
+    assert (far.status, far.detail) == (
+        CheckStatus.UNAVAILABLE,
+        "no match seen, but more than 5 entries (not all seen)",
+    )
+    near = grade(grader, {"glob": "many/f0.txt", "expect": "exists"}, view)
+    assert near.status is CheckStatus.PASSED
+    assert near.observations[0].data == {
+        "glob": "many/f0.txt",
+        "match": "many/f0.txt",
+        "entriesSeen": 2,
+    }
+
+
+def test_a_glob_in_a_missing_workspace_is_unavailable() -> None:
+    outcome = grade(grader, {"glob": "*", "expect": "absent"}, trial_view())
+    assert (outcome.status, outcome.detail) == (
+        CheckStatus.UNAVAILABLE,
+        "the workspace is unavailable",
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "pointer"),
+    [
+        ({"glob": "*", "path": "a", "expect": "exists"}, ""),
+        ({"glob": "[ab].py", "expect": "exists"}, "/glob"),
+        ({"glob": "{a,b}.py", "expect": "exists"}, "/glob"),
+        ({"glob": "../*", "expect": "exists"}, "/glob"),
+        ({"glob": "/*", "expect": "exists"}, "/glob"),
+        ({"glob": "", "expect": "exists"}, "/glob"),
+        ({"glob": "*", "expect": "absent", "kind": "file"}, ""),
+    ],
+)
+def test_bad_globs_are_refused_with_a_pointer(config: dict[str, Any], pointer: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        grader.compile(config)
+    assert caught.value.pointer == pointer

@@ -172,12 +172,15 @@ def file_observation(
             data["kind"] = kind.value
         if isinstance(found, NoFile) and found.status is CheckStatus.UNAVAILABLE:
             completeness = Completeness.PARTIAL if kind is not None else Completeness.UNAVAILABLE
-    segment = check_id if _ID_SEGMENTS.fullmatch(check_id) else _digest(check_id)
+    segment = observation_segment(check_id)
     return Observation(f"{ENGINE_OBSERVATION_PREFIX}{prefix}.{segment}", grader, completeness, data)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def observation_segment(check_id: str) -> str:
+    """The check id, or its sha256 when it is not a valid id segment (as ``sevro.shell`` does)."""
+    if _ID_SEGMENTS.fullmatch(check_id):
+        return check_id
+    return hashlib.sha256(check_id.encode()).hexdigest()
 
 
 def outcome(

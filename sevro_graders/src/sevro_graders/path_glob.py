@@ -1,0 +1,106 @@
+"""Workspace globs for ``sevro.path``: a bounded walk that never follows a symlink.
+
+``*`` matches within one path segment (names starting with ``.`` too), ``?`` one character of a
+segment, and a ``**`` segment any number of segments (``src/**`` is everything below ``src``).
+The walk descends only into real directories whose path could still lead to a match, and stops
+after ``MAX_PATH_GLOB_ENTRIES`` entries. When nothing matched, whatever the walk could not see
+(an unreadable directory, a symlink a match could hide behind, the bound) leaves the answer
+unknown: absence is only claimed for a tree seen whole.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from pathlib import Path
+
+import regex
+from attrs import frozen
+
+from sevro_core.api import ConfigurationError, JsonValue, check_relative_path, limits
+
+_UNSUPPORTED = "[]{}"
+
+
+@frozen
+class Glob:
+    source: str
+    pattern: regex.Pattern[str]
+
+    def matches(self, relative: str) -> bool:
+        return self.pattern.fullmatch(relative) is not None
+
+    def may_match_below(self, directory: str) -> bool:
+        """Whether some path below ``directory`` could match (a partial match of ``dir/``)."""
+        return self.pattern.fullmatch(directory + "/", partial=True) is not None
+
+
+def compile_glob(config: dict[str, JsonValue], key: str = "glob") -> Glob:
+    source = config[key]
+    assert isinstance(source, str)
+    segments = check_relative_path(source, f"/{key}")
+    for char in _UNSUPPORTED:
+        if char in source:
+            raise ConfigurationError(
+                f"glob {source!r} contains {char!r}: only *, ? and ** segments are supported",
+                f"/{key}",
+            )
+    out = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            out.append("[^/]+(?:/[^/]+)*" if last else "(?:[^/]+/)*")
+            continue
+        out.append(
+            "".join(
+                "[^/]*" if c == "*" else "[^/]" if c == "?" else regex.escape(c) for c in segment
+            )
+        )
+        if not last:
+            out.append("/")
+    return Glob(source, regex.compile("".join(out), regex.DOTALL))
+
+
+@frozen
+class GlobWalk:
+    """The first match (with its lstat mode), or none and why the tree was not seen whole."""
+
+    match: str | None
+    mode: int
+    seen: int
+    unseen: str | None
+
+
+def walk(root: Path, glob: Glob, accept: int | None = None) -> GlobWalk:
+    """Find an entry matching ``glob`` (of file type ``accept`` when given, an ``S_IFMT`` value)."""
+    bound = limits.MAX_PATH_GLOB_ENTRIES
+    seen = 0
+    unseen: str | None = None
+    pending: deque[str] = deque([""])
+    while pending:
+        directory = pending.popleft()
+        try:
+            with os.scandir(root / directory if directory else root) as entries:
+                listing = [
+                    (entry.name, entry.stat(follow_symlinks=False).st_mode) for entry in entries
+                ]
+        except OSError as exc:
+            unseen = (
+                unseen or f"{directory or '.'!r} cannot be listed ({os.strerror(exc.errno or 0)})"
+            )
+            continue
+        for name, mode in sorted(listing):
+            seen += 1
+            if seen > bound:
+                return GlobWalk(None, 0, seen - 1, f"more than {bound} entries (not all seen)")
+            relative = f"{directory}/{name}" if directory else name
+            if glob.matches(relative) and (accept is None or stat.S_IFMT(mode) == accept):
+                return GlobWalk(relative, mode, seen, None)
+            if not glob.may_match_below(relative):
+                continue
+            if stat.S_ISDIR(mode):
+                pending.append(relative)
+            elif stat.S_ISLNK(mode):
+                unseen = unseen or f"{relative!r} is a symlink (not followed)"
+    return GlobWalk(None, 0, seen, unseen)
