@@ -40,6 +40,8 @@ def test_a_hostile_workspace_never_passes(sevro_project: SevroProject) -> None:
             check("dir-json", "json-file", path="dir.json", expect="available"),
             check("big-json", "json-file", path="big.txt", expect="malformed"),
             check("big-not-missing", "json-file", path="big.txt", expect="missing"),
+            check("glob-behind-link", "path", glob="**/passwd", expect="absent"),
+            check("glob-match", "path", glob="*.txt", expect="exists", kind="file"),
         ]
     )
     host = sevro_project.script(default=[[{"run": {"command": plant}}, {"reply": {"text": "ok"}}]])
@@ -56,6 +58,8 @@ def test_a_hostile_workspace_never_passes(sevro_project: SevroProject) -> None:
         "dir-json": ("failed", "'dir.json' is a directory, not a file"),
         "big-json": ("unavailable", f"'big.txt' is larger than {big - 1} bytes (not read)"),
         "big-not-missing": ("failed", "'big.txt' exists (file)"),
+        "glob-behind-link": ("unavailable", "no match seen, but 'etc' is a symlink (not followed)"),
+        "glob-match": ("passed", None),
     }, found
     (summary,) = done.json()["cases"]
     # unavailable evidence makes the grading unavailable (exit 4), never a pass

@@ -215,6 +215,21 @@ def test_a_glob_walk_over_the_bound_is_unavailable_unless_it_matched(
     }
 
 
+def test_a_glob_walks_the_top_level_git_directory_only_when_it_names_it(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git" / "refs").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "sub" / ".git").mkdir(parents=True)
+    view = trial_view(workspace=root)
+    assert grade(grader, {"glob": "**/HEAD", "expect": "absent"}, view).status is CheckStatus.PASSED
+    assert grade(grader, {"glob": ".git/HEAD", "expect": "exists"}, view).status is (
+        CheckStatus.PASSED
+    )
+    assert grade(grader, {"glob": "**/.git", "expect": "exists"}, view).status is (
+        CheckStatus.PASSED
+    )
+
+
 def test_a_glob_in_a_missing_workspace_is_unavailable() -> None:
     outcome = grade(grader, {"glob": "*", "expect": "absent"}, trial_view())
     assert (outcome.status, outcome.detail) == (

@@ -3,7 +3,8 @@
 ``*`` matches within one path segment (names starting with ``.`` too), ``?`` one character of a
 segment, and a ``**`` segment any number of segments (``src/**`` is everything below ``src``).
 The walk descends only into real directories whose path could still lead to a match, and stops
-after ``MAX_PATH_GLOB_ENTRIES`` entries. When nothing matched, whatever the walk could not see
+after ``MAX_PATH_GLOB_ENTRIES`` entries. The workspace's top-level ``.git`` is walked only by a
+glob starting ``.git/``. When nothing matched, whatever the walk could not see
 (an unreadable directory, a symlink a match could hide behind, the bound) leaves the answer
 unknown: absence is only claimed for a tree seen whole.
 """
@@ -91,6 +92,8 @@ def walk(root: Path, glob: Glob, accept: int | None = None) -> GlobWalk:
             )
             continue
         for name, mode in sorted(listing):
+            if not directory and name == ".git" and not glob.source.startswith(".git/"):
+                continue  # the fixture's repository, not the work: only a .git/ glob walks it
             seen += 1
             if seen > bound:
                 return GlobWalk(None, 0, seen - 1, f"more than {bound} entries (not all seen)")
