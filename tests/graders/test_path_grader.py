@@ -254,3 +254,31 @@ def test_bad_globs_are_refused_with_a_pointer(config: dict[str, Any], pointer: s
     with pytest.raises(ConfigurationError) as caught:
         grader.compile(config)
     assert caught.value.pointer == pointer
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "matches"),
+    [
+        ("*", "a", True),
+        ("*", "a/b", False),
+        ("**", "a/b/c", True),
+        ("src/**", "src", False),
+        ("src/**", "src/a/b", True),
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("src/**/*.py", "src/x/y/a.pyc", False),
+        ("**/**/a", "a", True),
+        ("a/**/b/**/c", "a/x/b/c", True),
+        ("a/**/b/**/c", "a/x/c", False),
+        ("?.md", "a.md", True),
+        ("?.md", "ab.md", False),
+        ("*.md", ".hidden.md", True),
+        ("a*b*c", "aXbYc", True),
+        ("a*b*c", "aXbY", False),
+        ("*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 250, False),
+    ],
+)
+def test_glob_semantics(glob: str, path: str, matches: bool) -> None:
+    from sevro_graders.path_glob import compile_glob
+
+    assert compile_glob({"glob": glob}).matches(path) is matches

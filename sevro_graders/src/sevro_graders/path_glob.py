@@ -16,7 +16,6 @@ import stat
 from collections import deque
 from pathlib import Path
 
-import regex
 from attrs import frozen
 
 from sevro_core.api import ConfigurationError, JsonValue, check_relative_path, limits
@@ -24,17 +23,74 @@ from sevro_core.api import ConfigurationError, JsonValue, check_relative_path, l
 _UNSUPPORTED = "[]{}"
 
 
+def segment_matches(pattern: str, name: str) -> bool:
+    """``*`` and ``?`` wildcard matching of one segment in O(len(pattern) * len(name)).
+
+    The greedy algorithm keeps one backtrack point, so no pattern and no name an agent chose
+    can make it explode (a regex of many ``*`` backtracks polynomially on a long name).
+    """
+    p = n = 0
+    star = -1
+    resume = 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] in ("?", name[n]) and pattern[p] != "*":
+            p += 1
+            n += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, resume = p, n
+            p += 1
+        elif star >= 0:
+            p = star + 1
+            resume += 1
+            n = resume
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
+
+
 @frozen
 class Glob:
+    """A workspace glob as its segments; matched segment by segment over a set of states."""
+
     source: str
-    pattern: regex.Pattern[str]
+    segments: tuple[str, ...]
+
+    def _closure(self, states: set[int]) -> set[int]:
+        last = len(self.segments) - 1
+        out = set(states)
+        for state in sorted(states):
+            # a ``**`` may match no segment, except at the end (``src/**`` is below ``src``)
+            index = state
+            while index < last and self.segments[index] == "**":
+                index += 1
+                out.add(index)
+        return out
+
+    def _states(self, relative: str) -> set[int]:
+        states = self._closure({0})
+        for name in relative.split("/"):
+            following: set[int] = set()
+            for index in states:
+                if index == len(self.segments):
+                    continue
+                segment = self.segments[index]
+                if segment == "**":
+                    following.update((index, index + 1))
+                elif segment_matches(segment, name):
+                    following.add(index + 1)
+            states = self._closure(following)
+            if not states:
+                break
+        return states
 
     def matches(self, relative: str) -> bool:
-        return self.pattern.fullmatch(relative) is not None
+        return len(self.segments) in self._states(relative)
 
     def may_match_below(self, directory: str) -> bool:
-        """Whether some path below ``directory`` could match (a partial match of ``dir/``)."""
-        return self.pattern.fullmatch(directory + "/", partial=True) is not None
+        """Whether some path below ``directory`` could match."""
+        return any(index < len(self.segments) for index in self._states(directory))
 
 
 def compile_glob(config: dict[str, JsonValue], key: str = "glob") -> Glob:
@@ -47,20 +103,7 @@ def compile_glob(config: dict[str, JsonValue], key: str = "glob") -> Glob:
                 f"glob {source!r} contains {char!r}: only *, ? and ** segments are supported",
                 f"/{key}",
             )
-    out = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            out.append("[^/]+(?:/[^/]+)*" if last else "(?:[^/]+/)*")
-            continue
-        out.append(
-            "".join(
-                "[^/]*" if c == "*" else "[^/]" if c == "?" else regex.escape(c) for c in segment
-            )
-        )
-        if not last:
-            out.append("/")
-    return Glob(source, regex.compile("".join(out), regex.DOTALL))
+    return Glob(source, segments)
 
 
 @frozen
