@@ -5,8 +5,9 @@ The file is read after the host, whole, up to ``MAX_CHECKED_FILE_BYTES``, withou
 symlinks, and parsed as strictly as sevro parses its own input (UTF-8, no byte-order mark, no
 duplicate keys, no ``NaN``/``Infinity``, integers exact as doubles, bounded nesting); anything
 else is ``malformed``. Equality is JSON equality (``1`` equals ``1.0``, ``true`` is not ``1``).
-A file sevro could not see whole (over the bound, unreadable, behind a symlinked directory) is
-``unavailable`` -- except for ``missing``, which such a file definitely is not.
+A file sevro could not see whole (over the bound, unreadable) is ``unavailable`` -- except for
+``missing``, which such a file definitely is not; behind a symlinked directory, always
+``unavailable``.
 """
 
 from __future__ import annotations
