@@ -82,6 +82,28 @@ SCRIPTED: dict[str, tuple[Steps, Steps]] = {
         replying("Hello, Ada!", GREET_SKILL),
         replying("Hello, Ada!"),
     ),
+    "docs/expectations.md#changelog-created": (
+        replying(
+            "done",
+            {"write": {"path": "CHANGELOG.md", "content": "# Changes\n"}},
+            {"run": {"command": "rm TODO.txt"}},
+        ),
+        replying("done", {"write": {"path": "CHANGELOG.md/x", "content": ""}}),
+    ),
+    "docs/expectations.md#changelog-entry": (
+        replying(
+            "done",
+            {"write": {"path": "CHANGELOG.md", "content": "# Changes\n\n- login timeout\n"}},
+        ),
+        replying("done", {"write": {"path": "CHANGELOG.md", "content": "# Changes\n- TODO\n"}}),
+    ),
+    "docs/expectations.md#result-json": (
+        replying("done", {"write": {"path": "result.json", "content": '{"status": "complete"}'}}),
+        replying(
+            "done",
+            {"write": {"path": "result.json", "content": '{"status": "failed", "error": "x"}'}},
+        ),
+    ),
 }
 CAUGHT_BY = {
     # doc#id: the checks the host that does not do it must fail (the rest pass)
@@ -93,6 +115,9 @@ CAUGHT_BY = {
     "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
     "docs/graders.md#fix-and-commit": {"committed"},
     "docs/graders.md#uses-the-skill": {"skill-read"},
+    "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
+    "docs/expectations.md#changelog-entry": {"mentions-fix", "no-placeholder"},
+    "docs/expectations.md#result-json": {"status", "no-error"},
 }
 REAL_CLI = {"docs/hosts/codex.md#release-notes", "docs/hosts/claude.md#release-notes"}
 

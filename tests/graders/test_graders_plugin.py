@@ -15,14 +15,22 @@ from sevro_core.plugin.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation"]
-SCHEMAS = ["regex", "json", "schema", "output", "shell", "git-head", "skill-activation"]
+WORKSPACE = ["sevro.path", "sevro.file-text", "sevro.json-file"]
+EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation", *WORKSPACE]
+SCHEMAS = [
+    *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
+    *("path", "file-text", "json-file"),
+]
 
 
 def registered() -> list[Grader]:
     found: list[Grader] = []
     plugin.sevro_register_graders(found.append)
     return found
+
+
+def registered_as(grader_id: str) -> Grader:
+    return next(grader for grader in registered() if grader.id == grader_id)
 
 
 def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
@@ -42,7 +50,7 @@ def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
 
 
 def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
-    grader = registered()[-2]
+    grader = registered_as("sevro.git-head")
     assert isinstance(grader, Plugin)
     assert (grader.id, grader.version, grader.stage) == ("sevro.git-head", "1.0.0", 30)
     assert grader.requires == frozenset({"sevro.fixture.git"})
@@ -50,10 +58,19 @@ def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
 
 
 def test_skill_activation_needs_the_skills_observation() -> None:
-    grader = registered()[-1]
+    grader = registered_as("sevro.skill-activation")
     assert isinstance(grader, Plugin)
     assert (grader.id, grader.version, grader.stage) == ("sevro.skill-activation", "1.0.0", 10)
     assert grader.requires == frozenset({"sevro.skills"})
+    assert grader.capabilities == frozenset()
+
+
+@pytest.mark.parametrize("grader_id", WORKSPACE)
+def test_workspace_graders_need_no_observation_and_grade_beside_shell(grader_id: str) -> None:
+    grader = registered_as(grader_id)
+    assert isinstance(grader, Plugin)
+    assert (grader.version, grader.stage) == ("1.0.0", 20)
+    assert grader.requires == frozenset()
     assert grader.capabilities == frozenset()
 
 

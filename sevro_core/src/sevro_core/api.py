@@ -15,7 +15,7 @@ by ``sevro --help``.
 from __future__ import annotations
 
 from sevro_core import limits
-from sevro_core.errors import ConfigurationError, GradingError, join_pointer
+from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
 from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
 from sevro_core.fixtures.overlay import (
@@ -28,7 +28,7 @@ from sevro_core.fixtures.overlay import (
 from sevro_core.fixtures.paths import check_collisions, check_git_path, check_relative_path
 from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, write_confined
-from sevro_core.formats.jsonio import JsonValue
+from sevro_core.formats.jsonio import JsonValue, parse_json_text
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.hosts.agentcli import (
     AgentCliConfig,
@@ -207,6 +207,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "describe_first_error",
     "join_pointer",
     "validator",
+    # ---- strict JSON: the parser for untrusted JSON files (raises InvocationError, with a pointer)
+    "InvocationError",
+    "parse_json_text",
     # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`
     "limits",
     # ---- commands: bounded processes and the trial's sandbox

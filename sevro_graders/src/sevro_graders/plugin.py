@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sevro_core.api import Grader, hookimpl
+from sevro_graders.file_text_grader import FileTextGrader
 from sevro_graders.git_head_grader import GitHeadGrader
+from sevro_graders.json_file_grader import JsonFileGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
+from sevro_graders.path_grader import PathGrader
 from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
@@ -23,3 +26,6 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(ShellGrader())
     register(GitHeadGrader())
     register(SkillActivationGrader())
+    register(PathGrader())
+    register(FileTextGrader())
+    register(JsonFileGrader())
