@@ -75,7 +75,7 @@ MAX_CHECK_OBSERVATION_BYTES = 64 * KIB
 MAX_CHECKED_FILE_BYTES = 8 * MIB
 """A workspace file ``sevro.file-text`` or ``sevro.json-file`` reads (beyond: ``unavailable``)."""
 MAX_PATH_GLOB_ENTRIES = 65_536
-"""Workspace entries a ``sevro.path`` glob walks before it stops (then, without a match: ``unavailable``)."""
+"""Workspace entries a ``sevro.path`` glob walks before it stops (then, unmatched: unavailable)."""
 REGEX_CHECK_TIMEOUT_SECONDS = 5.0
 
 # Sandbox
