@@ -94,7 +94,11 @@ CAUGHT_BY = {
     "docs/graders.md#fix-and-commit": {"committed"},
     "docs/graders.md#uses-the-skill": {"skill-read"},
 }
-REAL_CLI = {"docs/hosts/codex.md#release-notes", "docs/hosts/claude.md#release-notes"}
+REAL_CLI = {
+    "docs/hosts/codex.md#release-notes",
+    "docs/hosts/claude.md#release-notes",
+    "docs/expectations.md#runs-a-command",
+}
 
 
 def test_every_documented_case_has_controls() -> None:
@@ -171,6 +175,34 @@ def test_the_claude_example_checks_what_it_claims(
     server = mock_model([*(work if works else []), reply(Message("done"))], protocols=PROTOCOLS)
     done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
     _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("steps", "caught"),
+    [
+        ("bash", set()),
+        ("write", {"shell-used", "no-edit-tool"}),
+        ("failing-bash", {"shell-used"}),
+    ],
+)
+def test_the_tool_call_example_checks_what_it_claims(
+    steps: str, caught: set[str], sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    require_sandbox()
+    case = documented_cases()["docs/expectations.md#runs-a-command"]
+    work = {
+        "bash": bash(NOTES),
+        "write": ToolCall("Write", {"file_path": "NOTES.md", "content": "Fixed the login.\n"}),
+        "failing-bash": bash("exit 3"),
+    }[steps]
+    server = mock_model([reply(work), reply(Message("done"))], protocols=PROTOCOLS)
+    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    code, task, checks = _task(done)
+    assert {c for c, status in checks.items() if status == "failed"} == caught, checks
+    assert all(status in {"passed", "failed"} for status in checks.values()), checks
+    assert (code, task) == ((0, "passed") if not caught else (1, "failed")), done.stdout
 
 
 def _assert_release_notes(done: Any, works: bool) -> None:

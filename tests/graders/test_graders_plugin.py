@@ -15,8 +15,17 @@ from sevro_core.plugin.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation"]
-SCHEMAS = ["regex", "json", "schema", "output", "shell", "git-head", "skill-activation"]
+EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation", "sevro.tool-call"]
+SCHEMAS = [
+    "regex",
+    "json",
+    "schema",
+    "output",
+    "shell",
+    "git-head",
+    "skill-activation",
+    "tool-call",
+]
 
 
 def registered() -> list[Grader]:
@@ -42,7 +51,7 @@ def test_registers_the_four_output_graders_and_the_shell_grader() -> None:
 
 
 def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
-    grader = registered()[-2]
+    grader = next(g for g in registered() if g.id == "sevro.git-head")
     assert isinstance(grader, Plugin)
     assert (grader.id, grader.version, grader.stage) == ("sevro.git-head", "1.0.0", 30)
     assert grader.requires == frozenset({"sevro.fixture.git"})
@@ -50,11 +59,18 @@ def test_git_head_needs_a_git_fixture_and_grades_at_stage_30() -> None:
 
 
 def test_skill_activation_needs_the_skills_observation() -> None:
-    grader = registered()[-1]
+    grader = next(g for g in registered() if g.id == "sevro.skill-activation")
     assert isinstance(grader, Plugin)
     assert (grader.id, grader.version, grader.stage) == ("sevro.skill-activation", "1.0.0", 10)
     assert grader.requires == frozenset({"sevro.skills"})
     assert grader.capabilities == frozenset()
+
+
+def test_tool_call_needs_the_tool_calls_observation() -> None:
+    grader = next(g for g in registered() if g.id == "sevro.tool-call")
+    assert isinstance(grader, Plugin)
+    assert (grader.version, grader.stage) == ("1.0.0", 10)
+    assert grader.requires == frozenset({"sevro.tool-calls"})
 
 
 def test_ids_are_namespaced() -> None:

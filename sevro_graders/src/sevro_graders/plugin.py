@@ -12,6 +12,7 @@ from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
 from sevro_graders.skill_activation_grader import SkillActivationGrader
+from sevro_graders.tool_call_grader import ToolCallGrader
 
 
 @hookimpl
@@ -23,3 +24,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(ShellGrader())
     register(GitHeadGrader())
     register(SkillActivationGrader())
+    register(ToolCallGrader())
