@@ -98,6 +98,7 @@ REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
     "docs/hosts/claude.md#release-notes",
     "docs/expectations.md#runs-a-command",
+    "docs/expectations.md#writes-the-changelog",
 }
 
 
@@ -198,6 +199,33 @@ def test_the_tool_call_example_checks_what_it_claims(
         "failing-bash": bash("exit 3"),
     }[steps]
     server = mock_model([reply(work), reply(Message("done"))], protocols=PROTOCOLS)
+    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    code, task, checks = _task(done)
+    assert {c for c, status in checks.items() if status == "failed"} == caught, checks
+    assert all(status in {"passed", "failed"} for status in checks.values()), checks
+    assert (code, task) == ((0, "passed") if not caught else (1, "failed")), done.stdout
+
+
+CHANGELOG = "printf '# Changelog\\n\\n- Fixed the login.\\n' > CHANGELOG.md"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "caught"),
+    [
+        (CHANGELOG, set()),
+        ("printf 'print(1)\\n' > src/app.py", {"changelog-written", "code-untouched"}),
+        (f"{CHANGELOG} && mkdir -p src/new && touch src/new/x.py", {"code-untouched"}),
+    ],
+    ids=["does-it", "edits-code-only", "also-adds-code"],
+)
+def test_the_changed_paths_example_checks_what_it_claims(
+    command: str, caught: set[str], sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    require_sandbox()
+    case = documented_cases()["docs/expectations.md#writes-the-changelog"]
+    server = mock_model([reply(bash(command)), reply(Message("done"))], protocols=PROTOCOLS)
     done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
     code, task, checks = _task(done)
     assert {c for c, status in checks.items() if status == "failed"} == caught, checks

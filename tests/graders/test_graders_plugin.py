@@ -15,7 +15,14 @@ from sevro_core.plugin.protocols import ID_PATTERN, Grader, Plugin
 from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
-EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation", "sevro.tool-call"]
+EXPECTED = [
+    *OUTPUT,
+    "sevro.shell",
+    "sevro.git-head",
+    "sevro.skill-activation",
+    "sevro.tool-call",
+    "sevro.changed-paths",
+]
 SCHEMAS = [
     "regex",
     "json",

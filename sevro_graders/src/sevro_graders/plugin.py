@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sevro_core.api import Grader, hookimpl
+from sevro_graders.changed_paths_grader import ChangedPathsGrader
 from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
@@ -25,3 +26,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(GitHeadGrader())
     register(SkillActivationGrader())
     register(ToolCallGrader())
+    register(ChangedPathsGrader())
