@@ -106,6 +106,16 @@ def grade(configuration: dict[str, Any], data: Any, **kw: Any) -> Any:
             CheckStatus.FAILED,
         ),
         (
+            {"tool": "command_execution", "expect": "succeeded", "count": {"max": 1}},
+            calls(CODEX_COMMAND, CODEX_RUNNING),
+            CheckStatus.UNAVAILABLE,
+        ),
+        (
+            {"tool": "command_execution", "expect": "succeeded", "count": {"max": 2}},
+            calls(CODEX_COMMAND, CODEX_RUNNING),
+            CheckStatus.PASSED,
+        ),
+        (
             {"tool": "Bash", "expect": "made", "count": {"min": 2}},
             calls(CLAUDE_BASH, CLAUDE_BASH),
             CheckStatus.PASSED,

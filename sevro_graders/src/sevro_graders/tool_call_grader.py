@@ -74,7 +74,8 @@ class ToolCallCheck:
         wanted = [c for c in matching if _SETTLED.get(str(c.get("status"))) == self.expect]
         unsettled = [c for c in matching if str(c.get("status")) not in _SETTLED]
         outcome = self._counted(check_id, len(wanted), f"{self.expect} matching call(s)")
-        if outcome.status is CheckStatus.FAILED and unsettled:
+        over = self.maximum is not None and len(wanted) + len(unsettled) > self.maximum
+        if unsettled and (outcome.status is CheckStatus.FAILED or over):
             # An unsettled call might have been the one that was needed (or one too many).
             return self._outcome(
                 check_id,
