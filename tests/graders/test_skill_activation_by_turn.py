@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from sevro_core.errors import ConfigurationError, GradingError
 from sevro_core.models import Observation, TrialView
 from sevro_core.states import CheckStatus, Completeness
+from sevro_core.testing import SevroProject, require_sandbox
 from sevro_graders.skill_activation_grader import SkillActivationGrader
 
 grader = SkillActivationGrader()
@@ -105,3 +107,48 @@ def test_bad_turn_is_refused_with_a_pointer(configuration: dict[str, Any]) -> No
     with pytest.raises(ConfigurationError) as caught:
         grader.compile(configuration)
     assert caught.value.pointer == "/turn"
+
+
+# ---- end to end on the scripted host: the turn each read carries decides -----------------
+
+SKILL_BODY = "---\nname: notes\ndescription: Takes notes.\n---\nWrite NOTES.md.\n"
+READ_SKILL = {"read": {"path": ".agents/skills/notes/SKILL.md"}}
+DONE = {"reply": {"text": "done"}}
+
+
+@pytest.mark.parametrize(
+    ("turns", "expected"),
+    [
+        ([[READ_SKILL, DONE], [DONE]], {"by-turn-1": "passed", "not-before-2": "failed"}),
+        ([[DONE], [READ_SKILL, DONE]], {"by-turn-1": "failed", "not-before-2": "passed"}),
+    ],
+    ids=["read-on-turn-1", "read-on-turn-2"],
+)
+def test_turn_scoped_checks_on_the_scripted_host(
+    turns: list[list[dict[str, Any]]], expected: dict[str, str], sevro_project: SevroProject
+) -> None:
+    require_sandbox()
+    case = sevro_project.case(
+        prompt="Take a note.",
+        followUpPrompt="And another.",
+        fixture={"files": {".agents/skills/notes/SKILL.md": SKILL_BODY}},
+        checks=[
+            {
+                "id": "by-turn-1",
+                "grader": "sevro.skill-activation",
+                "configuration": {"expect": "read-by-turn", "turn": 1},
+            },
+            {
+                "id": "not-before-2",
+                "grader": "sevro.skill-activation",
+                "configuration": {"expect": "not-before-turn", "turn": 2},
+            },
+        ],
+    )
+    done = sevro_project.run(case, "--host-config", sevro_project.script(default=turns))
+    assert done.exit_code == 1, done.stdout + done.stderr
+    (result,) = done.json()["cases"]
+    (trial,) = result["trials"]
+    document = json.loads(Path(trial["artifactPath"]).read_text())
+    checks = {c["id"]: c["status"] for c in document["evidence"]["checks"]}
+    assert checks == expected, checks
