@@ -119,7 +119,12 @@ CAUGHT_BY = {
     "docs/expectations.md#changelog-entry": {"mentions-fix", "no-placeholder"},
     "docs/expectations.md#result-json": {"status", "no-error"},
 }
-REAL_CLI = {"docs/hosts/codex.md#release-notes", "docs/hosts/claude.md#release-notes"}
+REAL_CLI = {
+    "docs/hosts/codex.md#release-notes",
+    "docs/hosts/claude.md#release-notes",
+    "docs/expectations.md#runs-a-command",
+    "docs/expectations.md#writes-the-changelog",
+}
 
 
 def test_every_documented_case_has_controls() -> None:
@@ -196,6 +201,61 @@ def test_the_claude_example_checks_what_it_claims(
     server = mock_model([*(work if works else []), reply(Message("done"))], protocols=PROTOCOLS)
     done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
     _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("steps", "caught"),
+    [
+        ("bash", set()),
+        ("write", {"shell-used", "no-edit-tool"}),
+        ("failing-bash", {"shell-used"}),
+    ],
+)
+def test_the_tool_call_example_checks_what_it_claims(
+    steps: str, caught: set[str], sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    require_sandbox()
+    case = documented_cases()["docs/expectations.md#runs-a-command"]
+    work = {
+        "bash": bash(NOTES),
+        "write": ToolCall("Write", {"file_path": "NOTES.md", "content": "Fixed the login.\n"}),
+        "failing-bash": bash("exit 3"),
+    }[steps]
+    server = mock_model([reply(work), reply(Message("done"))], protocols=PROTOCOLS)
+    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    code, task, checks = _task(done)
+    assert {c for c, status in checks.items() if status == "failed"} == caught, checks
+    assert all(status in {"passed", "failed"} for status in checks.values()), checks
+    assert (code, task) == ((0, "passed") if not caught else (1, "failed")), done.stdout
+
+
+CHANGELOG = "printf '# Changelog\\n\\n- Fixed the login.\\n' > CHANGELOG.md"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "caught"),
+    [
+        (CHANGELOG, set()),
+        ("printf 'print(1)\\n' > src/app.py", {"changelog-written", "code-untouched"}),
+        (f"{CHANGELOG} && mkdir -p src/new && touch src/new/x.py", {"code-untouched"}),
+    ],
+    ids=["does-it", "edits-code-only", "also-adds-code"],
+)
+def test_the_changed_paths_example_checks_what_it_claims(
+    command: str, caught: set[str], sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    require_sandbox()
+    case = documented_cases()["docs/expectations.md#writes-the-changelog"]
+    server = mock_model([reply(bash(command)), reply(Message("done"))], protocols=PROTOCOLS)
+    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    code, task, checks = _task(done)
+    assert {c for c, status in checks.items() if status == "failed"} == caught, checks
+    assert all(status in {"passed", "failed"} for status in checks.values()), checks
+    assert (code, task) == ((0, "passed") if not caught else (1, "failed")), done.stdout
 
 
 def _assert_release_notes(done: Any, works: bool) -> None:

@@ -15,6 +15,7 @@ from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_graders import jsondoc, jsregex, plugin, shell_grader
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
+EXPECTATIONS = DOC.with_name("expectations.md")
 JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
@@ -25,7 +26,7 @@ def graders() -> dict[str, Any]:
 
 
 def example_cases() -> list[dict[str, Any]]:
-    texts = [doc.read_text("utf-8") for doc in (DOC, DOC.with_name("expectations.md"))]
+    texts = [doc.read_text("utf-8") for doc in (DOC, EXPECTATIONS)]
     blocks = [json.loads(body) for text in texts for body in JSON_BLOCK.findall(text)]
     return [block for block in blocks if isinstance(block, dict) and "checks" in block]
 

@@ -16,10 +16,19 @@ from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
 WORKSPACE = ["sevro.path", "sevro.file-text", "sevro.json-file"]
-EXPECTED = [*OUTPUT, "sevro.shell", "sevro.git-head", "sevro.skill-activation", *WORKSPACE]
+EVIDENCE = ["sevro.tool-call", "sevro.changed-paths"]
+EXPECTED = [
+    *OUTPUT,
+    "sevro.shell",
+    "sevro.git-head",
+    "sevro.skill-activation",
+    *WORKSPACE,
+    *EVIDENCE,
+]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
     *("path", "file-text", "json-file"),
+    *("tool-call", "changed-paths"),
 ]
 
 
@@ -72,6 +81,13 @@ def test_workspace_graders_need_no_observation_and_grade_beside_shell(grader_id:
     assert (grader.version, grader.stage) == ("1.0.0", 20)
     assert grader.requires == frozenset()
     assert grader.capabilities == frozenset()
+
+
+def test_tool_call_needs_the_tool_calls_observation() -> None:
+    grader = registered_as("sevro.tool-call")
+    assert isinstance(grader, Plugin)
+    assert (grader.version, grader.stage) == ("1.0.0", 10)
+    assert grader.requires == frozenset({"sevro.tool-calls"})
 
 
 def test_ids_are_namespaced() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sevro_core.api import Grader, hookimpl
+from sevro_graders.changed_paths_grader import ChangedPathsGrader
 from sevro_graders.file_text_grader import FileTextGrader
 from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_file_grader import JsonFileGrader
@@ -15,6 +16,7 @@ from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
 from sevro_graders.skill_activation_grader import SkillActivationGrader
+from sevro_graders.tool_call_grader import ToolCallGrader
 
 
 @hookimpl
@@ -29,3 +31,5 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(PathGrader())
     register(FileTextGrader())
     register(JsonFileGrader())
+    register(ToolCallGrader())
+    register(ChangedPathsGrader())

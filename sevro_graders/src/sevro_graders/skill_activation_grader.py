@@ -19,6 +19,7 @@ from sevro_core.api import (
     CheckOutcome,
     CheckStatus,
     Completeness,
+    ConfigurationError,
     GradingError,
     JsonValue,
     TrialView,
@@ -29,6 +30,9 @@ GRADER_ID = "sevro.skill-activation"
 EVIDENCE_REFS = (SKILLS_OBSERVATION,)
 READ = "read"
 NOT_READ = "not-read"
+READ_BY_TURN = "read-by-turn"
+NOT_BEFORE_TURN = "not-before-turn"
+TURN_SCOPED = (READ_BY_TURN, NOT_BEFORE_TURN)
 
 
 @frozen
@@ -36,6 +40,8 @@ class SkillActivationCheck:
     expect: str
     skill: str | None
     """None: the case's target skill, the only one the workspace offers."""
+    turn: int | None = None
+    """The turn a turn-scoped expectation refers to."""
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         observation = view.observations.get(SKILLS_OBSERVATION)
@@ -45,6 +51,8 @@ class SkillActivationCheck:
         offered, reads, read = _parse(observation.data)
         name = self._target(offered)
         touches = [r for r in reads if r.get("skill") == name]
+        if self.expect in TURN_SCOPED:
+            return self._grade_by_turn(check_id, name, touches)
         if self.expect == READ:
             if name in read:
                 return self._outcome(check_id, CheckStatus.PASSED)
@@ -67,6 +75,46 @@ class SkillActivationCheck:
             )
         return self._outcome(check_id, CheckStatus.PASSED)
 
+    def _grade_by_turn(
+        self, check_id: str, name: str, touches: Sequence[Mapping[str, JsonValue]]
+    ) -> CheckOutcome:
+        """Turn-scoped expectations, from the ``turn`` every read entry carries."""
+        assert self.turn is not None
+        if not all(isinstance(r.get("turn"), int) for r in touches):
+            raise GradingError("malformed sevro.skills observation")
+        turn = self.turn
+        full = [r for r in touches if r.get("status") == READ]
+        if self.expect == READ_BY_TURN:
+            if any(_turn(r) <= turn for r in full):
+                return self._outcome(check_id, CheckStatus.PASSED)
+            later = min((_turn(r) for r in full), default=None)
+            suffix = f" (first read on turn {later})" if later is not None else ""
+            return self._outcome(
+                check_id,
+                CheckStatus.FAILED,
+                f"skill {name!r} was not read in full by turn {turn}{suffix}",
+            )
+        early = [r for r in touches if _turn(r) < turn]
+        early_read = [r for r in early if r.get("status") == READ]
+        if early_read:
+            first = early_read[0]
+            where = f"turn {first.get('turn')}, ordinal {first.get('ordinal')}"
+            return self._outcome(
+                check_id,
+                CheckStatus.FAILED,
+                f"skill {name!r} was read before turn {turn} ({where})",
+            )
+        if early:
+            first = early[0]
+            return self._outcome(
+                check_id,
+                CheckStatus.UNAVAILABLE,
+                f"skill {name!r} was touched before turn {turn} by a command sevro cannot "
+                f"classify as a full read or not (turn {first.get('turn')}, "
+                f"ordinal {first.get('ordinal')})",
+            )
+        return self._outcome(check_id, CheckStatus.PASSED)
+
     def _target(self, offered: Sequence[str]) -> str:
         if self.skill is None:
             if len(offered) != 1:
@@ -85,6 +133,12 @@ class SkillActivationCheck:
         self, check_id: str, status: CheckStatus, detail: str | None = None
     ) -> CheckOutcome:
         return CheckOutcome(check_id, GRADER_ID, status, detail=detail, evidence_refs=EVIDENCE_REFS)
+
+
+def _turn(entry: Mapping[str, JsonValue]) -> int:
+    turn = entry.get("turn")
+    assert isinstance(turn, int)
+    return turn
 
 
 def _parse(
@@ -118,6 +172,11 @@ class SkillActivationGrader:
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> SkillActivationCheck:
         config = check_shape("skill-activation.v1", configuration)
-        expect, skill = config["expect"], config.get("skill")
+        expect, skill, turn = config["expect"], config.get("skill"), config.get("turn")
         assert isinstance(expect, str) and (skill is None or isinstance(skill, str))
-        return SkillActivationCheck(expect=expect, skill=skill)
+        assert turn is None or isinstance(turn, int)
+        if expect in TURN_SCOPED and turn is None:
+            raise ConfigurationError(f"expect {expect} needs a 'turn'", "/turn")
+        if expect not in TURN_SCOPED and turn is not None:
+            raise ConfigurationError(f"'turn' does not apply to expect {expect}", "/turn")
+        return SkillActivationCheck(expect=expect, skill=skill, turn=turn)
