@@ -10,7 +10,6 @@ an unlisted path could be the one that matters.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from attrs import frozen
@@ -26,36 +25,12 @@ from sevro_core.api import (
     TrialView,
 )
 from sevro_graders.configuration import check_shape
+from sevro_graders.path_glob import Glob, compile_glob
 
 GRADER_ID = "sevro.changed-paths"
 EVIDENCE_REFS = (FILES_CHANGED_OBSERVATION,)
 MAX_LISTED = 5
 """Paths named in a failure detail, so a detail stays one readable line."""
-
-
-@frozen
-class Glob:
-    source: str
-    pattern: re.Pattern[str]
-
-    def matches(self, path: str) -> bool:
-        return self.pattern.fullmatch(path) is not None
-
-
-def compile_glob(source: str) -> Glob:
-    """``**`` spans any number of segments, ``*`` and ``?`` stay inside one; the rest is literal."""
-    parts: list[str] = []
-    segments = source.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]*/)*")
-            continue
-        text = "".join(
-            "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in segment
-        )
-        parts.append(text if last else text + "/")
-    return Glob(source, re.compile("".join(parts), re.DOTALL))
 
 
 @frozen
@@ -128,15 +103,14 @@ class ChangedPathsGrader:
 
 
 def _globs(config: Mapping[str, JsonValue], key: str) -> tuple[Glob, ...]:
+    """The globs under ``key``, by ``sevro.path``'s rules and matcher (linear in the path, so no
+    path an agent chose can make matching slow); a bad one is refused at its own pointer."""
     sources = config.get(key) or []
     assert isinstance(sources, list)
+    globs = []
     for index, source in enumerate(sources):
-        assert isinstance(source, str)
-        parts = source.split("/")
-        if source.startswith("/") or "" in parts or "." in parts or ".." in parts:
-            raise ConfigurationError(
-                "a glob is a workspace-relative POSIX path "
-                "(no leading '/', empty, '.' or '..' segment)",
-                f"/{key}/{index}",
-            )
-    return tuple(compile_glob(str(s)) for s in sources)
+        try:
+            globs.append(compile_glob({key: source}, key))
+        except ConfigurationError as exc:
+            raise ConfigurationError(exc.message, f"/{key}/{index}") from None
+    return tuple(globs)
