@@ -18,12 +18,12 @@ from sevro_core.api import (
     FILES_CHANGED_OBSERVATION,
     CheckOutcome,
     CheckStatus,
-    Completeness,
     ConfigurationError,
     GradingError,
     JsonValue,
     TrialView,
 )
+from sevro_graders.checks import complete_observation
 from sevro_graders.configuration import check_shape
 from sevro_graders.path_glob import Glob, compile_glob
 
@@ -40,12 +40,11 @@ class ChangedPathsCheck:
     exclude: tuple[Glob, ...]
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
-        observation = view.observations.get(FILES_CHANGED_OBSERVATION)
-        if observation is None or observation.completeness is not Completeness.COMPLETE:
-            state = "unavailable" if observation is None else observation.completeness.value
-            return self._outcome(
-                check_id, CheckStatus.UNAVAILABLE, f"files-changed observation {state}"
-            )
+        observation, missing = complete_observation(
+            view, FILES_CHANGED_OBSERVATION, "files-changed"
+        )
+        if observation is None:
+            return self._outcome(check_id, CheckStatus.UNAVAILABLE, missing)
         paths = _paths(observation.data)
         problems: list[str] = []
         if self.equal is not None:

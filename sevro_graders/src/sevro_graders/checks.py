@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.api import FINAL_MESSAGE_OBSERVATION, CheckOutcome, CheckStatus, TrialView
+from sevro_core.api import (
+    FINAL_MESSAGE_OBSERVATION,
+    CheckOutcome,
+    CheckStatus,
+    Completeness,
+    Observation,
+    TrialView,
+)
 from sevro_graders.jsregex import match_budget
 
 EVIDENCE_REFS = (FINAL_MESSAGE_OBSERVATION,)
@@ -48,3 +55,16 @@ def grade_final_message(
     return CheckOutcome(
         id=check_id, grader=grader, status=status, detail=detail, evidence_refs=EVIDENCE_REFS
     )
+
+
+def complete_observation(
+    view: TrialView, observation_id: str, label: str
+) -> tuple[Observation | None, str]:
+    """The host observation an evidence grader reads, only when it is complete; otherwise None
+    and the detail of the ``unavailable`` outcome (``<label> observation partial``): missing or
+    partial evidence never decides a check."""
+    observation = view.observations.get(observation_id)
+    if observation is None or observation.completeness is not Completeness.COMPLETE:
+        state = "unavailable" if observation is None else observation.completeness.value
+        return None, f"{label} observation {state}"
+    return observation, ""

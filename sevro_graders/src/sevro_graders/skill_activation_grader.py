@@ -18,12 +18,12 @@ from sevro_core.api import (
     SKILLS_OBSERVATION,
     CheckOutcome,
     CheckStatus,
-    Completeness,
     ConfigurationError,
     GradingError,
     JsonValue,
     TrialView,
 )
+from sevro_graders.checks import complete_observation
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.skill-activation"
@@ -44,10 +44,9 @@ class SkillActivationCheck:
     """The turn a turn-scoped expectation refers to."""
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
-        observation = view.observations.get(SKILLS_OBSERVATION)
-        if observation is None or observation.completeness is not Completeness.COMPLETE:
-            state = "unavailable" if observation is None else observation.completeness.value
-            return self._outcome(check_id, CheckStatus.UNAVAILABLE, f"skills observation {state}")
+        observation, missing = complete_observation(view, SKILLS_OBSERVATION, "skills")
+        if observation is None:
+            return self._outcome(check_id, CheckStatus.UNAVAILABLE, missing)
         offered, reads, read = _parse(observation.data)
         name = self._target(offered)
         touches = [r for r in reads if r.get("skill") == name]

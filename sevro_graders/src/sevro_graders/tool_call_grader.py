@@ -19,12 +19,12 @@ from sevro_core.api import (
     TOOL_CALLS_OBSERVATION,
     CheckOutcome,
     CheckStatus,
-    Completeness,
     ConfigurationError,
     GradingError,
     JsonValue,
     TrialView,
 )
+from sevro_graders.checks import complete_observation
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex
 
@@ -58,12 +58,9 @@ class ToolCallCheck:
     maximum: int | None
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
-        observation = view.observations.get(TOOL_CALLS_OBSERVATION)
-        if observation is None or observation.completeness is not Completeness.COMPLETE:
-            state = "unavailable" if observation is None else observation.completeness.value
-            return self._outcome(
-                check_id, CheckStatus.UNAVAILABLE, f"tool-calls observation {state}"
-            )
+        observation, missing = complete_observation(view, TOOL_CALLS_OBSERVATION, "tool-calls")
+        if observation is None:
+            return self._outcome(check_id, CheckStatus.UNAVAILABLE, missing)
         matching = [c for c in _calls(observation.data) if self._matches(c)]
         if self.expect == NOT_MADE:
             if not matching:
