@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from sevro_core.errors import ConfigurationError, GradingError
 from sevro_core.models import Observation, TrialView
 from sevro_core.states import CheckStatus, Completeness
+from sevro_core.testing import trial_view
 from sevro_graders.changed_paths_grader import ChangedPathsGrader
 from sevro_graders.path_glob import compile_glob
 
@@ -17,19 +17,13 @@ grader = ChangedPathsGrader()
 
 
 def view(data: Any, completeness: Completeness = Completeness.COMPLETE) -> TrialView:
-    observations = {}
-    if data is not None:
-        observations["sevro.files-changed"] = Observation(
-            "sevro.files-changed", "sevro.host.codex", completeness, data
-        )
-    return TrialView(
-        case_id="case",
-        trial=1,
-        final_message="done",
-        final_message_complete=True,
-        observations=observations,
-        workspace=Path("/nonexistent-workspace"),
+    """The trial as the test kit builds it, with the sevro.files-changed observation when ``data`` is given."""
+    observations = (
+        []
+        if data is None
+        else [Observation("sevro.files-changed", "sevro.host.codex", completeness, data)]
     )
+    return trial_view("done", observations=observations)
 
 
 def changed(*paths: str) -> dict[str, Any]:

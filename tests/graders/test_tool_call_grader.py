@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,25 +9,20 @@ import pytest
 from sevro_core.errors import ConfigurationError, GradingError
 from sevro_core.models import Observation, TrialView
 from sevro_core.states import CheckStatus, Completeness
+from sevro_core.testing import trial_view
 from sevro_graders.tool_call_grader import ToolCallGrader
 
 grader = ToolCallGrader()
 
 
 def view(data: Any, completeness: Completeness = Completeness.COMPLETE) -> TrialView:
-    observations = {}
-    if data is not None:
-        observations["sevro.tool-calls"] = Observation(
-            "sevro.tool-calls", "sevro.host.claude", completeness, data
-        )
-    return TrialView(
-        case_id="case",
-        trial=1,
-        final_message="done",
-        final_message_complete=True,
-        observations=observations,
-        workspace=Path("/nonexistent-workspace"),
+    """The trial as the test kit builds it, with the sevro.tool-calls observation when ``data`` is given."""
+    observations = (
+        []
+        if data is None
+        else [Observation("sevro.tool-calls", "sevro.host.claude", completeness, data)]
     )
+    return trial_view("done", observations=observations)
 
 
 def call(kind: str, status: str | None = "completed", **fields: Any) -> dict[str, Any]:
