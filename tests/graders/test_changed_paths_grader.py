@@ -17,13 +17,9 @@ grader = ChangedPathsGrader()
 
 
 def view(data: Any, completeness: Completeness = Completeness.COMPLETE) -> TrialView:
-    """The trial as the test kit builds it, with the sevro.files-changed observation when ``data`` is given."""
-    observations = (
-        []
-        if data is None
-        else [Observation("sevro.files-changed", "sevro.host.codex", completeness, data)]
-    )
-    return trial_view("done", observations=observations)
+    """The test kit's trial, with the ``sevro.files-changed`` observation when ``data`` is given."""
+    found = Observation("sevro.files-changed", "sevro.host.codex", completeness, data)
+    return trial_view("done", observations=[] if data is None else [found])
 
 
 def changed(*paths: str) -> dict[str, Any]:

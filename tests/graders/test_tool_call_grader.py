@@ -16,13 +16,9 @@ grader = ToolCallGrader()
 
 
 def view(data: Any, completeness: Completeness = Completeness.COMPLETE) -> TrialView:
-    """The trial as the test kit builds it, with the sevro.tool-calls observation when ``data`` is given."""
-    observations = (
-        []
-        if data is None
-        else [Observation("sevro.tool-calls", "sevro.host.claude", completeness, data)]
-    )
-    return trial_view("done", observations=observations)
+    """The test kit's trial, with the ``sevro.tool-calls`` observation when ``data`` is given."""
+    found = Observation("sevro.tool-calls", "sevro.host.claude", completeness, data)
+    return trial_view("done", observations=[] if data is None else [found])
 
 
 def call(kind: str, status: str | None = "completed", **fields: Any) -> dict[str, Any]:
