@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from sevro_core.errors import InvocationError
+from sevro_core.experiments.mounting import MountedSkillBundle, MountError, mount_arm
 from sevro_core.experiments.sources import (
     DirectorySource,
     GitSource,
     NoSource,
     SourceChangedError,
-    materialise,
     parse_source,
     read_source,
     tree_digest,
@@ -22,6 +22,7 @@ from sevro_core.experiments.sources import (
 )
 from sevro_core.fixtures.git import Git
 from sevro_core.limits import MAX_SOURCE_BYTES, MAX_SOURCE_FILES
+from sevro_core.plugin.protocols import SkillPlaces
 from sevro_core.testing import require_tool
 
 SKILL = b"---\nname: release-notes\ndescription: Write release notes.\n---\nBody\n"
@@ -323,16 +324,19 @@ def test_a_git_source_verifies_against_its_ref(tmp_path: Path) -> None:
         verify(source, fingerprint, git)
 
 
-def test_materialise_copies_files_with_private_modes(tmp_path: Path) -> None:
+def test_a_git_tree_mounted_keeps_its_bytes_modes_and_fingerprint(tmp_path: Path) -> None:
+    """What the engine installs (``mount_arm``) is the tree read, byte for byte, private."""
     git, repo = committed_repository(tmp_path / "repo", "sha1")
     tree = read_source(parse_source("git:main:skills/release-notes", repo), git)
-    target = tmp_path / "workspace" / ".agents" / "skills" / "release-notes"
-    target.parent.mkdir(parents=True)
-    materialise(tree, target)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    bundle = [MountedSkillBundle("release-notes", tree)]
+    mount_arm(workspace, SkillPlaces(".agents/skills", "AGENTS.md"), bundle, ())
+    target = workspace / ".agents" / "skills" / "release-notes"
     assert (target / "SKILL.md").read_bytes() == SKILL
     assert stat.S_IMODE((target / "scripts" / "collect.sh").stat().st_mode) == 0o700
     assert stat.S_IMODE((target / "reference.md").stat().st_mode) == 0o600
     assert stat.S_IMODE(target.stat().st_mode) == 0o700
     assert read_source(DirectorySource(target)).fingerprint == tree.fingerprint
-    with pytest.raises(InvocationError, match="already exists"):
-        materialise(tree, target)
+    with pytest.raises(MountError, match="already has"):
+        mount_arm(workspace, SkillPlaces(".agents/skills", "AGENTS.md"), bundle, ())

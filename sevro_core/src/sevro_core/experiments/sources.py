@@ -25,7 +25,7 @@ from attrs import frozen
 from sevro_core.errors import InvocationError
 from sevro_core.fixtures.git import Git, GitError, find_git
 from sevro_core.formats.canonical import hash_json, sha256_hex
-from sevro_core.formats.fileio import read_at_most, write_all
+from sevro_core.formats.fileio import read_at_most
 from sevro_core.limits import (
     MAX_SOURCE_BYTES,
     MAX_SOURCE_FILES,
@@ -157,25 +157,6 @@ def verify(source: Source, fingerprint: str, git: Git | None = None) -> SourceTr
             "refusing to mix versions in one run"
         )
     return tree
-
-
-def materialise(tree: SourceTree, target: Path) -> None:
-    """Write ``tree`` into ``target`` (created, private modes); it must not exist yet."""
-    try:
-        target.mkdir(mode=0o700)
-    except FileExistsError:
-        raise InvocationError(f"cannot install source into {target}: it already exists") from None
-    for entry in tree.files:
-        destination = target.joinpath(*entry.path.split("/"))
-        destination.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        mode = 0o700 if entry.mode == EXECUTABLE_MODE else 0o600
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(destination, flags, mode)
-        try:
-            os.fchmod(fd, mode)  # exact, whatever the umask
-            write_all(fd, entry.data)
-        finally:
-            os.close(fd)
 
 
 def _sorted(files: list[SourceFile]) -> tuple[SourceFile, ...]:
