@@ -217,6 +217,10 @@ def render_summary(result: dict[str, Any], statistics: Mapping[str, Any] | None 
         out += "".join(f"  {verdict_sentence(c)}\n" for c in statistics["comparisons"])
         if not statistics["comparisons"]:
             out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
+        if "triggers" in statistics:
+            from sevro_core.reporting.experiment import trigger_sentences
+
+            out += "".join(f"  {line}\n" for line in trigger_sentences(statistics["triggers"]))
     if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
         out += f"exit 1: {result['diagnostic']['message']}\n"
     out += f"evidence={result['evidencePath']}\n"
