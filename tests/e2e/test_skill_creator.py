@@ -159,3 +159,15 @@ def test_bad_sets_and_flags_are_refused_before_anything_runs(
     host = project.script(default=[SKIP])
     done = project.run("evals.json", *flags, "--host-config", host)
     assert_refused(done, fragment, project)
+
+
+def test_validate_checks_a_set_without_running_it(project: SevroProject) -> None:
+    done = project.sevro("validate", "evals.json")
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.startswith("trigger eval set valid: 4 queries (2 should trigger, 2 should")
+    (project.root / "evals.json").write_text('[{"query": "x", "should_trigger": 1}]')
+    done = project.sevro("validate", "evals.json")
+    assert done.exit_code == 64 and not done.stdout
+    assert done.stderr.strip().splitlines() == [
+        "sevro: error: evals.json#/0/should_trigger: should_trigger must be true or false"
+    ]

@@ -64,3 +64,15 @@ def load_trigger_experiment(
             )
     cases = [load_case(trigger_case(q, target), source=path, pointer=q.pointer) for q in queries]
     return evolve(design, trigger_set=trigger_set_json(path, target, queries)), cases
+
+
+def trigger_set_summary(path: Path) -> str:
+    """``sevro validate EVALS.json``: the set loads (exit 64 otherwise); what it holds."""
+    queries = load_trigger_set(
+        read_json_file(path, MAX_EXPERIMENT_FILE_BYTES, what="trigger eval set"), path
+    )
+    positive = sum(1 for q in queries if q.should_trigger)
+    return (
+        f"trigger eval set valid: {len(queries)} queries ({positive} should trigger, "
+        f"{len(queries) - positive} should not); run it with sevro run {path} --skill DIR"
+    )
