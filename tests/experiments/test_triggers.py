@@ -190,3 +190,25 @@ def test_the_run_statistics_carry_triggers_that_the_report_recounts() -> None:
     assert statistics_counts(stats) == counted
     tampered = [*documents[:-1], document("candidate", "q03-haiku", 1, skills())]
     assert statistics_counts(stats) != statistics_of_run(run, tampered, counts_only=True)
+
+
+def test_the_sentences_say_unknown_and_what_was_left_out() -> None:
+    from sevro_core.reporting.experiment import render_experiment_statistics, trigger_sentences
+
+    documents = [
+        document("candidate", "q01-log", 1, skills(read=True)),
+        document("candidate", "q02-note", 1, skills(touched=True)),
+        document("candidate", "q03-haiku", 1, skills(), status="failed"),
+    ]
+    triggers = trigger_statistics(["candidate"], QUERIES, documents, 1)
+    (sentence,) = trigger_sentences(triggers)
+    assert sentence.startswith("skill changelog (candidate): recall 100 % (95 % CI ")
+    assert ", precision 100 % (95 % CI 20.7-100 %), accuracy 100 % (95 % CI 20.7-100 %)" in sentence
+    assert "over 1 decided trial(s) of 3 queries; left out: 1 partial, 1 unavailable" in sentence
+    assert sentence.endswith("1 of 1 queries pass at trigger threshold 0.5.")
+    nothing = trigger_statistics(["candidate"], QUERIES, [], 1)
+    (sentence,) = trigger_sentences(nothing)
+    assert "recall unknown, precision unknown, accuracy unknown over 0 decided" in sentence
+    stats = {"repetitions": 1, "comparisons": [], "arms": [], "triggers": triggers}
+    markdown = "\n".join(render_experiment_statistics(stats))
+    assert "| candidate | q02-note | note it | yes | 0/0 | unknown | 1 | 0 | unknown |" in markdown
