@@ -111,6 +111,11 @@ def test_a_baseline_copy_is_a_second_arm_with_its_own_rates(project: SevroProjec
     run_json = load(done.json()["evidencePath"])
     (comparison,) = run_json["statistics"]["comparisons"]
     assert comparison["pooled"]["transitions"]["bothPass"] == 4
+    (change,) = stats["comparisons"]
+    assert change["recall"]["transitions"]["bothPass"] == 2
+    assert change["specificity"]["transitions"]["bothPass"] == 2
+    summary = project.sevro("report", Path(done.json()["evidencePath"]).parent)
+    assert "recall: no detectable difference between candidate and baseline" in summary.stdout
 
 
 def test_partial_reads_are_left_out_and_counted(project: SevroProject) -> None:

@@ -212,3 +212,60 @@ def test_the_sentences_say_unknown_and_what_was_left_out() -> None:
     stats = {"repetitions": 1, "comparisons": [], "arms": [], "triggers": triggers}
     markdown = "\n".join(render_experiment_statistics(stats))
     assert "| candidate | q02-note | note it | yes | 0/0 | unknown | 1 | 0 | unknown |" in markdown
+
+
+def test_with_two_arms_recall_and_specificity_changes_are_compared_in_pairs() -> None:
+    from sevro_core.reporting.experiment import trigger_change_sentences
+
+    queries = {
+        **QUERIES,
+        "queries": [
+            *({"caseId": f"p{i}", "query": f"p{i}", "shouldTrigger": True} for i in range(3)),
+            {"caseId": "n0", "query": "n0", "shouldTrigger": False},
+        ],
+    }
+    documents = [
+        document(arm, q["caseId"], r, skills(read=arm == "candidate" and q["shouldTrigger"]))
+        for arm in ("baseline", "candidate")
+        for q in queries["queries"]
+        for r in range(1, 6)
+    ]
+    documents[0] = document("baseline", "p0", 1, skills(touched=True))  # a partial: left out
+    stats = trigger_statistics(
+        ["baseline", "candidate"], queries, documents, 5, [("baseline", "candidate")]
+    )
+    (change,) = stats["comparisons"]
+    recall, specificity = change["recall"], change["specificity"]
+    assert recall["transitions"] == {
+        "bothPass": 0,
+        "fixed": 14,
+        "broken": 0,
+        "bothFail": 0,
+        "inconclusive": 1,
+    }
+    assert recall["verdict"] == "improved" and recall["difference"]["estimate"] == 1.0
+    assert recall["mcnemar"]["pTwoSided"] < 0.001
+    assert specificity["transitions"]["bothPass"] == 5
+    assert specificity["verdict"] == "no detectable difference"
+    sentences = trigger_change_sentences(stats)
+    assert sentences[0].startswith("recall: candidate improved on baseline: +100 pp")
+    assert "14 fixed / 0 broken over 14 pairs; 1 inconclusive pair(s) left out" in sentences[0]
+    assert sentences[1].startswith("specificity: no detectable difference between candidate")
+    only_negative = {**queries, "queries": queries["queries"][3:]}
+    single = trigger_statistics(
+        ["baseline", "candidate"], only_negative, documents, 5, [("baseline", "candidate")]
+    )
+    assert single["comparisons"][0]["recall"] is None
+    validate_input(
+        "experiment-statistics.v1",
+        {
+            "format": "sevro.experiment-statistics.v1",
+            "confidence": 0.95,
+            "repetitions": 5,
+            "cases": [],
+            "arms": [],
+            "comparisons": [],
+            "triggers": stats,
+        },
+        source="statistics",
+    )

@@ -539,7 +539,7 @@ def statistics_of_run(
         document["triggers"] = (
             trigger_counts(arms, trigger_set, listed, repetitions)
             if counts_only
-            else trigger_statistics(arms, trigger_set, listed, repetitions)
+            else trigger_statistics(arms, trigger_set, listed, repetitions, design[1])
         )
     return document
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from attrs import frozen
 
-from sevro_core.experiments.statistics import CONFIDENCE, Interval, wilson_interval
+from sevro_core.experiments.statistics import CONFIDENCE, Interval, Outcome, wilson_interval
 from sevro_core.vocabulary import SKILLS_OBSERVATION
 
 TRIGGERED: Final = "triggered"
@@ -220,13 +220,77 @@ def _pooled(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _outcome(state: str, should_trigger: bool) -> Outcome:
+    """Whether the trigger was right (``pass``), wrong (``fail``), or not known."""
+    if state == TRIGGERED:
+        return "pass" if should_trigger else "fail"
+    if state == NOT_TRIGGERED:
+        return "fail" if should_trigger else "pass"
+    return "inconclusive"
+
+
+def _change(
+    states: tuple[Mapping[tuple[str, int], str], Mapping[tuple[str, int], str]],
+    queries: Sequence[Mapping[str, Any]],
+    should_trigger: bool,
+    repetitions: int,
+) -> dict[str, Any] | None:
+    """The paired change of one stratum's correct-trigger rate (recall for the queries that
+    should trigger, specificity for the others): the experiment's comparison, pooled over the
+    stratum's queries with query-clustered errors. None when the set has no such query."""
+    from sevro_core.experiments.statistics import Pair, compare_cases
+
+    control, treatment = states
+    cases = {
+        q["caseId"]: [
+            Pair(
+                _outcome(control.get((q["caseId"], r), UNAVAILABLE), should_trigger),
+                _outcome(treatment.get((q["caseId"], r), UNAVAILABLE), should_trigger),
+            )
+            for r in range(1, repetitions + 1)
+        ]
+        for q in queries
+        if q["shouldTrigger"] is should_trigger
+    }
+    if not cases:
+        return None
+    compared = compare_cases(cases)
+    counts, pooled, test = compared.transitions, compared.difference, compared.mcnemar
+    interval = compared.verdict.interval
+    return {
+        "pairs": sum(len(pairs) for pairs in cases.values()),
+        "transitions": {
+            "bothPass": counts.both_pass,
+            "fixed": counts.fixed,
+            "broken": counts.broken,
+            "bothFail": counts.both_fail,
+            "inconclusive": counts.inconclusive,
+        },
+        "difference": None
+        if pooled is None
+        else {
+            "estimate": pooled.estimate,
+            "interval": None
+            if interval is None or not math.isfinite(interval.low + interval.high)
+            else {"low": interval.low, "high": interval.high},
+        },
+        "mcnemar": None
+        if test is None
+        else {"discordant": test.fixed + test.broken, "pTwoSided": test.p_two_sided},
+        "verdict": compared.verdict.word,
+        "repetitionsNeeded": compared.repetitions_needed,
+    }
+
+
 def trigger_statistics(
     arms: Sequence[str],
     trigger_set: Mapping[str, Any],
     documents: Iterable[Mapping[str, Any]],
     repetitions: int,
+    comparisons: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The ``triggers`` part of the statistics document of a trigger eval set's run."""
+    documents = list(documents)
     counts = trigger_counts(arms, trigger_set, documents, repetitions)
     queries = {q["caseId"]: q for q in trigger_set["queries"]}
     arm_documents = []
@@ -240,4 +304,23 @@ def trigger_statistics(
         "threshold": THRESHOLD,
         "confidence": CONFIDENCE,
         "arms": arm_documents,
+        "comparisons": [
+            {
+                "control": control,
+                "treatment": treatment,
+                **{
+                    name: _change(
+                        (
+                            _states(control, str(trigger_set["skill"]), documents),
+                            _states(treatment, str(trigger_set["skill"]), documents),
+                        ),
+                        trigger_set["queries"],
+                        should,
+                        repetitions,
+                    )
+                    for name, should in (("recall", True), ("specificity", False))
+                },
+            }
+            for control, treatment in comparisons
+        ],
     }

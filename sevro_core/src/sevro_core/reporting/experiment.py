@@ -254,6 +254,24 @@ def trigger_sentences(triggers: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def trigger_change_sentences(triggers: Mapping[str, Any]) -> list[str]:
+    """Per comparison the verdict on recall and on specificity, worded like any comparison's."""
+    lines = []
+    for comparison in triggers.get("comparisons", []):
+        for name in ("recall", "specificity"):
+            change = comparison[name]
+            if change is None:
+                continue
+            shaped = {
+                "control": comparison["control"],
+                "treatment": comparison["treatment"],
+                "pairs": change["pairs"],
+                "pooled": change,
+            }
+            lines.append(f"{name}: {verdict_sentence(shaped)}")
+    return lines
+
+
 def _trigger_rows(triggers: Mapping[str, Any]) -> list[list[Any]]:
     rows = []
     for arm in triggers["arms"]:
@@ -277,6 +295,8 @@ def _trigger_rows(triggers: Mapping[str, Any]) -> list[list[Any]]:
 
 def _trigger_lines(triggers: Mapping[str, Any]) -> list[str]:
     lines = ["### Triggers", "", *trigger_sentences(triggers), ""]
+    changes = trigger_change_sentences(triggers)
+    lines += [*changes, ""] if changes else []
     lines += [
         "Trigger rate per query (95 % Wilson intervals over decided trials; partial and "
         "unavailable trials left out):",
