@@ -29,11 +29,12 @@ EVALS = [
 ]
 
 
-def script(read: ToolCall) -> list[Reply]:
+def script(read: ToolCall, first: ToolCall | None = None) -> list[Reply]:
     """--jobs 1, one arm: the queries run in order. The model consults the skill for the first
-    (right) and the third (wrong: a false positive), and answers the second directly."""
+    (right; with ``first`` when given) and the third (wrong: a false positive), and answers the
+    second directly."""
     return [
-        reply(read),
+        reply(first or read),
         reply(Message("balanced")),
         reply(Message("Bonjour")),
         reply(read),
@@ -72,7 +73,8 @@ def test_claude_code_reads_decide_precision_and_recall(
     require_sandbox()
     evals = inputs(sevro_project)
     read = ToolCall("Read", {"file_path": f".claude/skills/{NAME}/SKILL.md"})
-    server = mock_model(script(read), protocols=PROTOCOLS)
+    skill_tool = ToolCall("Skill", {"skill": NAME})  # how Claude Code itself consults a skill
+    server = mock_model(script(read, skill_tool), protocols=PROTOCOLS)
     check(run_claude(sevro_project, claude, server, evals, *FLAGS), server)
 
 
