@@ -5,6 +5,8 @@ set or a bad combination of flags is refused before anything runs."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,44 @@ def test_validate_checks_a_set_without_running_it(project: SevroProject) -> None
     assert done.stderr.strip().splitlines() == [
         "sevro: error: evals.json#/0/should_trigger: should_trigger must be true or false"
     ]
+
+
+def test_an_interrupted_trigger_run_resumes_with_its_finished_trials(
+    project: SevroProject,
+) -> None:
+    """Killed (SIGKILL) in its third trial, the run resumes: the two finished trials are reused,
+    and the trigger statistics cover all four."""
+    from sevro_core.testing import start_sevro
+    from tests.e2e.test_run_state import kill_matching, runs
+
+    counter, blocked = project.root / "counter", project.root / "blocked"
+    marker = f"sleep 63{os.getpid() % 1000}"
+    count = (
+        f"c=$(cat {counter} 2>/dev/null || echo 0); c=$((c+1)); echo $c > {counter}; "
+        f"if [ $c -eq 3 ]; then touch {blocked}; {marker}; fi"
+    )
+    step = {"run": {"command": count}}
+    host = project.script(default=[[step, *SKIP]], cases={IDS[0]: [[step, *READ]]})
+    (project.root / "evals.json").write_text(json.dumps(EVALS[:1] + EVALS[2:3]))
+    (project.root / "workspaces").mkdir()
+    (project.root / "stable").mkdir()  # the counter must stay out of the project's identity
+    argv = [
+        *("run", "evals.json", "--skill", "skills/changelog", "--host-config", str(host)),
+        *("--trials", "2", "--jobs", "1", "--json", "--results-root", str(project.results)),
+        *("--workspace-root", str(project.root / "workspaces")),
+        *("--project-root", str(project.root / "stable"), "--sandbox", "none"),
+    ]
+    process = start_sevro(argv, cwd=project.root)
+    process.wait_until(blocked, timeout=30)
+    process.send_signal(signal.SIGKILL)
+    process.finish(timeout=30)
+    kill_matching(marker)
+    (row,) = runs(project)
+    assert (row["status"], row["trialsDone"], row["resumable"]) == ("interrupted", 2, True)
+    done = project.sevro(*argv, "--resume")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.json()["runId"] == row["runId"]
+    assert counter.read_text().strip() == "5", "only the two unfinished trials ran again"
+    (arm,) = triggers(done)["arms"]
+    assert [(q["triggered"], q["notTriggered"]) for q in arm["queries"]] == [(2, 0), (0, 2)]
+    assert arm["pooled"]["unavailable"] == 0
