@@ -345,6 +345,21 @@ def test_clustering_widens_the_error_bar_when_cases_differ() -> None:
     assert pooled.standard_error > independent * 1.2
 
 
+@pytest.mark.parametrize("difference", [0, 1, -1])
+def test_pairs_that_all_agree_never_give_a_point_interval(difference: int) -> None:
+    """Every pair the same: both standard errors are 0, so the interval is Newcombe's paired
+    score interval over the pooled pairs (here 10 pairs in 5 cases), never a point."""
+    cases = {f"case-{i}": differences_to_pairs([difference] * 2) for i in range(5)}
+    pooled = pooled_difference(cases)
+    assert pooled is not None and pooled.interval is not None
+    assert pooled.standard_error == 0.0 and pooled.estimate == difference
+    newcombe = paired_difference(transitions(p for pairs in cases.values() for p in pairs))
+    assert newcombe is not None
+    assert pooled.interval == newcombe.interval
+    assert pooled.interval.high - pooled.interval.low > 0.2
+    assert pooled.interval.low <= difference <= pooled.interval.high
+
+
 def test_pooled_difference_sets_inconclusive_pairs_apart() -> None:
     pooled = pooled_difference(
         {

@@ -321,6 +321,11 @@ def pooled_difference(
     - the interval is d̄ ± t_{G-1, (1+confidence)/2} · SE, Student's t with G - 1 degrees of
       freedom (wider than Miller's z = 1.96 when cases are few).
 
+    When every decided pair has the same difference (all agree, or all moved one way) both
+    standard errors are 0 and the t interval would be a point, claiming a certainty no finite
+    sample gives; the interval is then Newcombe's paired score interval over all decided pairs
+    (:func:`paired_difference`), which is never a point.
+
     Unknown (None) interval with fewer than two cases; None without a decided pair."""
     _check_confidence(confidence)
     differences: list[int] = []
@@ -346,6 +351,12 @@ def pooled_difference(
         interval = Interval(
             low=max(-1.0, estimate - half), high=min(1.0, estimate + half), confidence=confidence
         )
+        if standard_error == 0.0:
+            pooled = paired_difference(
+                transitions(p for pairs in cases.values() for p in pairs), confidence
+            )
+            assert pooled is not None  # there is a decided pair
+            interval = pooled.interval
     return PooledDifference(
         cases=clustered_cases,
         decided=len(differences),
