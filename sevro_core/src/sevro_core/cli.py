@@ -189,6 +189,16 @@ BaselineOpt = Annotated[
         show_default=False,
     ),
 ]
+GroupOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="skill-eval suite: run one group, by id or one-based position.", show_default=False
+    ),
+]
+VariantOpt = Annotated[
+    str | None,
+    typer.Option(help="skill-eval definition: run one variant, baseline or candidate."),
+]
 FailOnRegressionOpt = Annotated[
     bool,
     typer.Option("--fail-on-regression", help="Exit 1 when a comparison's verdict is regressed."),
@@ -351,6 +361,8 @@ def run(
     host_setting: HostSettingOpt = None,
     skill: SkillOpt = None,
     baseline: BaselineOpt = None,
+    group: GroupOpt = None,
+    variant: VariantOpt = None,
     fail_on_regression: FailOnRegressionOpt = False,
     trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
@@ -452,8 +464,15 @@ def validate(
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
+        from sevro_core.run.skilleval import load_skilleval, skilleval_file
+
+        definition = skilleval_file(files)
         path = experiment_file(files)
-        design, cases = load_experiment(path, None) if path else (None, load_cases(files))
+        design: Any
+        if definition is not None:
+            design, cases = load_skilleval(definition, None)
+        else:
+            design, cases = load_experiment(path, None) if path else (None, load_cases(files))
         validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:
         _fail(exc, as_json=False)

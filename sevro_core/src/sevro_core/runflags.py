@@ -54,6 +54,8 @@ class RunFlags:
     plugin: list[Path] | None
     log_format: str
     verbose: int
+    group: str | None = None
+    variant: str | None = None
 
 
 def positive_int(value: int, flag: str, maximum: int) -> int:
@@ -135,10 +137,18 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
     from sevro_core.run.loading import load_cases
+    from sevro_core.run.skilleval import load_skilleval, skilleval_file
 
     path = experiment_file(flags.cases)
     design: ExperimentDesign | None
-    if path is not None:
+    definition = skilleval_file(flags.cases)
+    if definition is None and (flags.group is not None or flags.variant is not None):
+        raise InvocationError("--group and --variant select from a skill-eval definition")
+    if definition is not None:
+        if flags.skill or flags.baseline is not None:
+            raise InvocationError(f"--skill and --baseline: {definition} declares its variants")
+        design, cases = load_skilleval(definition, flags)
+    elif path is not None:
         if flags.skill or flags.baseline is not None:
             raise InvocationError(
                 "--skill and --baseline build an experiment from case files; "
