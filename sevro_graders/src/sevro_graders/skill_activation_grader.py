@@ -98,8 +98,8 @@ class SkillActivationCheck:
                 f"skill {name!r} was not read in full by turn {turn}{suffix}",
             )
         if self.expect == READ_ON_TURN and not any(_turn(r) == turn for r in full):
-            first = min((_turn(r) for r in full), default=None)
-            suffix = f" (first read on turn {first})" if first is not None else ""
+            first_turn = min((_turn(r) for r in full), default=None)
+            suffix = f" (first read on turn {first_turn})" if first_turn is not None else ""
             return self._outcome(
                 check_id,
                 CheckStatus.FAILED,
