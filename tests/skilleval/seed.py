@@ -9,6 +9,7 @@ the body group's in their body. ``skills/support``, ``fixtures/task`` and
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -125,8 +126,11 @@ def body_group() -> dict[str, Any]:
         "fixture": "fixtures/task",
         "tools": ["read", "write", "edit"],
         "variants": {
-            "baseline": {"source": {"kind": "git", "ref": "before-body-change"}, **variant},
-            "candidate": {"source": {"kind": "working-tree"}, **variant},
+            "baseline": {
+                "source": {"kind": "git", "ref": "before-body-change"},
+                **copy.deepcopy(variant),
+            },
+            "candidate": {"source": {"kind": "working-tree"}, **copy.deepcopy(variant)},
         },
         "expectations": [
             {
