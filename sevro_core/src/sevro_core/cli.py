@@ -434,7 +434,9 @@ def _execute(plan: Any, flags: Any) -> Any:
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:
-        sys.stdout.write(render_summary(outcome.result, outcome.statistics))
+        experiment = plan.settings.experiment
+        origin = experiment.origin if experiment is not None else None
+        sys.stdout.write(render_summary(outcome.result, outcome.statistics, origin))
     return outcome
 
 

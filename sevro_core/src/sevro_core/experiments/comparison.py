@@ -448,6 +448,11 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
             ]
             for c in statistics["comparisons"]
         ],
+        **(
+            {"checkTransitions": statistics["checkTransitions"]}
+            if "checkTransitions" in statistics
+            else {}
+        ),
     }
 
 
@@ -509,6 +514,7 @@ def statistics_of_run(
     from its ``run.json``-shaped document (``arms``, ``experiment``) and its trial documents,
     each naming its ``arm``. What ``sevro run`` stores and ``sevro report`` checks; raises
     ValueError when the trials do not fit the arms."""
+    documents = list(documents)
     experiment = run.get("experiment") or {}
     repetitions = experiment.get("repetitions")
     if repetitions is None:  # the trials per case of the run, as its identity records them
@@ -524,7 +530,13 @@ def statistics_of_run(
         repetitions,
         cases,
     )
-    return trial_counts(*design) if counts_only else experiment_statistics(*design)
+    statistics = trial_counts(*design) if counts_only else experiment_statistics(*design)
+    origin = experiment.get("skillEval")
+    if isinstance(origin, Mapping):  # a skill-eval definition's comparisons, as transitions
+        from sevro_core.experiments.skillevaltransitions import check_transitions
+
+        statistics["checkTransitions"] = check_transitions(origin, documents, repetitions)
+    return statistics
 
 
 def regressed(statistics: Mapping[str, Any]) -> bool:
