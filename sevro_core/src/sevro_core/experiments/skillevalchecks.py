@@ -10,13 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
 
-if TYPE_CHECKING:
-    from sevro_core.experiments.skilleval import Variant
+
+class Variant(Protocol):
+    """What a check needs of a skill-eval variant (``skilleval.Variant``)."""
+
+    @property
+    def skills(self) -> tuple[str, ...]: ...
+
+    @property
+    def context(self) -> tuple[str, ...]: ...
+
+    @property
+    def target(self) -> int | None: ...
+
 
 SKILL_READ = {
     "never": "not-read",
