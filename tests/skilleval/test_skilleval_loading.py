@@ -409,3 +409,11 @@ def test_definition_outside_the_root_is_refused(repo: Path, tmp_path: Path) -> N
     outside = seed.write_json(tmp_path / "elsewhere" / "group.json", seed.body_group())
     with pytest.raises(InvocationError, match="outside the definition root"):
         load_definition(outside, repo)
+
+
+def test_description_rule_holds_whatever_variant_is_selected(repo: Path) -> None:
+    group = seed.description_group()
+    group["variants"]["baseline"]["source"]["ref"] = "before-body-change"
+    seed.write_json(repo / "groups" / "not-description-only.json", group)
+    with pytest.raises(InvocationError, match="body differs"):
+        mapped(repo, "groups/not-description-only.json", Selection(variant="candidate"))

@@ -67,10 +67,11 @@ def skilleval_run(
     variants = (selection.variant,) if selection.variant else VARIANTS
     first = groups[0]
     _same_environment(groups, definition)
-    arms, names = _arms(first, variants, definition.root, route_given)
-    if first.type == "description" and len(variants) == 2:
-        _description_only(arms, names, first)
-    resolved = resolve_arms(arms)
+    arms, names = _arms(first, VARIANTS, definition.root, route_given)
+    for group in groups:
+        if group.type == "description":  # whatever is selected: the definition itself is wrong
+            _description_only(arms, group)
+    resolved = resolve_arms([arm for arm in arms if arm.id in variants])
     cases = tuple(_case(group, variants, names, definition.root) for group in groups)
     design = ExperimentDesign(
         arms=resolved,
@@ -166,7 +167,7 @@ def _repository_prefix(root: Path) -> str:
         ) from None
 
 
-def _description_only(arms: Sequence[Arm], names: Mapping[str, list[str]], group: Group) -> None:
+def _description_only(arms: Sequence[Arm], group: Group) -> None:
     """A description group revises only the target's front matter ``description``."""
     from sevro_core.experiments.skillevalrevision import description_only_difference
 
