@@ -23,13 +23,19 @@ from attrs import frozen
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.skillevalchecks import check_fields
 from sevro_core.formats.jsonio import read_json_file
-from sevro_core.limits import MAX_CASE_FILE_BYTES, MAX_PROMPT_BYTES
+from sevro_core.limits import (
+    MAX_CASE_FILE_BYTES,
+    MAX_PROMPT_BYTES,
+    MAX_SKILLEVAL_EXPECTATIONS,
+    MAX_SKILLEVAL_SUITE_GROUPS,
+    MAX_SKILLEVAL_TURNS,
+)
 
 SCHEMA_VERSION = 1
 MAX_DEFINITION_BYTES = MAX_CASE_FILE_BYTES
-MAX_SUITE_GROUPS = 256
-MAX_EXPECTATIONS = 128
-MAX_TURNS = 64
+MAX_SUITE_GROUPS = MAX_SKILLEVAL_SUITE_GROUPS
+MAX_EXPECTATIONS = MAX_SKILLEVAL_EXPECTATIONS
+MAX_TURNS = MAX_SKILLEVAL_TURNS
 MAX_ID_LENGTH = 64
 VARIANTS = ("baseline", "candidate")
 TYPES = ("description", "body")
