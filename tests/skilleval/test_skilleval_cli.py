@@ -88,7 +88,8 @@ def _run(root: Path, results: Path, *args: str) -> dict[str, Any]:
                    "--json")  # fmt: skip
     assert result.exit_code in (0, 1), result.stderr
     document = json.loads(result.stdout)
-    run = json.loads(Path(document["evidencePath"]).read_text())
+    run: dict[str, Any] = json.loads(Path(document["evidencePath"]).read_text())
+    run["_evidence"] = document["evidencePath"]
     return run
 
 
@@ -101,6 +102,13 @@ def test_example_body_group_turns_fail_to_pass(tmp_path: Path) -> None:
     assert rows["result-exists"]["transitions"]["pass-to-pass"] == 2
     groups = run["experiment"]["skillEval"]["groups"]
     assert [g["status"] for g in groups] == ["not-selected", "selected"]
+    report = sevro(root, "report", Path(run["_evidence"]).parent)
+    assert report.exit_code == 0, report.stderr
+    assert "- group natural-activation: not-selected" in report.stdout
+    assert "status-complete (retained-artifact-behavior): 0 pass-to-pass, 2 fail-to-pass" in (
+        report.stdout
+    )
+    assert "review (retained-artifact-behavior): Did the second turn" in report.stdout
 
 
 def test_example_description_group_reads_on_turn_two(tmp_path: Path) -> None:
