@@ -166,12 +166,37 @@ def test_seed_common_group_runs(repo: Path, tmp_path: Path) -> None:
     assert {a["id"] for a in run["arms"]} == {"baseline", "candidate"}
 
 
+BODY_TURNS = [
+    [READ_TARGET, {"reply": {"text": "ready"}}],
+    [
+        {"write": {"path": "result.json", "content": '{"status": "complete"}\n'}},
+        {"reply": {"text": "done"}},
+    ],
+]
+
+
 def test_seed_body_group_runs(repo: Path, tmp_path: Path) -> None:
-    """The seed's body group as written, changed-paths included (it needs sevro.files-changed
-    from the scripted host)."""
-    write = {"write": {"path": "result.json", "content": '{"status": "complete"}\n'}}
-    turns = [[READ_TARGET, {"reply": {"text": "ready"}}], [write, {"reply": {"text": "done"}}]]
-    _scripted(repo, {"retained-artifact-behavior": {"turns": turns}})
+    """The seed's body group without its changed-paths expectation, which the scripted host
+    cannot serve (next test)."""
+    group = seed.body_group()
+    group["expectations"] = [e for e in group["expectations"] if e["kind"] != "changed-paths"]
+    seed.write_json(repo / "groups" / "body-behavior.json", group)
+    _scripted(repo, {"retained-artifact-behavior": {"turns": BODY_TURNS}})
     run = _run(repo, tmp_path / "r", "groups/body-behavior.json", "--trials", "1")
     (row,) = run["statistics"]["checkTransitions"]
     assert row["transitions"]["pass-to-pass"] == 1
+    trials = {t["arm"]: t for t in run["trials"]}
+    assert set(trials) == {"baseline", "candidate"}
+
+
+def test_seed_body_group_changed_paths_is_refused_on_the_scripted_host(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The scripted host reports no sevro.files-changed: the planner refuses the case before
+    anything runs, naming the grader (on Codex and Claude Code the group runs as written)."""
+    _scripted(repo, {"retained-artifact-behavior": {"turns": BODY_TURNS}})
+    result = sevro(repo, "run", "groups/body-behavior.json", "--host-config", "host.json",
+                   "--results-root", tmp_path / "r")  # fmt: skip
+    assert result.exit_code == 64, result.stderr
+    assert "grader sevro.changed-paths needs sevro.files-changed" in result.stderr
+    assert run_dirs(tmp_path / "r") == []
