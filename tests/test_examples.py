@@ -34,13 +34,17 @@ JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 Steps = list[dict[str, Any]]
 
 
+class Turns(list[Steps]):
+    """A control for a case with several turns: one list of steps per turn."""
+
+
 def documented_cases() -> dict[str, dict[str, Any]]:
     """Case-shaped JSON blocks by ``doc#id``."""
     found = {}
     for doc in DOCS:
         for body in JSON_BLOCK.findall(doc.read_text("utf-8")):
             block = json.loads(body)
-            if isinstance(block, dict) and {"prompt", "checks"} <= set(block):
+            if isinstance(block, dict) and "checks" in block and ({"prompt", "turns"} & set(block)):
                 found[f"{doc.relative_to(ROOT)}#{block['id']}"] = block
     return found
 
@@ -50,7 +54,7 @@ def replying(text: str, *before: dict[str, Any]) -> Steps:
 
 
 GREET_SKILL = {"read": {"path": ".agents/skills/greet/SKILL.md"}}
-SCRIPTED: dict[str, tuple[Steps, Steps]] = {
+SCRIPTED: dict[str, tuple[Steps | Turns, Steps | Turns]] = {
     # doc#id: (a host that does what the example claims, one that does not)
     "docs/cases.md#basic-graded": (replying("ready"), replying("blocked")),
     "docs/graders.md#says-ready": (replying("ready"), replying("Sorry, I cannot.")),
@@ -97,6 +101,42 @@ SCRIPTED: dict[str, tuple[Steps, Steps]] = {
         ),
         replying("done", {"write": {"path": "CHANGELOG.md", "content": "# Changes\n- TODO\n"}}),
     ),
+    "docs/cases.md#notes-then-release": (
+        Turns(
+            [
+                replying("noted", {"write": {"path": "NOTES.md", "content": "- fix\n"}}),
+                replying(
+                    "released",
+                    {"write": {"path": "CHANGELOG.md", "content": "- fix\n"}},
+                    {"run": {"command": "rm NOTES.md"}},
+                ),
+            ]
+        ),
+        Turns(  # writes the changelog at once and never deletes the notes
+            [
+                replying(
+                    "noted",
+                    {"write": {"path": "NOTES.md", "content": "- fix\n"}},
+                    {"write": {"path": "CHANGELOG.md", "content": "- fix\n"}},
+                ),
+                replying("released"),
+            ]
+        ),
+    ),
+    "docs/expectations.md#says-released": (
+        Turns(
+            [
+                replying("2.0.3"),
+                replying("released 2.1.0", {"write": {"path": "VERSION", "content": "2.1.0\n"}}),
+            ]
+        ),
+        Turns(  # answers turn 1 in a sentence, and bumps the patch version
+            [
+                replying("The version is 2.0.3."),
+                replying("released 2.0.4", {"write": {"path": "VERSION", "content": "2.0.4\n"}}),
+            ]
+        ),
+    ),
     "docs/expectations.md#result-json": (
         replying("done", {"write": {"path": "result.json", "content": '{"status": "complete"}'}}),
         replying(
@@ -118,6 +158,8 @@ CAUGHT_BY = {
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
     "docs/expectations.md#changelog-entry": {"mentions-fix", "no-placeholder"},
     "docs/expectations.md#result-json": {"status", "no-error"},
+    "docs/cases.md#notes-then-release": {"no-changelog-yet", "notes-gone"},
+    "docs/expectations.md#says-released": {"names-version", "released", "bumped"},
 }
 REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
@@ -132,9 +174,9 @@ def test_every_documented_case_has_controls() -> None:
     assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
-def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps) -> Any:
+def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps | Turns) -> Any:
     case_file = project.write_json("case.json", case)
-    host = project.script(default=[steps])
+    host = project.script(default=steps if isinstance(steps, Turns) else [steps])
     shutil.rmtree(project.results, ignore_errors=True)
     return project.run(case_file, "--host-config", host)
 

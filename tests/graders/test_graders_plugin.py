@@ -24,11 +24,13 @@ EXPECTED = [
     "sevro.skill-activation",
     *WORKSPACE,
     *EVIDENCE,
+    "sevro.response-text",
 ]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
     *("path", "file-text", "json-file"),
     *("tool-call", "changed-paths"),
+    "response-text",
 ]
 
 
