@@ -200,3 +200,64 @@ def test_seed_body_group_changed_paths_is_refused_on_the_scripted_host(
     assert result.exit_code == 64, result.stderr
     assert "grader sevro.changed-paths needs sevro.files-changed" in result.stderr
     assert run_dirs(tmp_path / "r") == []
+
+
+def _three_turn_group(root: Path) -> Path:
+    """A body group over three turns with a check of every turn-scoped kind the scripted host
+    serves; the baseline's steps say draft, the candidate's complete."""
+    group = seed.body_group()
+    group["id"] = "three-turns"
+    group["input"] = {"turns": ["Read the skill.", "Prepare.", "Prepare."]}
+    candidate = [
+        {"kind": "skill-read", "expect": "on-turn", "turn": 1},
+        {"kind": "response-text", "expect": "contains", "value": "ready", "turn": 1},
+        {"kind": "response-text", "expect": "equals", "value": "done"},
+        {"kind": "path", "path": "result.json", "expect": "absent", "turn": 2},
+        {"kind": "file-text", "path": "result.json", "expect": "contains", "value": "complete"},
+        {"kind": "json", "path": "result.json", "expect": "valid"},
+    ]
+    group["expectations"] = [
+        {"id": f"{variant}-{index}", "variant": variant, "comparison": f"c-{index}", **spec}
+        for index, spec in enumerate(candidate)
+        for variant in ("baseline", "candidate")
+    ]
+    return seed.write_json(root / "groups" / "three.json", group)
+
+
+def test_three_turns_grade_each_turn_and_transitions_follow(repo: Path, tmp_path: Path) -> None:
+    path = _three_turn_group(repo)
+    write = {
+        "run": {
+            "command": "if grep -q 'status complete' .agents/skills/target/SKILL.md; "
+            'then s=complete; else s=draft; fi; printf \'{"status": "%s"}\\n\' $s > result.json'
+        }
+    }
+    turns = [
+        [READ_TARGET, {"reply": {"text": "ready"}}],
+        [{"reply": {"text": "preparing"}}],
+        [write, {"reply": {"text": "done"}}],
+    ]
+    _scripted(repo, {"three-turns": {"turns": turns}})
+    run = _run(repo, tmp_path / "r", str(path.relative_to(repo)), "--trials", "1")
+    rows = {r["comparison"]: r["pairs"][0] for r in run["statistics"]["checkTransitions"]}
+    passes = {"repetition": 1, "baseline": "pass", "candidate": "pass"}
+    assert rows["c-0"] == rows["c-1"] == rows["c-2"] == rows["c-3"] == rows["c-5"] == passes
+    # the baseline's body (before-body-change) does not say "status complete"
+    assert rows["c-4"] == {"repetition": 1, "baseline": "fail", "candidate": "pass"}
+
+
+def test_three_turns_negative_control(repo: Path, tmp_path: Path) -> None:
+    """Reading on turn 2, replying otherwise and writing early fail the turn-scoped checks."""
+    path = _three_turn_group(repo)
+    early = {"write": {"path": "result.json", "content": "not json"}}
+    turns = [
+        [{"reply": {"text": "hello"}}],
+        [READ_TARGET, early, {"reply": {"text": "preparing"}}],
+        [{"reply": {"text": "finished"}}],
+    ]
+    _scripted(repo, {"three-turns": {"turns": turns}})
+    run = _run(repo, tmp_path / "r", str(path.relative_to(repo)), "--trials", "1")
+    rows = {r["comparison"]: r["pairs"][0] for r in run["statistics"]["checkTransitions"]}
+    fails = {"repetition": 1, "baseline": "fail", "candidate": "fail"}
+    for comparison in ("c-0", "c-1", "c-2", "c-3", "c-4", "c-5"):
+        assert rows[comparison] == fails, comparison

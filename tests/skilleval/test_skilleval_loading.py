@@ -37,9 +37,8 @@ def test_description_group_maps_onto_two_arms_and_a_turn_scoped_read(repo: Path)
     run = mapped(repo, "groups/natural-activation.json")
     document = run.cases[0][0]
     assert document["id"] == "natural-activation"
-    assert (document["prompt"], document["followUpPrompt"]) == tuple(
-        seed.description_group()["input"]["turns"]
-    )
+    assert document["turns"] == seed.description_group()["input"]["turns"]
+    assert "prompt" not in document
     assert document["fixture"] == {"files": {}}
     assert checks(run)["baseline-read-by-two"] == {
         "id": "baseline-read-by-two",
@@ -143,7 +142,11 @@ def test_json_states_example_maps_every_state(repo: Path, tmp_path: Path) -> Non
         ({"kind": "json", "path": "r.json", "expect": "field-present", "pointer": ""},
          "sevro.json-file", {"path": "r.json", "expect": "present", "pointer": ""}),
         ({"kind": "response-text", "value": "done", "expect": "contains"},
-         "sevro.response-text", {"expect": "contains", "value": "done"}),
+         "sevro.response-text", {"contains": "done"}),
+        ({"kind": "response-text", "value": "x", "expect": "not-contains", "turn": 1},
+         "sevro.response-text", {"notContains": "x"}),
+        ({"kind": "response-text", "value": "", "expect": "equals"},
+         "sevro.response-text", {"equals": ""}),
         ({"kind": "tool-call", "tool": "Read", "expect": "called"}, "sevro.tool-call",
          {"tool": "Read", "expect": "made"}),
         ({"kind": "tool-call", "tool": "Bash", "expect": "not-called"}, "sevro.tool-call",

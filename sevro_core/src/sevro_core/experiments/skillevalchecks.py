@@ -50,6 +50,7 @@ JSON_STATES = {
     "field-equals": "equals",
 }
 FILE_TEXT = {"contains": "contains", "not-contains": "notContains", "equals": "equals"}
+"""skill-eval's text predicates as the keys of sevro.file-text and sevro.response-text."""
 _GLOB_CHARACTERS = frozenset("*?[]{}")
 
 
@@ -103,9 +104,10 @@ def to_check(
     if kind == "json":
         return _json(fields, expect, refuse)
     if kind == "response-text":
-        if not isinstance(fields["value"], str):
-            raise refuse("value is a string", "value")
-        return "sevro.response-text", {"expect": expect, "value": fields["value"]}
+        value = fields["value"]
+        if not isinstance(value, str) or (expect != "equals" and not value):
+            raise refuse("value is a string (non-empty for contains and not-contains)", "value")
+        return "sevro.response-text", {FILE_TEXT[expect]: value}
     tool = fields["tool"]
     if not isinstance(tool, str) or not tool or len(tool) > 256:
         raise refuse("tool is a non-empty tool name", "tool")

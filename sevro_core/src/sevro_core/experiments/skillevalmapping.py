@@ -222,12 +222,10 @@ def _case(
 
 
 def _prompts(group: Group) -> dict[str, Any]:
-    """One or two turns as ``prompt``/``followUpPrompt``, more as ``turns``."""
-    if len(group.turns) == 1:
-        return {"prompt": group.turns[0]}
-    if len(group.turns) == 2:
-        return {"prompt": group.turns[0], "followUpPrompt": group.turns[1]}
-    return {"turns": list(group.turns)}
+    """``input.prompt`` as the case's ``prompt``, ``input.turns`` as its ``turns``."""
+    if group.uses_turns:
+        return {"turns": list(group.turns)}
+    return {"prompt": group.turns[0]}
 
 
 def _fixture_files(group: Group, root: Path) -> dict[str, str]:
