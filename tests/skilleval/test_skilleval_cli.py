@@ -261,3 +261,18 @@ def test_three_turns_negative_control(repo: Path, tmp_path: Path) -> None:
     fails = {"repetition": 1, "baseline": "fail", "candidate": "fail"}
     for comparison in ("c-0", "c-1", "c-2", "c-3", "c-4", "c-5"):
         assert rows[comparison] == fails, comparison
+
+
+def test_negative_control_an_agent_ignoring_the_steps_never_turns(tmp_path: Path) -> None:
+    """The example's body group with an agent that writes draft whatever the skill says: the
+    status comparison stays fail-to-fail."""
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root)
+    host = json.loads((root / "host.json").read_text())
+    write = {"write": {"path": "result.json", "content": '{"status": "draft"}\n'}}
+    host["cases"]["retained-artifact-behavior"]["turns"][1][0] = write
+    (root / "host.json").write_text(json.dumps(host))
+    run = _run(root, tmp_path / "r", "suite.json", "--group", "2", "--trials", "2")
+    rows = {r["comparison"]: r for r in run["statistics"]["checkTransitions"]}
+    assert rows["status-complete"]["transitions"]["fail-to-fail"] == 2
+    assert rows["result-exists"]["transitions"]["pass-to-pass"] == 2
