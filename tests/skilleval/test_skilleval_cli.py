@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject, require_sandbox
+from tests.e2e.helpers import assert_valid_evidence
 from tests.skilleval import seed
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "skill-eval"
@@ -65,13 +66,6 @@ def test_group_and_variant_flags_need_a_definition(repo: Path, tmp_path: Path) -
     assert "--group and --variant select from a skill-eval definition" in result.stderr
 
 
-def test_a_heterogeneous_suite_without_group_is_refused(repo: Path, tmp_path: Path) -> None:
-    result = sevro(repo, "run", "suite.json", "--results-root", tmp_path / "r")
-    assert result.exit_code == 64
-    assert "different variant environments" in result.stderr
-    assert run_dirs(tmp_path / "r") == []
-
-
 def test_validate_reads_a_definition(repo: Path) -> None:
     result = sevro(repo, "validate", "groups/common.json")
     assert result.exit_code == 0, result.stderr
@@ -88,7 +82,7 @@ def _run(root: Path, results: Path, *args: str) -> dict[str, Any]:
                    "--json")  # fmt: skip
     assert result.exit_code in (0, 1), result.stderr
     document = json.loads(result.stdout)
-    run: dict[str, Any] = json.loads(Path(document["evidencePath"]).read_text())
+    run: dict[str, Any] = assert_valid_evidence(document)
     run["_evidence"] = document["evidencePath"]
     return run
 
@@ -276,3 +270,45 @@ def test_negative_control_an_agent_ignoring_the_steps_never_turns(tmp_path: Path
     rows = {r["comparison"]: r for r in run["statistics"]["checkTransitions"]}
     assert rows["status-complete"]["transitions"]["fail-to-fail"] == 2
     assert rows["result-exists"]["transitions"]["pass-to-pass"] == 2
+
+
+def test_the_seed_suite_runs_both_groups_in_one_run(repo: Path, tmp_path: Path) -> None:
+    """The seed's suite (its body group without changed-paths, which the scripted host cannot
+    serve): each group's trials mount that group's variants, one run, one pair of arms."""
+    group = seed.body_group()
+    group["expectations"] = [e for e in group["expectations"] if e["kind"] != "changed-paths"]
+    seed.write_json(repo / "groups" / "body-behavior.json", group)
+    description_turns = [[{"reply": {"text": "ok"}}], [READ_TARGET, {"reply": {"text": "done"}}]]
+    _scripted(repo, {"natural-activation": {"turns": description_turns},
+                     "retained-artifact-behavior": {"turns": BODY_TURNS}})  # fmt: skip
+    run = _run(repo, tmp_path / "r", "suite.json", "--trials", "1")
+    rows = {r["comparison"]: r for r in run["statistics"]["checkTransitions"]}
+    assert rows["target-read-by-two"]["transitions"]["pass-to-pass"] == 1
+    assert rows["result-exists"]["transitions"]["pass-to-pass"] == 1
+    arms = {a["id"]: a for a in run["arms"]}
+    cases = {c["caseId"]: c for c in arms["baseline"]["cases"]}
+    assert [s["name"] for s in cases["retained-artifact-behavior"]["skills"]] == [
+        "support", "target"
+    ]  # fmt: skip
+    assert cases["natural-activation"]["skills"][0]["source"] == (
+        "git:before-description-change:skills/target"
+    )
+    root = Path(run["_evidence"]).parent
+    for trial in run["trials"]:
+        document = json.loads((root / trial["path"]).read_text())
+        skills = next(
+            o["data"] for o in document["evidence"]["observations"] if o["id"] == "sevro.skills"
+        )
+        offered = sorted(o["name"] for o in skills["offered"])
+        expected = ["support", "target"] if trial["caseId"] != "natural-activation" else ["target"]
+        assert offered == expected, trial
+        assert skills["target"] == "target"
+
+
+def test_the_example_suite_runs_whole(tmp_path: Path) -> None:
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root)
+    run = _run(root, tmp_path / "r", "suite.json", "--trials", "1")
+    rows = {r["comparison"]: r["transitions"] for r in run["statistics"]["checkTransitions"]}
+    assert rows["status-complete"]["fail-to-pass"] == 1
+    assert rows["target-read-by-two"]["pass-to-pass"] == 1

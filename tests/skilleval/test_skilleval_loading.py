@@ -170,12 +170,45 @@ def test_every_kind_maps_onto_its_grader(
     assert ("turn" in check) == ("turn" in expectation and expectation["kind"] != "skill-read")
 
 
-def test_suite_groups_with_different_variants_need_a_selection(repo: Path) -> None:
-    with pytest.raises(InvocationError, match="different variant environments"):
-        mapped(repo, "suite.json")
+def test_suite_groups_with_different_variants_share_two_arms(repo: Path) -> None:
+    """The seed's suite: each group's case mounts that group's variants (case overrides)."""
+    run = mapped(repo, "suite.json")
+    assert [d["id"] for d, _, _ in run.cases] == [
+        "natural-activation",
+        "retained-artifact-behavior",
+    ]
+    baseline, candidate = run.design.arms
+    for arm in (baseline, candidate):
+        assert [case for case, _ in arm.case_overrides] == [d["id"] for d, _, _ in run.cases]
+        body = arm.for_case("retained-artifact-behavior")
+        assert [s.bundle.name for s in body.skills] == ["support", "target"]
+        assert len(body.context) == 1
+        description = arm.for_case("natural-activation")
+        assert [s.bundle.name for s in description.skills] == ["target"]
+        assert description.context == ()
+        assert arm.to_json()["cases"][1]["caseId"] == "retained-artifact-behavior"
+    described = baseline.for_case("natural-activation").skills[0].tree.source.describe()
+    assert described == "git:before-description-change:skills/target"
+    assert baseline.fingerprint != candidate.fingerprint
+    single = mapped(repo, "groups/body-behavior.json").design.arms[0]
+    assert single.case_overrides == () and "cases" not in single.evaluated
+
+
+def test_groups_with_different_models_need_a_selection(repo: Path) -> None:
+    seed.write_json(repo / "groups" / "modelled.json", {**seed.body_group(), "id": "modelled",
+                    "model": {"model": "m"}})  # fmt: skip
+    seed.write_json(repo / "model-suite.json", {**seed.SUITE, "groups": [
+        "groups/body-behavior.json", "groups/modelled.json"]})  # fmt: skip
+    with pytest.raises(InvocationError, match="declare different models"):
+        mapped(repo, "model-suite.json")
+    assert len(mapped(repo, "model-suite.json", route=True).cases) == 2
+
+
+def test_suite_selection_by_id_or_position(repo: Path) -> None:
     for selector in ("2", "retained-artifact-behavior"):
         run = mapped(repo, "suite.json", Selection(group=selector))
         assert [d["id"] for d, _, _ in run.cases] == ["retained-artifact-behavior"]
+        assert run.design.arms[0].case_overrides == ()
         groups = run.design.to_json()["skillEval"]["groups"]
         assert [(g["id"], g["position"], g["status"]) for g in groups] == [
             ("natural-activation", 1, "not-selected"),

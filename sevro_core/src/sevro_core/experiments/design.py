@@ -50,7 +50,7 @@ class ExperimentDesign:
     def input_paths(self) -> list[Path]:
         """The experiment file and every working-tree source: inputs no agent may see."""
         paths = [Path(self.source).resolve()] if self.source is not None else []
-        for arm in self.arms:
+        for arm in (a for top in self.arms for a in (top, *(o for _, o in top.case_overrides))):
             trees = (*(s.tree for s in arm.skills), *arm.context)
             paths.extend(
                 t.source.path.resolve() for t in trees if isinstance(t.source, DirectorySource)

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.errors import InvocationError
-from sevro_core.experiments.arms import resolve_arms
+from sevro_core.experiments.arms import ResolvedArm, resolve_arms
 from sevro_core.experiments.bundles import load_bundle
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.experiments.loading import DEFAULT_REPETITIONS, Arm, Comparison
@@ -65,22 +65,24 @@ def skilleval_run(
     ``route_given``: ``--model`` or ``--effort`` was passed, so it wins over the groups' model."""
     groups = _selected_groups(definition, selection)
     variants = (selection.variant,) if selection.variant else VARIANTS
-    first = groups[0]
-    _same_environment(groups, definition)
-    arms, names = _arms(first, VARIANTS, definition.root, route_given)
+    if not route_given:
+        _same_route(groups, definition)
+    resolved: list[tuple[ResolvedArm, ...]] = []
+    cases = []
     for group in groups:
+        arms, names = _arms(group, VARIANTS, definition.root, route_given)
         if group.type == "description":  # whatever is selected: the definition itself is wrong
             _description_only(arms, group)
-    resolved = resolve_arms([arm for arm in arms if arm.id in variants])
-    cases = tuple(_case(group, variants, names, definition.root) for group in groups)
+        resolved.append(resolve_arms([arm for arm in arms if arm.id in variants]))
+        cases.append(_case(group, variants, names, definition.root))
     design = ExperimentDesign(
-        arms=resolved,
+        arms=_suite_arms(groups, resolved),
         comparisons=(Comparison(*VARIANTS),) if len(variants) == 2 else (),
         repetitions=repetitions or DEFAULT_REPETITIONS,
         source=str(definition.path),
         origin=_origin(definition, groups, variants),
     )
-    return SkillEvalRun(design, cases, _notes(groups))
+    return SkillEvalRun(design, tuple(cases), _notes(groups))
 
 
 def _selected_groups(definition: Definition, selection: Selection) -> tuple[Group, ...]:
@@ -109,20 +111,31 @@ def _selected_groups(definition: Definition, selection: Selection) -> tuple[Grou
     )
 
 
-def _environment(group: Group) -> tuple[Any, ...]:
-    return (group.variants, group.model, group.thinking)
-
-
-def _same_environment(groups: Sequence[Group], definition: Definition) -> None:
-    """One run has one pair of arms, so every selected group must declare the same variants."""
+def _same_route(groups: Sequence[Group], definition: Definition) -> None:
+    """One run has one route per arm, so the selected groups must declare the same model."""
     for group in groups[1:]:
-        if _environment(group) != _environment(groups[0]):
+        if (group.model, group.thinking) != (groups[0].model, groups[0].thinking):
             raise InvocationError(
-                f"groups {groups[0].id!r} and {group.id!r} declare different variant "
-                "environments (sources, skills, target, context or model); one sevro run has "
-                "one baseline and one candidate arm: select one group with --group",
+                f"groups {groups[0].id!r} and {group.id!r} declare different models; one sevro "
+                "run has one route per arm: select one group with --group, or pass --model",
                 source=definition.path,
             )
+
+
+def _suite_arms(
+    groups: Sequence[Group], resolved: Sequence[tuple[ResolvedArm, ...]]
+) -> tuple[ResolvedArm, ...]:
+    """The arms of the run: the groups' own when they all declare the same variants, else the
+    first group's, each carrying every group's environment for that group's case."""
+    if all(group.variants == groups[0].variants for group in groups):
+        return resolved[0]
+    return tuple(
+        evolve(
+            arm,
+            case_overrides=tuple((g.id, arms[i]) for g, arms in zip(groups, resolved, strict=True)),
+        )
+        for i, arm in enumerate(resolved[0])
+    )
 
 
 def _arms(
