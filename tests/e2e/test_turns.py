@@ -87,6 +87,9 @@ def test_each_turn_is_graded_on_what_it_left(sevro_project: SevroProject) -> Non
     found = {c["id"]: c["status"] for c in evidence["checks"]}
     assert found == {c["id"]: "passed" for c in POSITIVE} | {c["id"]: "failed" for c in NEGATIVE}
     assert done.exit_code == 1, done.stdout + done.stderr
+    details = {c["id"]: c.get("detail") for c in evidence["checks"]}
+    assert details["t1-final-notes"] == "after turn 1: 'notes.txt' does not equal the expected text"
+    assert details["t2-reply-is-last"] == "after turn 2: the reply does not equal the expected text"
     assert evidence["turnsCompleted"] == 3
     (turns,) = [o for o in evidence["observations"] if o["id"] == "sevro.observation.turns"]
     assert [(t["turn"], t["reply"], t.get("workspace")) for t in turns["data"]["turns"]] == [
@@ -188,3 +191,13 @@ def test_bad_turn_declarations_are_refused_nothing_run(
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert message in done.stderr, done.stderr
     assert not sevro_project.results.exists()
+
+
+def test_the_turn_a_failed_check_graded_is_on_screen(sevro_project: SevroProject) -> None:
+    case = turns_case(sevro_project, ["Start.", "Again.", "Again."], NEGATIVE[:1])
+    host = sevro_project.script(default=THREE_TURNS)
+    done = sevro_project.sevro(
+        "run", case, "--host-config", host, "--results-root", sevro_project.results
+    )
+    assert done.exit_code == 1
+    assert "after turn 1: 'notes.txt' does not equal the expected text" in done.stdout + done.stderr

@@ -36,6 +36,7 @@ from sevro_core.limits import (
 )
 from sevro_core.models import (
     CancelToken,
+    CheckDeclaration,
     CheckOutcome,
     HostRequest,
     HostResult,
@@ -472,7 +473,9 @@ def _grade(
             message = f"{type(exc).__name__}: {exc}"
         else:
             if problem is None:
-                by_id[declaration.id] = evolve(outcome, observations=())
+                by_id[declaration.id] = evolve(
+                    outcome, observations=(), detail=_turn_detail(declaration, outcome.detail)
+                )
                 observations.update((o.id, o) for o in outcome.observations)
                 continue
             message = problem
@@ -488,6 +491,13 @@ def _grade(
         )
     ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
     return ordered, error
+
+
+def _turn_detail(declaration: CheckDeclaration, detail: str | None) -> str | None:
+    """A turn-scoped check's detail says which turn it graded, where users read failures."""
+    if detail is None or declaration.turn is None:
+        return detail
+    return f"after turn {declaration.turn}: {detail}"
 
 
 def _check_observations_problem(
