@@ -312,3 +312,18 @@ def test_the_example_suite_runs_whole(tmp_path: Path) -> None:
     rows = {r["comparison"]: r["transitions"] for r in run["statistics"]["checkTransitions"]}
     assert rows["status-complete"]["fail-to-pass"] == 1
     assert rows["target-read-by-two"]["pass-to-pass"] == 1
+
+
+def test_report_json_carries_the_definition_and_validates(tmp_path: Path) -> None:
+    from sevro_core.formats.schemas import validate_input
+
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root)
+    run = _run(root, tmp_path / "r", "suite.json", "--trials", "1")
+    report = sevro(root, "report", "--json", Path(run["_evidence"]).parent)
+    assert report.exit_code == 0, report.stderr
+    document = json.loads(report.stdout)
+    validate_input("report.v1", document, source="report")
+    (experiment,) = document["experiments"]
+    assert experiment["skillEval"]["suite"] == "release-skill"
+    assert len(experiment["statistics"]["checkTransitions"]) == 4
