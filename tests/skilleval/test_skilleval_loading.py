@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -456,3 +457,35 @@ def test_description_rule_holds_whatever_variant_is_selected(repo: Path) -> None
     seed.write_json(repo / "groups" / "not-description-only.json", group)
     with pytest.raises(InvocationError, match="body differs"):
         mapped(repo, "groups/not-description-only.json", Selection(variant="candidate"))
+
+
+def test_a_fixture_file_is_snapshotted_under_its_name(repo: Path) -> None:
+    group = seed.body_group()
+    group["fixture"] = "fixtures/task/TASK.md"
+    seed.write_json(repo / "groups" / "file-fixture.json", group)
+    (document, _, _), *_ = mapped(repo, "groups/file-fixture.json").cases
+    assert document["fixture"] == {"files": {"TASK.md": "Write result.json.\n"}}
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: (d / "link").symlink_to("TASK.md"), "symbolic link"),
+        (lambda d: (d / "blob.bin").write_bytes(b"\xff\xfe"), "is not UTF-8 text"),
+    ],
+)
+def test_a_fixture_sevro_cannot_snapshot_is_refused(
+    repo: Path, tmp_path: Path, setup: Callable[[Path], Any], message: str
+) -> None:
+    fixture = repo / "fixtures" / "odd"
+    shutil.rmtree(fixture, ignore_errors=True)
+    fixture.mkdir(parents=True)
+    (fixture / "TASK.md").write_text("x\n")
+    setup(fixture)
+    group = seed.body_group()
+    group["fixture"] = "fixtures/odd"
+    path = seed.write_json(repo / "groups" / "odd.json", group)
+    with pytest.raises(InvocationError) as caught:
+        mapped(repo, "groups/odd.json")
+    assert (caught.value.source, caught.value.pointer) == (str(path), "/fixture")
+    assert message in caught.value.message

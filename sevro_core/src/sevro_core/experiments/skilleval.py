@@ -265,6 +265,7 @@ def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: 
         fixture = _path_string(fixture, shown, join_pointer(base, "fixture"))
         _contained(root / fixture, root, shown, join_pointer(base, "fixture"), must_exist=True)
     variants = _variants(document["variants"], root, shown, join_pointer(base, "variants"))
+    model, thinking = _model(document.get("model"), shown, join_pointer(base, "model"))
     return Group(
         path=path,
         pointer=base,
@@ -285,8 +286,8 @@ def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: 
         review_questions=_strings(
             document["review_questions"], shown, join_pointer(base, "review_questions")
         ),
-        model=_model(document.get("model"), shown, join_pointer(base, "model"))[0],
-        thinking=_model(document.get("model"), shown, join_pointer(base, "model"))[1],
+        model=model,
+        thinking=thinking,
     )
 
 

@@ -246,7 +246,10 @@ def _fixture_files(group: Group, root: Path) -> dict[str, str]:
     files: a source read bounded, symlinks and special files refused, text only."""
     if group.fixture is None:
         return {}
-    tree = read_source(DirectorySource(root / group.fixture))
+    try:
+        tree = read_source(DirectorySource(root / group.fixture))
+    except InvocationError as error:
+        raise InvocationError(error.message, source=group.path, pointer="/fixture") from None
     files: dict[str, str] = {}
     for entry in tree.files:
         try:
