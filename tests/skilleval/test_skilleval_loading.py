@@ -288,6 +288,13 @@ def _expectation(**fields: Any) -> Edit:
     return edit
 
 
+def _no_target_baseline(document: dict[str, Any]) -> None:
+    document["variants"]["baseline"].update(skills=[], target=None)
+    document["expectations"] = [
+        {"id": "e", "variant": "baseline", "kind": "skill-read", "expect": "never"}
+    ]
+
+
 BAD: list[tuple[str, Edit, str, str]] = [
     ("version", _set("/schema_version", 2), "/schema_version", "schema_version must be 1"),
     ("version-bool", _set("/schema_version", True), "/schema_version", "schema_version"),
@@ -365,6 +372,11 @@ BAD: list[tuple[str, Edit, str, str]] = [
     ("json-bad-pointer", _expectation(kind="json", path="r.json", expect="field-present",
                                       pointer="x"),
      "/expectations/0/pointer", "JSON Pointer"),
+    ("json-bad-escape", _expectation(kind="json", path="r.json", expect="field-absent",
+                                     pointer="/a~2b"),
+     "/expectations/0/pointer", "escapes only 0 and 1"),
+    ("skill-read-no-target", _no_target_baseline, "/expectations/0/variant",
+     "target, which is null"),
     ("changed-glob", _expectation(kind="changed-paths", expect="equals", paths=["*.md"]),
      "/expectations/0/paths/0", "literally"),
     ("changed-empty", _expectation(kind="changed-paths", expect="equals", paths=[]),

@@ -8,6 +8,7 @@ loader (:mod:`sevro_core.experiments.skilleval`), never dropped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -155,8 +156,14 @@ def _json(fields: Mapping[str, Any], expect: str, refuse: Any) -> tuple[str, dic
     config: dict[str, JsonValue] = {"path": path, "expect": JSON_STATES[expect]}
     if needs_pointer:
         pointer = fields["pointer"]
-        if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):
-            raise refuse("a JSON Pointer is '' or begins with '/'", "pointer")
+        if (
+            not isinstance(pointer, str)
+            or (pointer and not pointer.startswith("/"))
+            or re.search("~(?![01])", pointer)
+        ):
+            raise refuse(
+                "a JSON Pointer is '' or begins with '/'; '~' escapes only 0 and 1", "pointer"
+            )
         config["pointer"] = pointer
     if expect == "field-equals":
         config["value"] = fields["value"]
