@@ -458,3 +458,53 @@ def test_the_skill_ab_example_shows_the_skill_helping_and_only_when_it_does(
     (comparison,) = statistics["comparisons"]
     assert comparison["pooled"]["verdict"] == "no detectable difference"
     assert comparison["pooled"]["transitions"]["fixed"] == 0
+
+
+SKILL_CREATOR = ROOT / "examples" / "skill-creator"
+
+
+def _skill_creator(project: SevroProject, host: Path) -> dict[str, Any]:
+    done = project.sevro(
+        "run",
+        SKILL_CREATOR / "evals.json",
+        "--skill",
+        SKILL_CREATOR / "skills" / "changelog",
+        "--host-config",
+        host,
+        "--trials",
+        "2",
+        "--results-root",
+        project.results,
+    )
+    assert done.exit_code == 1, done.stdout + done.stderr  # q03 never triggers
+    (run_json,) = project.results.glob("*/run.json")
+    (arm,) = json.loads(run_json.read_text())["statistics"]["triggers"]["arms"]
+    shutil.rmtree(project.results)
+    return dict(arm)
+
+
+def test_the_skill_creator_example_measures_the_reads_it_claims(
+    sevro_project: SevroProject,
+) -> None:
+    """docs/skill-creator.md runs examples/skill-creator: the scripted model reads the skill for
+    two of the three trigger queries (recall 2/3, precision 1). Controls: without those reads
+    recall is 0; reading it for every query brings the false positives into precision."""
+    require_sandbox()
+    documented = _skill_creator(sevro_project, SKILL_CREATOR / "host.json")
+    assert [q["triggered"] for q in documented["queries"]] == [2, 2, 0, 0, 0]
+    pooled = documented["pooled"]
+    assert pooled["recall"]["value"] == pytest.approx(2 / 3)
+    assert pooled["precision"]["value"] == 1.0
+    host = json.loads((SKILL_CREATOR / "host.json").read_text())
+    careless = copy.deepcopy(host)
+    for script in careless["cases"].values():
+        script["turns"][0] = [s for s in script["turns"][0] if "read" not in s]
+    blind = _skill_creator(sevro_project, sevro_project.write_json("blind.json", careless))
+    assert blind["pooled"]["recall"]["value"] == 0.0
+    assert blind["pooled"]["precision"]["value"] is None  # nothing triggered: unknown, not 0
+    eager = copy.deepcopy(host)
+    (read,) = [s for s in host["cases"][next(iter(host["cases"]))]["turns"][0] if "read" in s]
+    eager["default"]["turns"][0].insert(0, read)
+    eager_arm = _skill_creator(sevro_project, sevro_project.write_json("eager.json", eager))
+    assert eager_arm["pooled"]["falsePositives"] == 4
+    assert eager_arm["pooled"]["precision"]["value"] == pytest.approx(6 / 10)

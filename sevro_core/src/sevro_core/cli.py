@@ -467,9 +467,14 @@ def validate(
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
         from sevro_core.run.skilleval import load_skilleval, skilleval_file
+        from sevro_core.run.triggerset import trigger_set_file, trigger_set_summary
 
-        definition = skilleval_file(files)
         path = experiment_file(files)
+        definition = skilleval_file(files) if path is None else None
+        triggers = trigger_set_file(files) if path is None and definition is None else None
+        if triggers is not None:  # its cases are made by sevro; the set is what can be wrong
+            typer.echo(trigger_set_summary(triggers))
+            return
         design: Any
         if definition is not None:
             design, cases = load_skilleval(definition, None)

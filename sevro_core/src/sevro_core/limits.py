@@ -12,6 +12,8 @@ MIB = 1024 * KIB
 MAX_CASE_FILE_BYTES = 8 * MIB
 MAX_CASE_FILES_IN_DIRECTORY = 1024
 MAX_CASES_PER_RUN = 1024
+MAX_TRIGGER_QUERIES = 512
+"""Queries in one skill-creator trigger eval set (each is a case of the run)."""
 MAX_CASE_ID_LENGTH = 128
 MAX_PROMPT_BYTES = 1 * MIB
 MAX_TURNS_PER_CASE = 64

@@ -138,16 +138,22 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
     from sevro_core.run.loading import load_cases
     from sevro_core.run.skilleval import load_skilleval, skilleval_file
+    from sevro_core.run.triggerset import load_trigger_experiment, trigger_set_file
 
     path = experiment_file(flags.cases)
+    definition = skilleval_file(flags.cases) if path is None else None
+    triggers = trigger_set_file(flags.cases) if path is None and definition is None else None
     design: ExperimentDesign | None
-    definition = skilleval_file(flags.cases)
     if definition is None and (flags.group is not None or flags.variant is not None):
         raise InvocationError("--group and --variant select from a skill-eval definition")
     if definition is not None:
         if flags.skill or flags.baseline is not None:
             raise InvocationError(f"--skill and --baseline: {definition} declares its variants")
         design, cases = load_skilleval(definition, flags)
+    elif triggers is not None:
+        design, cases = load_trigger_experiment(
+            triggers, flags.skill or [], flags.baseline, flags.trials
+        )
     elif path is not None:
         if flags.skill or flags.baseline is not None:
             raise InvocationError(

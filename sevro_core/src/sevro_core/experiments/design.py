@@ -43,6 +43,8 @@ class ExperimentDesign:
     origin: Mapping[str, Any] | None = None
     """A skill-eval definition's selection, comparisons and review questions (run.json's
     ``experiment.skillEval``), None for sevro's own forms."""
+    trigger_set: Mapping[str, Any] | None = None
+    """A skill-creator trigger eval set's queries (``triggerSet`` in ``run.json``), or None."""
 
     def arm(self, arm_id: str) -> ResolvedArm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -67,6 +69,8 @@ class ExperimentDesign:
         }
         if self.origin is not None:
             document["skillEval"] = dict(self.origin)
+        if self.trigger_set is not None:
+            document["triggerSet"] = dict(self.trigger_set)
         return document
 
 

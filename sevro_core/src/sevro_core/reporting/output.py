@@ -222,6 +222,12 @@ def render_summary(
         out += "".join(f"  {verdict_sentence(c)}\n" for c in statistics["comparisons"])
         if not statistics["comparisons"]:
             out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
+        if "triggers" in statistics:
+            from sevro_core.reporting.experiment import trigger_change_sentences, trigger_sentences
+
+            triggers = statistics["triggers"]
+            lines = [*trigger_sentences(triggers), *trigger_change_sentences(triggers)]
+            out += "".join(f"  {line}\n" for line in lines)
     if skill_eval is not None:
         from sevro_core.reporting.skilleval import skilleval_lines
 
