@@ -501,3 +501,20 @@ def test_a_fixture_sevro_cannot_snapshot_is_refused(
         mapped(repo, "groups/odd.json")
     assert (caught.value.source, caught.value.pointer) == (str(path), "/fixture")
     assert message in caught.value.message
+
+
+def test_variant_selection_of_a_heterogeneous_suite_keeps_each_groups_environment(
+    repo: Path,
+) -> None:
+    run = mapped(repo, "suite.json", Selection(variant="candidate"))
+    (candidate,) = run.design.arms
+    assert candidate.id == "candidate"
+    assert [c for c, _ in candidate.case_overrides] == [
+        "natural-activation",
+        "retained-artifact-behavior",
+    ]
+    assert [s.bundle.name for s in candidate.for_case("retained-artifact-behavior").skills] == [
+        "support",
+        "target",
+    ]
+    assert all(c["arm"] == "candidate" for d, _, _ in run.cases for c in d["checks"])
