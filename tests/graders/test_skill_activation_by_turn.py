@@ -47,6 +47,7 @@ def grade(configuration: dict[str, Any], data: Any, **kw: Any) -> Any:
 
 BY_2 = {"expect": "read-by-turn", "turn": 2}
 NOT_BEFORE_2 = {"expect": "not-before-turn", "turn": 2}
+ON_2 = {"expect": "read-on-turn", "turn": 2}
 
 
 @pytest.mark.parametrize(
@@ -64,6 +65,15 @@ NOT_BEFORE_2 = {"expect": "not-before-turn", "turn": 2}
         (NOT_BEFORE_2, skills((1, "read")), CheckStatus.FAILED),
         (NOT_BEFORE_2, skills((1, "partial")), CheckStatus.UNAVAILABLE),
         ({"expect": "not-before-turn", "turn": 1}, skills((1, "read")), CheckStatus.PASSED),
+        (ON_2, skills((2, "read")), CheckStatus.PASSED),
+        (ON_2, skills((2, "partial"), (2, "read")), CheckStatus.PASSED),
+        (ON_2, skills((2, "read"), (3, "read")), CheckStatus.PASSED),
+        (ON_2, skills((1, "read"), (2, "read")), CheckStatus.FAILED),
+        (ON_2, skills((1, "read")), CheckStatus.FAILED),
+        (ON_2, skills((3, "read")), CheckStatus.FAILED),
+        (ON_2, skills((2, "partial")), CheckStatus.FAILED),
+        (ON_2, skills(), CheckStatus.FAILED),
+        (ON_2, skills((1, "partial"), (2, "read")), CheckStatus.UNAVAILABLE),
     ],
 )
 def test_controls(configuration: dict[str, Any], data: Any, status: CheckStatus) -> None:
@@ -78,9 +88,12 @@ def test_details_name_the_turns() -> None:
     assert grade(NOT_BEFORE_2, skills((1, "read"))).detail == (
         "skill 'notes' was read before turn 2 (turn 1, ordinal 0)"
     )
+    assert grade(ON_2, skills((3, "read"))).detail == (
+        "skill 'notes' was not read in full on turn 2 (first read on turn 3)"
+    )
 
 
-@pytest.mark.parametrize("configuration", [BY_2, NOT_BEFORE_2])
+@pytest.mark.parametrize("configuration", [BY_2, NOT_BEFORE_2, ON_2])
 def test_partial_evidence_is_unavailable(configuration: dict[str, Any]) -> None:
     outcome = grade(configuration, skills(), completeness=Completeness.PARTIAL)
     assert outcome.status is CheckStatus.UNAVAILABLE
@@ -98,6 +111,7 @@ def test_a_read_without_a_turn_is_a_grading_error() -> None:
     [
         {"expect": "read-by-turn"},
         {"expect": "not-before-turn"},
+        {"expect": "read-on-turn"},
         {"expect": "read", "turn": 1},
         {"expect": "read-by-turn", "turn": 0},
         {"expect": "read-by-turn", "turn": "2"},

@@ -109,6 +109,7 @@ from sevro_core.plugin.protocols import (
 from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
+from sevro_core.reporting.skilleval import render_skilleval
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 from sevro_core.vocabulary import (
     COMMANDS_OBSERVATION,
@@ -254,6 +255,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "sandbox_check",
     "trial_ranges",
     "render_experiment_statistics",
+    "render_skilleval",
     "unit_key",
     # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses
     "AgentCliConfig",

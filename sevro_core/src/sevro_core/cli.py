@@ -189,6 +189,16 @@ BaselineOpt = Annotated[
         show_default=False,
     ),
 ]
+GroupOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="skill-eval suite: run one group, by id or one-based position.", show_default=False
+    ),
+]
+VariantOpt = Annotated[
+    str | None,
+    typer.Option(help="skill-eval definition: run one variant, baseline or candidate."),
+]
 FailOnRegressionOpt = Annotated[
     bool,
     typer.Option("--fail-on-regression", help="Exit 1 when a comparison's verdict is regressed."),
@@ -351,6 +361,8 @@ def run(
     host_setting: HostSettingOpt = None,
     skill: SkillOpt = None,
     baseline: BaselineOpt = None,
+    group: GroupOpt = None,
+    variant: VariantOpt = None,
     fail_on_regression: FailOnRegressionOpt = False,
     trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
@@ -422,7 +434,9 @@ def _execute(plan: Any, flags: Any) -> Any:
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:
-        sys.stdout.write(render_summary(outcome.result, outcome.statistics))
+        experiment = plan.settings.experiment
+        origin = experiment.origin if experiment is not None else None
+        sys.stdout.write(render_summary(outcome.result, outcome.statistics, origin))
     return outcome
 
 
@@ -452,14 +466,20 @@ def validate(
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
+        from sevro_core.run.skilleval import load_skilleval, skilleval_file
         from sevro_core.run.triggerset import trigger_set_file, trigger_set_summary
 
         path = experiment_file(files)
-        triggers = trigger_set_file(files) if path is None else None
+        definition = skilleval_file(files) if path is None else None
+        triggers = trigger_set_file(files) if path is None and definition is None else None
         if triggers is not None:  # its cases are made by sevro; the set is what can be wrong
             typer.echo(trigger_set_summary(triggers))
             return
-        design, cases = load_experiment(path, None) if path else (None, load_cases(files))
+        design: Any
+        if definition is not None:
+            design, cases = load_skilleval(definition, None)
+        else:
+            design, cases = load_experiment(path, None) if path else (None, load_cases(files))
         validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:
         _fail(exc, as_json=False)

@@ -54,6 +54,8 @@ class RunFlags:
     plugin: list[Path] | None
     log_format: str
     verbose: int
+    group: str | None = None
+    variant: str | None = None
 
 
 def positive_int(value: int, flag: str, maximum: int) -> int:
@@ -135,12 +137,20 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
     from sevro_core.run.loading import load_cases
+    from sevro_core.run.skilleval import load_skilleval, skilleval_file
     from sevro_core.run.triggerset import load_trigger_experiment, trigger_set_file
 
     path = experiment_file(flags.cases)
-    triggers = trigger_set_file(flags.cases) if path is None else None
+    definition = skilleval_file(flags.cases) if path is None else None
+    triggers = trigger_set_file(flags.cases) if path is None and definition is None else None
     design: ExperimentDesign | None
-    if triggers is not None:
+    if definition is None and (flags.group is not None or flags.variant is not None):
+        raise InvocationError("--group and --variant select from a skill-eval definition")
+    if definition is not None:
+        if flags.skill or flags.baseline is not None:
+            raise InvocationError(f"--skill and --baseline: {definition} declares its variants")
+        design, cases = load_skilleval(definition, flags)
+    elif triggers is not None:
         design, cases = load_trigger_experiment(
             triggers, flags.skill or [], flags.baseline, flags.trials
         )

@@ -32,7 +32,8 @@ READ = "read"
 NOT_READ = "not-read"
 READ_BY_TURN = "read-by-turn"
 NOT_BEFORE_TURN = "not-before-turn"
-TURN_SCOPED = (READ_BY_TURN, NOT_BEFORE_TURN)
+READ_ON_TURN = "read-on-turn"
+TURN_SCOPED = (READ_BY_TURN, NOT_BEFORE_TURN, READ_ON_TURN)
 
 
 @frozen
@@ -77,7 +78,10 @@ class SkillActivationCheck:
     def _grade_by_turn(
         self, check_id: str, name: str, touches: Sequence[Mapping[str, JsonValue]]
     ) -> CheckOutcome:
-        """Turn-scoped expectations, from the ``turn`` every read entry carries."""
+        """Turn-scoped expectations, from the ``turn`` every read entry carries.
+
+        ``read-on-turn N`` is skill-eval's ``on-turn``: the first full read happened on turn N
+        (a full read on N, and nothing before N that was or may have been one)."""
         assert self.turn is not None
         if not all(isinstance(r.get("turn"), int) for r in touches):
             raise GradingError("malformed sevro.skills observation")
@@ -92,6 +96,14 @@ class SkillActivationCheck:
                 check_id,
                 CheckStatus.FAILED,
                 f"skill {name!r} was not read in full by turn {turn}{suffix}",
+            )
+        if self.expect == READ_ON_TURN and not any(_turn(r) == turn for r in full):
+            first_turn = min((_turn(r) for r in full), default=None)
+            suffix = f" (first read on turn {first_turn})" if first_turn is not None else ""
+            return self._outcome(
+                check_id,
+                CheckStatus.FAILED,
+                f"skill {name!r} was not read in full on turn {turn}{suffix}",
             )
         early = [r for r in touches if _turn(r) < turn]
         early_read = [r for r in early if r.get("status") == READ]

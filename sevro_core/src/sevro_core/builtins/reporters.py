@@ -130,13 +130,15 @@ class MarkdownReporter:
 
 def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each experiment's (or --compare's) verdict, per-case table, activation and rates."""
-    from sevro_core.api import render_experiment_statistics
+    from sevro_core.api import render_experiment_statistics, render_skilleval
 
     lines: list[str] = []
     for experiment in experiments:
         arms = ", ".join(f"{a['id']} = run {a['runId']}" for a in experiment["arms"])
         lines += ["", "## Experiment", "", f"Arms: {_cell(arms)}.", ""]
         lines += render_experiment_statistics(experiment["statistics"])
+        if "skillEval" in experiment:
+            lines += ["", *render_skilleval(experiment["skillEval"], experiment["statistics"])]
     return lines
 
 

@@ -46,6 +46,9 @@ class ResolvedArm:
     context: tuple[SourceTree, ...]
     target: str | None
     """The skill whose activation is measured: the declared one, or the only skill."""
+    case_overrides: tuple[tuple[str, ResolvedArm], ...] = ()
+    """Per case id, the environment this arm mounts for that case instead (a skill-eval suite's
+    groups each declare their own variants); empty for sevro's own experiments."""
 
     @property
     def id(self) -> str:
@@ -54,7 +57,7 @@ class ResolvedArm:
     @property
     def evaluated(self) -> dict[str, Any]:
         """What the arm evaluates, byte for byte: two arms with equal values are one arm."""
-        return {
+        evaluated: dict[str, Any] = {
             "skills": sorted([s.bundle.name, s.tree.fingerprint] for s in self.skills),
             "target": self.target,
             "context": [tree.fingerprint for tree in self.context],
@@ -62,6 +65,20 @@ class ResolvedArm:
             "model": self.arm.model,
             "effort": self.arm.effort,
         }
+        if self.case_overrides:  # only then, so other arms keep their fingerprints
+            evaluated["cases"] = [[case, arm.evaluated] for case, arm in self.case_overrides]
+        return evaluated
+
+    def for_case(self, case_id: str) -> ResolvedArm:
+        """The environment this arm mounts for ``case_id``."""
+        return next((arm for case, arm in self.case_overrides if case == case_id), self)
+
+    @property
+    def mounts_anything(self) -> bool:
+        """Whether any case of this arm mounts skills or context."""
+        return bool(self.skills or self.context) or any(
+            arm.mounts_anything for _, arm in self.case_overrides
+        )
 
     @property
     def fingerprint(self) -> str:
@@ -84,6 +101,11 @@ class ResolvedArm:
             "host": self.arm.host,
             "model": self.arm.model,
             "effort": self.arm.effort,
+            **(
+                {"cases": [{"caseId": c, **arm.to_json()} for c, arm in self.case_overrides]}
+                if self.case_overrides
+                else {}
+            ),
         }
 
     def bundles(self) -> tuple[MountedSkillBundle, ...]:

@@ -449,6 +449,8 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
             for c in statistics["comparisons"]
         ],
     }
+    if "checkTransitions" in statistics:
+        counts["checkTransitions"] = statistics["checkTransitions"]
     if "triggers" in statistics:
         from sevro_core.experiments.triggers import counts_of_statistics
 
@@ -541,6 +543,11 @@ def statistics_of_run(
             if counts_only
             else trigger_statistics(arms, trigger_set, listed, repetitions, design[1])
         )
+    origin = experiment.get("skillEval")
+    if isinstance(origin, Mapping):  # a skill-eval definition's comparisons, as transitions
+        from sevro_core.experiments.skillevaltransitions import check_transitions
+
+        document["checkTransitions"] = check_transitions(origin, listed, repetitions)
     return document
 
 

@@ -40,6 +40,9 @@ class ExperimentDesign:
     repetitions: int
     source: str | None
     """The experiment file, or None for the quick form."""
+    origin: Mapping[str, Any] | None = None
+    """A skill-eval definition's selection, comparisons and review questions (run.json's
+    ``experiment.skillEval``), None for sevro's own forms."""
     trigger_set: Mapping[str, Any] | None = None
     """A skill-creator trigger eval set's queries (``triggerSet`` in ``run.json``), or None."""
 
@@ -49,7 +52,7 @@ class ExperimentDesign:
     def input_paths(self) -> list[Path]:
         """The experiment file and every working-tree source: inputs no agent may see."""
         paths = [Path(self.source).resolve()] if self.source is not None else []
-        for arm in self.arms:
+        for arm in (a for top in self.arms for a in (top, *(o for _, o in top.case_overrides))):
             trees = (*(s.tree for s in arm.skills), *arm.context)
             paths.extend(
                 t.source.path.resolve() for t in trees if isinstance(t.source, DirectorySource)
@@ -64,6 +67,8 @@ class ExperimentDesign:
                 {"control": c.control, "treatment": c.treatment} for c in self.comparisons
             ],
         }
+        if self.origin is not None:
+            document["skillEval"] = dict(self.origin)
         if self.trigger_set is not None:
             document["triggerSet"] = dict(self.trigger_set)
         return document

@@ -25,6 +25,8 @@ RESERVED_FLAGS = frozenset(
         "--dry",
         "--effort",
         "--fail-on-regression",
+        "--group",
+        "--variant",
         "--help",
         "--host",
         "--host-config",

@@ -182,9 +182,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_summary(result: dict[str, Any], statistics: Mapping[str, Any] | None = None) -> str:
+def render_summary(
+    result: dict[str, Any],
+    statistics: Mapping[str, Any] | None = None,
+    skill_eval: Mapping[str, Any] | None = None,
+) -> str:
     """The run's table (an experiment's rows are ``case@arm``), its states, failures and, for an
-    experiment, each comparison's verdict in one sentence."""
+    experiment, each comparison's verdict in one sentence; for a skill-eval definition what was
+    not selected and each comparison's transitions."""
     from sevro_core.models import unit_key
 
     rows = []
@@ -223,6 +228,10 @@ def render_summary(result: dict[str, Any], statistics: Mapping[str, Any] | None 
             triggers = statistics["triggers"]
             lines = [*trigger_sentences(triggers), *trigger_change_sentences(triggers)]
             out += "".join(f"  {line}\n" for line in lines)
+    if skill_eval is not None:
+        from sevro_core.reporting.skilleval import skilleval_lines
+
+        out += skilleval_lines(skill_eval, statistics)
     if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
         out += f"exit 1: {result['diagnostic']['message']}\n"
     out += f"evidence={result['evidencePath']}\n"

@@ -479,6 +479,12 @@ class _VerifiedRun:
     trials: Mapping[tuple[str, int], Mapping[str, Any]]
 
 
+def _skill_eval(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A skill-eval definition's selection and review questions, when the run has them."""
+    origin = (run.get("experiment") or {}).get("skillEval")
+    return {"skillEval": origin} if origin is not None else {}
+
+
 def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[str, Any]]:
     """The statistics each experiment run carries, or the comparison of the two runs given."""
     from sevro_core.reporting.comparing import compare_runs, run_statistics
@@ -492,6 +498,7 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
                     for arm in v.run["arms"]
                 ],
                 "statistics": run_statistics(v.run, v.result, v.trials.values()),
+                **_skill_eval(v.run),
             }
             for v in verified
             if v.run.get("arms")

@@ -188,7 +188,7 @@ def _mount_arm(run: _Trial) -> None:
     arm = run.planned.arm
     assert arm is not None
     try:
-        resolved = arm.resolved.verified()
+        resolved = arm.resolved.for_case(run.planned.case.id).verified()
     except Exception:
         remove_tree(run.workspace)
         remove_tree(run.private)
@@ -223,14 +223,14 @@ def _run_candidate(
     )
     result, execution, error = _run_host(run.plan.host_for(run.planned), request)
     if result is not None and run.planned.arm is not None:
-        result = _stamp_arm(result, run.planned.arm)
+        result = _stamp_arm(result, run.planned.arm, run.planned.case.id)
     return result, execution, error
 
 
-def _stamp_arm(result: HostResult, arm: PlannedArm) -> HostResult:
+def _stamp_arm(result: HostResult, arm: PlannedArm, case_id: str) -> HostResult:
     """Name the arm and its target skill in the host's ``sevro.skills`` observation."""
     stamped = tuple(
-        evolve(o, data={**o.data, "arm": arm.id, "target": arm.resolved.target})
+        evolve(o, data={**o.data, "arm": arm.id, "target": arm.resolved.for_case(case_id).target})
         if o.id == SKILLS_OBSERVATION and isinstance(o.data, Mapping)
         else o
         for o in result.observations

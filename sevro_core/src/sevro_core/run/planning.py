@@ -257,7 +257,7 @@ def _plan_arms(registry: Registry, settings: RunSettings) -> tuple[PlannedArm, .
         )
         host_plugin, host = _configure_host(registry, settings, arm.host or settings.host, options)
         places = skill_places_of(host_plugin)
-        if places is None and (resolved.skills or resolved.context):
+        if places is None and resolved.mounts_anything:
             raise InvocationError(
                 f"arm {arm.id!r} mounts skills or context, but host {host_plugin.id} declares "
                 "no place where its CLI finds them (skill_places)"
