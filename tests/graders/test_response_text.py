@@ -20,12 +20,12 @@ REPLY = "Released v2.1.0: 3 fixes.\nSee CHANGELOG.md."
     [
         ({"contains": "v2.1.0"}, CheckStatus.PASSED, None),
         ({"contains": ["v2.1.0", "CHANGELOG.md"]}, CheckStatus.PASSED, None),
-        ({"contains": ["v2.1.0", "v3"]}, CheckStatus.FAILED, "contains[1] ('v3')"),
+        ({"contains": ["v2.1.0", "v3"]}, CheckStatus.FAILED, "does not contain contains[1]"),
         ({"equals": REPLY}, CheckStatus.PASSED, None),
         ({"equals": REPLY + "\n"}, CheckStatus.FAILED, "does not equal"),
         ({"equals": REPLY.lower()}, CheckStatus.FAILED, "does not equal"),
         ({"notContains": "error"}, CheckStatus.PASSED, None),
-        ({"notContains": ["error", "fixes"]}, CheckStatus.FAILED, "notContains[1] ('fixes')"),
+        ({"notContains": ["error", "fixes"]}, CheckStatus.FAILED, "contains notContains[1]"),
         ({"matches": r"^See \S+\.md\.$"}, CheckStatus.PASSED, None),  # multiline
         ({"matches": "^see"}, CheckStatus.FAILED, "does not match"),
         ({"matches": "^see", "flags": "i"}, CheckStatus.PASSED, None),

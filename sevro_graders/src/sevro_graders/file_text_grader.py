@@ -16,6 +16,7 @@ from attrs import frozen
 
 from sevro_core.api import CheckOutcome, CheckStatus, JsonValue, TrialView, limits
 from sevro_graders.configuration import check_shape
+from sevro_graders.text_assertions import TextAssertions
 from sevro_graders.workspace_entry import (
     FileBytes,
     file_observation,
@@ -27,18 +28,10 @@ from sevro_graders.workspace_entry import (
 GRADER_ID = "sevro.file-text"
 
 
-def _texts(value: JsonValue) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    assert all(isinstance(item, str) for item in items)
-    return tuple(str(item) for item in items)
-
-
 @frozen
 class FileTextCheck:
     path: str
-    contains: tuple[str, ...] = ()
-    not_contains: tuple[str, ...] = ()
-    equals: str | None = None
+    assertions: TextAssertions
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         found = read_file(view, self.path, limits.MAX_CHECKED_FILE_BYTES)
@@ -50,21 +43,9 @@ class FileTextCheck:
         except UnicodeDecodeError as exc:
             detail = f"{self.path!r} is not valid UTF-8 (at byte {exc.start})"
             return outcome(check_id, GRADER_ID, CheckStatus.FAILED, detail, observation)
-        failure = self.assess(text)
+        failure = self.assertions.first_failure(text, repr(self.path))
         status = CheckStatus.PASSED if failure is None else CheckStatus.FAILED
         return outcome(check_id, GRADER_ID, status, failure, observation)
-
-    def assess(self, text: str) -> str | None:
-        """The first assertion that does not hold, in the order equals, contains, notContains."""
-        if self.equals is not None and text != self.equals:
-            return f"{self.path!r} does not equal the expected text"
-        for index, wanted in enumerate(self.contains):
-            if wanted not in text:
-                return f"{self.path!r} does not contain contains[{index}]"
-        for index, unwanted in enumerate(self.not_contains):
-            if unwanted in text:
-                return f"{self.path!r} contains notContains[{index}]"
-        return None
 
 
 class FileTextGrader:
@@ -78,11 +59,4 @@ class FileTextGrader:
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> FileTextCheck:
         config = check_shape("file-text.v1", configuration)
-        equals = config.get("equals")
-        assert equals is None or isinstance(equals, str)
-        return FileTextCheck(
-            path=workspace_path(config),
-            contains=_texts(config["contains"]) if "contains" in config else (),
-            not_contains=_texts(config["notContains"]) if "notContains" in config else (),
-            equals=equals,
-        )
+        return FileTextCheck(path=workspace_path(config), assertions=TextAssertions.of(config))
