@@ -178,3 +178,85 @@ def test_bad_configuration_is_refused_with_a_pointer(
     with pytest.raises(ConfigurationError) as caught:
         grader.compile(configuration)
     assert caught.value.pointer == pointer
+
+
+# --- the call's argument text (skill-eval's argumentContains / argumentNotContains) ----------
+
+PYTEST = call("command_execution", tool="Bash", text='{"command":"pytest -q tests/unit"}')
+RM = call("command_execution", tool="Bash", text='{"command":"rm -rf build"}')
+CUT = call("command_execution", tool="Bash", text='{"command":"pytest -q tes', textTruncated=True)
+CUT_RM = call("command_execution", tool="Bash", text='{"command":"rm -rf /tm', textTruncated=True)
+RUNS_PYTEST = {"tool": "Bash", "arguments": {"text": {"contains": "pytest"}}}
+UNIT_ONLY = {"contains": ["pytest", "tests/unit"], "notContains": "--lf"}
+
+
+@pytest.mark.parametrize(
+    ("configuration", "data", "status"),
+    [
+        ({**RUNS_PYTEST, "expect": "made"}, calls(RM, PYTEST), CheckStatus.PASSED),
+        ({**RUNS_PYTEST, "expect": "made"}, calls(RM), CheckStatus.FAILED),
+        ({**RUNS_PYTEST, "expect": "not-made"}, calls(RM), CheckStatus.PASSED),
+        ({**RUNS_PYTEST, "expect": "not-made"}, calls(PYTEST), CheckStatus.FAILED),
+        ({**RUNS_PYTEST, "expect": "succeeded"}, calls(PYTEST), CheckStatus.PASSED),
+        (
+            {"tool": "Bash", "arguments": {"text": UNIT_ONLY}, "expect": "made"},
+            calls(PYTEST),
+            CheckStatus.PASSED,
+        ),
+        (
+            {"tool": "Bash", "arguments": {"text": {"notContains": "rm "}}, "expect": "made"},
+            calls(RM),
+            CheckStatus.FAILED,
+        ),
+        # a call whose recorded text was cut short: it may or may not hold the wanted text
+        (
+            {"tool": "Bash", "arguments": {"text": {"contains": "tests/unit"}}, "expect": "made"},
+            calls(CUT),
+            CheckStatus.UNAVAILABLE,
+        ),
+        (
+            {
+                "tool": "Bash",
+                "arguments": {"text": {"contains": "tests/unit"}},
+                "expect": "not-made",
+            },
+            calls(CUT),
+            CheckStatus.UNAVAILABLE,
+        ),
+        (
+            {"tool": "Bash", "arguments": {"text": {"contains": "pytest"}}, "expect": "made"},
+            calls(CUT),
+            CheckStatus.PASSED,
+        ),  # the kept part already shows it
+        (
+            {"tool": "Bash", "arguments": {"text": {"notContains": "rm "}}, "expect": "made"},
+            calls(CUT_RM),
+            CheckStatus.FAILED,
+        ),  # the kept part already rules it out
+        (
+            {**RUNS_PYTEST, "expect": "made"},
+            calls(call("command_execution", tool="Bash")),
+            CheckStatus.UNAVAILABLE,
+        ),  # no text recorded: unknown, never ruled out
+    ],
+)
+def test_argument_text_controls(
+    configuration: dict[str, Any], data: Any, status: CheckStatus
+) -> None:
+    outcome = grade(configuration, data)
+    assert outcome.status is status, outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ({}, "/arguments/text"),
+        ({"contains": ""}, "/arguments/text"),
+        ({"contains": []}, "/arguments/text"),
+        ({"contains": "a", "regex": "b"}, "/arguments/text"),
+    ],
+)
+def test_bad_argument_text_filters_are_refused(text: Any, pointer: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        grader.compile({"tool": "Bash", "expect": "made", "arguments": {"text": text}})
+    assert raised.value.pointer.startswith(pointer), raised.value

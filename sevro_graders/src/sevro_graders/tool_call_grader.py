@@ -2,11 +2,13 @@
 
 It reads the host's ``sevro.tool-calls`` observation, which records for every call its turn,
 ordinal, ``kind`` (``command_execution``, ``file_change``, ``mcp_tool_call``, ``tool_call``...),
-the tool's name where the CLI names it (Claude Code; Codex names only MCP tools), its status and a
-few bounded fields (``paths``, ``skill``, ``server``). Only those recorded fields can be filtered:
-anything else is refused at load, because a filter on an unrecorded argument could never be
-graded honestly. Missing or partial evidence is ``unavailable``; so is a success/failure question
-about a call whose outcome the host did not settle.
+the tool's name where the CLI names it (Claude Code; Codex names only MCP tools), its status, a
+few bounded fields (``paths``, ``skill``, ``server``) and ``text``, the call's arguments as text
+(bounded; ``textTruncated`` when cut). Only those recorded fields can be filtered: anything else
+is refused at load, because a filter on an unrecorded argument could never be graded honestly;
+a call whose text was cut short (or not recorded) where the rest could decide it is neither
+counted nor ruled out. Missing or partial evidence is ``unavailable``; so is a success/failure
+question about a call whose outcome the host did not settle.
 """
 
 from __future__ import annotations
@@ -37,16 +39,36 @@ _SETTLED = {"completed": SUCCEEDED, "failed": FAILED}
 @frozen
 class ArgumentFilter:
     key: str
-    exact: str | None
-    regex: JsRegex | None
+    exact: str | None = None
+    regex: JsRegex | None = None
+    contains: tuple[str, ...] = ()
+    not_contains: tuple[str, ...] = ()
 
-    def matches(self, call: Mapping[str, JsonValue]) -> bool:
+    def matches(self, call: Mapping[str, JsonValue]) -> bool | None:
+        """Whether the call matches; None when the recorded value was cut short and the part
+        cut off could decide it (the call is then neither counted nor ruled out)."""
+        if self.key == "text" and "text" not in call:
+            return None  # every host records a call's text: without it, the call is unknown
         value = call.get(self.key)
         values = value if isinstance(value, list) else [value]
-        return any(isinstance(v, str) and self._test(v) for v in values)
+        if any(isinstance(v, str) and self._test(v) for v in values):
+            return True
+        if call.get(f"{self.key}Truncated") is True and not self._ruled_out(values):
+            return None
+        return False
 
     def _test(self, text: str) -> bool:
-        return text == self.exact if self.regex is None else self.regex.test(text)
+        if self.regex is not None:
+            return self.regex.test(text)
+        if self.exact is not None:
+            return text == self.exact
+        return all(t in text for t in self.contains) and not any(
+            t in text for t in self.not_contains
+        )
+
+    def _ruled_out(self, values: Sequence[JsonValue]) -> bool:
+        """A kept prefix already holding an unwanted text rules the call out for good."""
+        return any(isinstance(v, str) and any(t in v for t in self.not_contains) for v in values)
 
 
 @frozen
@@ -61,15 +83,23 @@ class ToolCallCheck:
         observation, missing = complete_observation(view, TOOL_CALLS_OBSERVATION, "tool-calls")
         if observation is None:
             return self._outcome(check_id, CheckStatus.UNAVAILABLE, missing)
-        matching = [c for c in _calls(observation.data) if self._matches(c)]
+        calls = _calls(observation.data)
+        matching = [c for c in calls if self._matches(c) is True]
+        undecided = [c for c in calls if self._matches(c) is None]
         if self.expect == NOT_MADE:
-            if not matching:
-                return self._outcome(check_id, CheckStatus.PASSED)
-            return self._outcome(check_id, CheckStatus.FAILED, _found(matching))
+            if matching:
+                return self._outcome(check_id, CheckStatus.FAILED, _found(matching))
+            if undecided:
+                return self._undecided(check_id, undecided)
+            return self._outcome(check_id, CheckStatus.PASSED)
         if self.expect == MADE:
-            return self._counted(check_id, len(matching), "matching call(s)")
+            outcome = self._counted(check_id, len(matching), "matching call(s)")
+            over = self.maximum is not None and len(matching) + len(undecided) > self.maximum
+            if undecided and (outcome.status is CheckStatus.FAILED or over):
+                return self._undecided(check_id, undecided)
+            return outcome
         wanted = [c for c in matching if _SETTLED.get(str(c.get("status"))) == self.expect]
-        unsettled = [c for c in matching if str(c.get("status")) not in _SETTLED]
+        unsettled = [c for c in matching if str(c.get("status")) not in _SETTLED] + undecided
         outcome = self._counted(check_id, len(wanted), f"{self.expect} matching call(s)")
         over = self.maximum is not None and len(wanted) + len(unsettled) > self.maximum
         if unsettled and (outcome.status is CheckStatus.FAILED or over):
@@ -89,9 +119,17 @@ class ToolCallCheck:
             return self._outcome(check_id, CheckStatus.FAILED, f"{found} {what}, expected {bound}")
         return self._outcome(check_id, CheckStatus.PASSED)
 
-    def _matches(self, call: Mapping[str, JsonValue]) -> bool:
-        named = call.get("tool") in self.tools or call.get("kind") in self.tools
-        return named and all(f.matches(call) for f in self.filters)
+    def _matches(self, call: Mapping[str, JsonValue]) -> bool | None:
+        if call.get("tool") not in self.tools and call.get("kind") not in self.tools:
+            return False
+        found = [f.matches(call) for f in self.filters]
+        if False in found:
+            return False
+        return None if None in found else True
+
+    def _undecided(self, check_id: str, calls: Sequence[Mapping[str, JsonValue]]) -> CheckOutcome:
+        detail = f"call(s) whose recorded arguments were cut short could decide it: {_found(calls)}"
+        return self._outcome(check_id, CheckStatus.UNAVAILABLE, detail)
 
     def _outcome(
         self, check_id: str, status: CheckStatus, detail: str | None = None
@@ -146,7 +184,22 @@ class ToolCallGrader:
 
 def _filter(key: str, value: JsonValue) -> ArgumentFilter:
     if isinstance(value, str):
-        return ArgumentFilter(key, value, None)
-    assert isinstance(value, dict) and isinstance(value["regex"], str)
-    regex = regex_at(value["regex"], "", pattern_key=f"arguments/{key}/regex")
-    return ArgumentFilter(key, None, regex)
+        return ArgumentFilter(key, exact=value)
+    assert isinstance(value, dict)
+    if "regex" in value:
+        pattern = value["regex"]
+        assert isinstance(pattern, str)
+        return ArgumentFilter(
+            key, regex=regex_at(pattern, "", pattern_key=f"arguments/{key}/regex")
+        )
+    return ArgumentFilter(
+        key,
+        contains=_texts(value.get("contains")),
+        not_contains=_texts(value.get("notContains")),
+    )
+
+
+def _texts(value: JsonValue) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
