@@ -154,6 +154,14 @@ def test_json_states_example_maps_every_state(repo: Path, tmp_path: Path) -> Non
          {"tool": "Bash", "expect": "not-made"}),
         ({"kind": "tool-call", "tool": "Edit", "expect": "failed"}, "sevro.tool-call",
          {"tool": "Edit", "expect": "failed"}),
+        ({"kind": "tool-call", "tool": "Bash", "expect": "called",
+          "argumentContains": ["pytest", "-q"], "argumentNotContains": ["--lf"]},
+         "sevro.tool-call", {"tool": "Bash", "expect": "made", "arguments": {
+             "text": {"contains": ["pytest", "-q"], "notContains": ["--lf"]}}}),
+        ({"kind": "tool-call", "tool": "Bash", "expect": "not-called",
+          "argumentContains": ["rm -rf"]},
+         "sevro.tool-call", {"tool": "Bash", "expect": "not-made", "arguments": {
+             "text": {"contains": ["rm -rf"]}}}),
     ],
 )  # fmt: skip
 def test_every_kind_maps_onto_its_grader(
@@ -344,8 +352,11 @@ BAD: list[tuple[str, Edit, str, str]] = [
     ("context-text", _expectation(kind="context-text", value="x", expect="contains"),
      "/expectations/0/kind", "context-text is not supported"),
     ("argument-filter", _expectation(kind="tool-call", tool="Read", expect="called",
-                                     argumentContains=["x"]),
-     "/expectations/0/argumentContains", "argumentContains is not supported"),
+                                     argumentContains=["x", ""]),
+     "/expectations/0/argumentContains", "argumentContains is a non-empty array"),
+    ("argument-filter-type", _expectation(kind="tool-call", tool="Read", expect="called",
+                                          argumentNotContains="x"),
+     "/expectations/0/argumentNotContains", "argumentNotContains is a non-empty array"),
     ("kind", _expectation(kind="vibes", expect="x"), "/expectations/0/kind", "kind must be"),
     ("expect", _expectation(kind="path", path="a", expect="there"), "/expectations/0/expect",
      "exists, absent"),

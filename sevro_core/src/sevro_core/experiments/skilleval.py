@@ -97,12 +97,6 @@ EXPECTATION_FIELDS: Mapping[str, tuple[frozenset[str], frozenset[str], tuple[str
 _UNSUPPORTED_KINDS = {
     "context-text": "sevro does not observe the system prompt or provider context yet",
 }
-_UNSUPPORTED_FIELDS = {
-    "argumentContains": "sevro records only a tool call's paths, skill and server, not its "
-    "argument text",
-    "argumentNotContains": "sevro records only a tool call's paths, skill and server, not its "
-    "argument text",
-}
 _POINTER_KINDS = frozenset({"field-present", "field-absent", "field-equals"})
 
 
@@ -511,11 +505,6 @@ def _expectation(
             source=shown,
             pointer=f"{pointer}/kind",
         )
-    for field, reason in _UNSUPPORTED_FIELDS.items():
-        if field in item:
-            raise InvocationError(
-                f"{field} is not supported: {reason}", source=shown, pointer=f"{pointer}/{field}"
-            )
     required, optional, expects = EXPECTATION_FIELDS[kind]
     _keys(
         item,

@@ -112,7 +112,20 @@ def to_check(
     tool = fields["tool"]
     if not isinstance(tool, str) or not tool or len(tool) > 256:
         raise refuse("tool is a non-empty tool name", "tool")
-    return "sevro.tool-call", {"tool": tool, "expect": TOOL_CALL[expect]}
+    config: dict[str, JsonValue] = {"tool": tool, "expect": TOOL_CALL[expect]}
+    text: dict[str, JsonValue] = {}
+    for field, key in (("argumentContains", "contains"), ("argumentNotContains", "notContains")):
+        values = fields.get(field)
+        if values is None:
+            continue
+        if not (
+            isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)
+        ):
+            raise refuse(f"{field} is a non-empty array of non-empty strings", field)
+        text[key] = list(values)
+    if text:
+        config["arguments"] = {"text": text}
+    return "sevro.tool-call", config
 
 
 def _resource(
