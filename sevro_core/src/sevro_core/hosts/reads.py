@@ -78,6 +78,10 @@ class WorkspaceFiles:
         self.known = dict(known or {})
         self._cache: dict[str, tuple[str, str | None]] = {}
 
+    def forget(self) -> None:
+        """Drop what was read from the workspace (``known`` texts stay): it may have changed."""
+        self._cache.clear()
+
     def kind(self, path: str) -> str:
         """``file``, ``missing`` or ``other`` (a directory, a symlink, a device...)."""
         return self._load(path)[0]
@@ -423,6 +427,28 @@ class _Reader:
             shown = _numbered(text) if form.numbered else text
             complete = shown in self.output
         self.reads.append(FileRead(path, complete, how))
+
+
+def workspace_path(workspace: Path, word: str) -> str | None:
+    """The lexically canonical workspace-relative path a tool's path argument names (relative
+    to the workspace or absolute), or None outside it; a symlink is never followed to decide."""
+    root = os.path.normpath(str(workspace))
+    full = os.path.normpath(word if word.startswith("/") else os.path.join(root, word))
+    if full == root:
+        return "."
+    prefix = root.rstrip("/") + "/"
+    return full[len(prefix) :] if full.startswith(prefix) else None
+
+
+def front_matter_removed(text: str) -> str:
+    """A ``SKILL.md`` without its YAML front matter (what Claude Code's Skill tool injects)."""
+    if not text.startswith("---\n"):
+        return text
+    end = text.find("\n---", 3)
+    if end == -1:
+        return text
+    rest = text[end + 4 :]
+    return rest[1:] if rest.startswith("\n") else rest
 
 
 def _is_directory(path: Path) -> bool:
