@@ -134,7 +134,9 @@ def test_an_unreadable_skill_is_never_read(workspace: Path) -> None:
 
 
 def test_every_file_a_command_reads_is_reported(workspace: Path) -> None:
-    command = f"cat notes.md {SKILL}; grep -c x .agents/skills/greet/references/tone.md; wc -l notes.md"
+    command = (
+        f"cat notes.md {SKILL}; grep -c x .agents/skills/greet/references/tone.md; wc -l notes.md"
+    )
     output, code = run(workspace, command)
     found = command_reads(command, output, code, WorkspaceFiles(workspace))
     assert [(r.path, r.complete, r.how) for r in found.reads] == [

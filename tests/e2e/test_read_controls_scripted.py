@@ -1,0 +1,87 @@
+"""Item 5's read controls and ``sevro.resource-read`` end to end on the scripted host: ``run``
+steps are real commands in the trial's sandbox, recorded in ``sevro.file-reads``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sevro_core.testing import SevroProject, require_sandbox
+from tests.core.read_controls import BODY, NOTES, check_controls, controls
+from tests.e2e.helpers import load
+
+AGENTS = ".agents/skills/greet"
+
+
+def resource(check_id: str, **configuration: Any) -> dict[str, Any]:
+    return {"id": check_id, "grader": "sevro.resource-read", "configuration": configuration}
+
+
+def run_commands(project: SevroProject, commands: list[str], checks: list[dict[str, Any]]) -> Any:
+    case = project.case(
+        fixture={
+            "files": {
+                f"{AGENTS}/SKILL.md": BODY,
+                f"{AGENTS}/references/tone.md": "Be kind.\n",
+                "notes.md": NOTES,
+                "AGENTS.md": "Be brief.\n",
+            }
+        },
+        checks=checks,
+        requiredEvidence=["sevro.file-reads"],
+    )
+    steps = [{"run": {"command": c}} for c in commands]
+    host = project.script(default=[[*steps, {"reply": {"text": "ok"}}]])
+    return project.run(case, "--host-config", host)
+
+
+def checks_of(done: Any) -> dict[str, str]:
+    trial = done.json()["cases"][0]["trials"][0]
+    return {c["id"]: c["status"] for c in trial["checks"]}
+
+
+def test_every_control_is_classified_as_the_issue_says(sevro_project: SevroProject) -> None:
+    require_sandbox()
+    commands = [c for c, _ in controls(".agents/skills")]
+    read = [resource("skill", resource="skill", expect="read")]
+    done = run_commands(sevro_project, commands, read)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    document = load(done.json()["cases"][0]["trials"][0]["artifactPath"])
+    check_controls(document, ".agents/skills")
+    skills = next(o for o in document["evidence"]["observations"] if o["id"] == "sevro.skills")
+    assert skills["data"]["read"] == ["greet"]
+
+
+def test_resource_reads_pass_and_fail_end_to_end(sevro_project: SevroProject) -> None:
+    require_sandbox()
+    checks = [
+        resource("skill-read", resource="skill", expect="read"),
+        resource("tone-read", resource="skill", path="references/tone.md", expect="read"),
+        resource("notes-untouched", resource="workspace", path="notes.md", expect="not-read"),
+        resource("context-read", resource="context", expect="read"),
+    ]
+    positive = run_commands(
+        sevro_project,
+        [f"cat -n {AGENTS}/SKILL.md", f"cd {AGENTS} && cat references/tone.md", "cat AGENTS.md"],
+        checks,
+    )
+    assert positive.exit_code == 0, positive.stdout + positive.stderr
+    assert set(checks_of(positive).values()) == {"passed"}
+    negative = run_commands(
+        sevro_project,
+        [f"sed -n '1,2p' {AGENTS}/SKILL.md", f"ls {AGENTS}/references", "grep -c x notes.md"],
+        checks,
+    )
+    assert negative.exit_code == 1, negative.stdout + negative.stderr
+    assert checks_of(negative) == {
+        "skill-read": "failed",
+        "tone-read": "failed",
+        "notes-untouched": "failed",
+        "context-read": "failed",
+    }
+
+
+def test_a_glob_makes_not_read_unavailable(sevro_project: SevroProject) -> None:
+    require_sandbox()
+    checks = [resource("untouched", resource="skill", expect="not-read")]
+    done = run_commands(sevro_project, ["cat .agents/skills/*/SKILL.md > /dev/null"], checks)
+    assert checks_of(done) == {"untouched": "unavailable"}, done.stdout
