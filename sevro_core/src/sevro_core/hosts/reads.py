@@ -11,8 +11,8 @@ the whole file reached the agent:
 * its output reaches the agent unchanged: it is the whole pipeline, or every later stage is a
   bare ``cat``; ``cd DIR && ...`` (``;``, ``&&``, ``||``, newlines) moves the directory later
   paths are resolved against;
-* it exited 0 and its output holds the file's exact text (``cat -n``: the text numbered as GNU
-  ``cat -n`` numbers it).
+* it exited 0 and its output holds the file's exact text, up to whitespace at its two ends
+  (Claude Code trims a command's output), numbered as GNU ``cat -n`` numbers it for ``cat -n``.
 
 Any other touch is *partial*: a range that misses lines (``sed -n '1,2p'``, ``head -n 2``), a
 failed or truncated read, output piped into a filter, or a command that shows content in
@@ -425,7 +425,8 @@ class _Reader:
         complete = False
         if form is not None and text is not None and self.succeeded and _covers(form, text):
             shown = _numbered(text) if form.numbered else text
-            complete = shown in self.output
+            # Whitespace at either end may be trimmed (Claude Code's Bash tool trims output).
+            complete = shown.strip() in self.output
         self.reads.append(FileRead(path, complete, how))
 
 
