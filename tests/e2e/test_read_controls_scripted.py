@@ -85,3 +85,19 @@ def test_a_glob_makes_not_read_unavailable(sevro_project: SevroProject) -> None:
     checks = [resource("untouched", resource="skill", expect="not-read")]
     done = run_commands(sevro_project, ["cat .agents/skills/*/SKILL.md > /dev/null"], checks)
     assert checks_of(done) == {"untouched": "unavailable"}, done.stdout
+
+
+def test_a_host_without_file_reads_is_refused_before_any_trial(
+    sevro_project: SevroProject,
+) -> None:
+    from tests.e2e.test_scripted_skills import MUTE_HOST
+
+    plugin = sevro_project.root / "mute.py"
+    plugin.write_text(MUTE_HOST)
+    check = resource("notes", resource="workspace", path="notes.md", expect="not-read")
+    case = sevro_project.case(checks=[check])
+    done = sevro_project.run(case, "--host", "acme.host.mute", "--plugin", plugin)
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert "#/checks/0/grader: grader sevro.resource-read needs sevro.file-reads" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not sevro_project.results.exists() or not any(sevro_project.results.rglob("trial-*"))

@@ -16,7 +16,7 @@ from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
 WORKSPACE = ["sevro.path", "sevro.file-text", "sevro.json-file"]
-EVIDENCE = ["sevro.tool-call", "sevro.changed-paths"]
+EVIDENCE = ["sevro.tool-call", "sevro.changed-paths", "sevro.resource-read"]
 EXPECTED = [
     *OUTPUT,
     "sevro.shell",
@@ -28,7 +28,7 @@ EXPECTED = [
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
     *("path", "file-text", "json-file"),
-    *("tool-call", "changed-paths"),
+    *("tool-call", "changed-paths", "resource-read"),
 ]
 
 
@@ -88,6 +88,13 @@ def test_tool_call_needs_the_tool_calls_observation() -> None:
     assert isinstance(grader, Plugin)
     assert (grader.version, grader.stage) == ("1.0.0", 10)
     assert grader.requires == frozenset({"sevro.tool-calls"})
+
+
+def test_resource_read_needs_the_file_reads_observation() -> None:
+    grader = registered_as("sevro.resource-read")
+    assert isinstance(grader, Plugin)
+    assert (grader.version, grader.stage) == ("1.0.0", 10)
+    assert grader.requires == frozenset({"sevro.file-reads"})
 
 
 def test_ids_are_namespaced() -> None:
