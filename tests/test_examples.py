@@ -104,6 +104,17 @@ SCRIPTED: dict[str, tuple[Steps, Steps]] = {
             {"write": {"path": "result.json", "content": '{"status": "failed", "error": "x"}'}},
         ),
     ),
+    "docs/expectations.md#reads-the-reference": (
+        replying(
+            "Hello, Ada!",
+            {"run": {"command": "cd .agents/skills/greet && cat -n references/tone.md"}},
+        ),
+        replying(
+            "Hello, Ada!",
+            {"run": {"command": "grep Warm .agents/skills/greet/references/tone.md"}},
+            {"run": {"command": "cat secrets.md"}},
+        ),
+    ),
 }
 CAUGHT_BY = {
     # doc#id: the checks the host that does not do it must fail (the rest pass)
@@ -118,6 +129,7 @@ CAUGHT_BY = {
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
     "docs/expectations.md#changelog-entry": {"mentions-fix", "no-placeholder"},
     "docs/expectations.md#result-json": {"status", "no-error"},
+    "docs/expectations.md#reads-the-reference": {"tone-read", "secrets-untouched"},
 }
 REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
