@@ -147,9 +147,17 @@ def test_every_file_a_command_reads_is_reported(workspace: Path) -> None:
     assert not found.unresolved and found.cwd == "."
 
 
-def test_globs_variables_and_unknown_directories_are_unresolved(workspace: Path) -> None:
+def test_globs_are_expanded_against_the_workspace(workspace: Path) -> None:
+    assert status(workspace, "cat .agents/skills/*/SKILL.md") == "read"
+    assert status(workspace, "head -n 2 .agents/skills/gr??t/SKILL.md") == "partial"
     files = WorkspaceFiles(workspace)
-    for command in ("cat .agents/skills/*/SKILL.md", "cat $F", "cd - && cat SKILL.md"):
+    found = command_reads("grep -l Be .agents/skills/greet/*/*.md", "", 0, files)
+    assert found.reads == () and not found.unresolved  # grep's files are not expanded
+
+
+def test_variables_empty_globs_and_unknown_directories_are_unresolved(workspace: Path) -> None:
+    files = WorkspaceFiles(workspace)
+    for command in ("cat $F", "cat nothing/*.md", "cd - && cat SKILL.md", "cat **/SKILL.md"):
         found = command_reads(command, "", 0, files)
         assert found.unresolved and not found.reads, command
     assert not command_reads("grep 'a*' notes.md", "", 0, files).unresolved

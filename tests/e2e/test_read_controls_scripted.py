@@ -80,10 +80,10 @@ def test_resource_reads_pass_and_fail_end_to_end(sevro_project: SevroProject) ->
     }
 
 
-def test_a_glob_makes_not_read_unavailable(sevro_project: SevroProject) -> None:
+def test_an_unresolvable_read_makes_not_read_unavailable(sevro_project: SevroProject) -> None:
     require_sandbox()
     checks = [resource("untouched", resource="skill", expect="not-read")]
-    done = run_commands(sevro_project, ["cat .agents/skills/*/SKILL.md > /dev/null"], checks)
+    done = run_commands(sevro_project, ['F=$(ls -d .agents/skills/*); cat "$F/SKILL.md"'], checks)
     assert checks_of(done) == {"untouched": "unavailable"}, done.stdout
 
 

@@ -21,13 +21,15 @@ file). Commands that only look at metadata or names (``ls``, ``wc``, ``stat``, `
 ``find``, ``echo``, ``test``, ``cp``, ``mv``, ``rm``, ...) read nothing. Paths are resolved
 lexically against the workspace (relative, ``./``-prefixed or absolute), never through the file
 system, so a symlink is never followed out of it; paths outside the workspace are not recorded.
-A reader whose argument cannot be resolved (a glob, a variable, an unknown directory after
-``cd``) is reported as *unresolved*, so a grader can refuse to call the file untouched.
+A glob is expanded against the workspace (not ``**``). A reader whose argument cannot be
+resolved (a variable, a glob matching nothing, an unknown directory after ``cd``) is reported as
+*unresolved*, so a grader can refuse to call the file untouched.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import re
 import shlex
@@ -58,7 +60,9 @@ _METADATA = frozenset(
 )  # fmt: skip
 _BARE_CATS = frozenset({("cat",), ("/bin/cat",), ("/usr/bin/cat",)})
 _WHOLE_FORMS = frozenset({"cat", "sed", "head", "tail"})
-_UNRESOLVABLE = re.compile(r"[*?\[\]$`~{}]")
+_UNRESOLVABLE = re.compile(r"[$`~{}]")
+_GLOB = re.compile(r"[*?\[]")
+MAX_GLOB_MATCHES = 64
 _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 _COUNT = re.compile(r"^\d+$")
 _NUMBERED_LINE = re.compile(r"^\s*(\d+)[\t\u2192](.*)$")
@@ -377,6 +381,22 @@ class _Reader:
             return normal[len(prefix) :] if normal.startswith(prefix) else ""
         return resolved
 
+    def paths(self, word: str) -> list[str]:
+        """The workspace files ``word`` names: a glob is expanded against the workspace as it
+        is now (never ``**``, at most ``MAX_GLOB_MATCHES``); nothing matching is unresolved."""
+        path = self.relative(word)
+        if not path:
+            return []
+        if _GLOB.search(path) is None:
+            return [path]
+        matches = []
+        if "**" not in path and not path.startswith("../"):
+            matches = sorted(glob.glob(path, root_dir=self.files.workspace))
+        if not matches or len(matches) > MAX_GLOB_MATCHES:
+            self.unresolved = True
+            return []
+        return [os.path.normpath(m) for m in matches]
+
     def pipeline(self, stages: Sequence[_Stage]) -> None:
         first = stages[0]
         words = [w for w in first.words]
@@ -399,6 +419,9 @@ class _Reader:
         if len(args) != 1 or args[0] == "-":
             return None
         target = self.relative(args[0])
+        if target and _GLOB.search(target):
+            self.unresolved = True
+            return None
         return target or None
 
     def stage(self, name: str, args: Sequence[str], inputs: Sequence[str], whole: bool) -> None:
@@ -407,16 +430,15 @@ class _Reader:
         if name in _WHOLE_FORMS:
             form = _form(name, args)
             for word in (*form.files, *inputs):
-                path = self.relative(word)
-                if path:
+                for path in self.paths(word):
                     self._record(path, name, form if whole and form.whole_form else None)
             return
         for word in (*args, *inputs):
-            if word.startswith("-") or _UNRESOLVABLE.search(word):
+            if word.startswith("-") or _UNRESOLVABLE.search(word) or _GLOB.search(word):
                 continue
-            path = self.relative(word)
-            if path and self.files.kind(path) == FILE:
-                self._record(path, name, None)
+            named = self.relative(word)
+            if named and self.files.kind(named) == FILE:
+                self._record(named, name, None)
 
     def _record(self, path: str, how: str, form: _Form | None) -> None:
         if path == "." or _is_directory(self.files.workspace / path):
