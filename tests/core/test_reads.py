@@ -213,3 +213,36 @@ def test_tool_paths_are_canonical_and_confined(tmp_path: Path) -> None:
     assert workspace_path(tmp_path, str(tmp_path / "c" / "d.md")) == "c/d.md"
     assert workspace_path(tmp_path, "../x.md") is None
     assert workspace_path(tmp_path, "/etc/passwd") is None
+
+
+def test_the_log_is_bounded_and_then_partial() -> None:
+    from sevro_core.hosts.reads import CommandReads, FileRead, ReadLog
+    from sevro_core.limits import MAX_FILE_READS
+
+    log = ReadLog()
+    one = CommandReads((FileRead("a.md", True, "cat"),), True, ".")
+    for ordinal in range(MAX_FILE_READS):
+        log.add(1, ordinal, one)
+    assert not log.overflowed
+    log.add(2, 0, one)
+    assert log.overflowed and len(log.entries) == MAX_FILE_READS
+    data = log.data("AGENTS.md")
+    assert data["instructionsFile"] == "AGENTS.md"
+    assert data["reads"][0] == {
+        "turn": 1,
+        "ordinal": 0,
+        "path": "a.md",
+        "complete": True,
+        "how": "cat",
+    }
+
+
+def test_the_instructions_file_is_the_first_override_present(tmp_path: Path) -> None:
+    from sevro_core.hosts.reads import instructions_file
+    from sevro_core.plugin.protocols import SkillPlaces
+
+    places = SkillPlaces(".agents/skills", "AGENTS.md", overrides=("AGENTS.override.md",))
+    assert instructions_file(tmp_path, places) == "AGENTS.md"
+    (tmp_path / "AGENTS.override.md").write_text("x\n")
+    assert instructions_file(tmp_path, places) == "AGENTS.override.md"
+    assert instructions_file(tmp_path, None) is None
