@@ -183,6 +183,13 @@ def test_a_missing_file_read_is_a_partial_touch(workspace: Path) -> None:
     output, code = run(workspace, "cat gone.md")
     found = command_reads("cat gone.md", output, code, WorkspaceFiles(workspace))
     assert [(r.path, r.complete) for r in found.reads] == [("gone.md", False)]
+    assert not found.unresolved
+
+
+def test_a_successful_read_of_a_missing_file_is_unresolved(workspace: Path) -> None:
+    """Codex runs `cat SKILL.md` with a `workdir` it does not report: some file was read."""
+    found = command_reads("cat SKILL.md", BODY, 0, WorkspaceFiles(workspace))
+    assert found.unresolved and not found.reads
 
 
 def test_the_directory_carries_over_when_the_host_shell_keeps_it(workspace: Path) -> None:

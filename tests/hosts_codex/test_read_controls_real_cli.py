@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
-from sevro_core.testing.mockmodel import Message, reply
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from sevro_hosts_codex.testing import require_codex
 from tests.core.read_controls import BODY, NOTES, check_controls, controls
 from tests.hosts_codex.helpers import observation, run_codex, shell, trial
@@ -28,6 +28,8 @@ def test_codex_commands_are_classified_as_the_issue_says(
         [
             *(reply(shell(command)) for command, _ in forms),
             reply(shell(f"sed -n '1,200p' {tone}")),
+            # Codex does not report an exec_command's workdir: sevro cannot tell what was read
+            reply(ToolCall("exec_command", {"cmd": "cat SKILL.md", "workdir": f"{SKILLS}/greet"})),
             reply(Message("ready")),
         ]
     )
@@ -48,5 +50,7 @@ def test_codex_commands_are_classified_as_the_issue_says(
     commands = check_controls(document, SKILLS)
     assert all(c["exitCode"] == 0 for c in commands), commands
     reads = observation(document, "sevro.file-reads")["data"]
-    assert reads["instructionsFile"] == "AGENTS.md" and reads["unresolved"] == []
+    assert reads["instructionsFile"] == "AGENTS.md"
+    assert [u["ordinal"] for u in reads["unresolved"]] == [commands[-1]["ordinal"]]
+    assert all(r["ordinal"] != commands[-1]["ordinal"] for r in reads["reads"])
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]

@@ -22,8 +22,10 @@ file). Commands that only look at metadata or names (``ls``, ``wc``, ``stat``, `
 lexically against the workspace (relative, ``./``-prefixed or absolute), never through the file
 system, so a symlink is never followed out of it; paths outside the workspace are not recorded.
 A glob is expanded against the workspace (not ``**``). A reader whose argument cannot be
-resolved (a variable, a glob matching nothing, an unknown directory after ``cd``) is reported as
-*unresolved*, so a grader can refuse to call the file untouched.
+resolved (a variable, a glob matching nothing, an unknown directory after ``cd``, or a file that
+is missing although the command succeeded: deleted since, or read from a directory the host does
+not report, such as a Codex ``workdir``) is reported as *unresolved*, so a grader can refuse to
+call the file untouched.
 """
 
 from __future__ import annotations
@@ -443,6 +445,11 @@ class _Reader:
     def _record(self, path: str, how: str, form: _Form | None) -> None:
         if path == "." or _is_directory(self.files.workspace / path):
             return  # a directory is listed, not read
+        if self.succeeded and self.files.kind(path) == MISSING:
+            # It read *some* file: one deleted since, or the command ran elsewhere (Codex does
+            # not report an exec_command's ``workdir``). Which one is unknown.
+            self.unresolved = True
+            return
         text = self.files.text(path)
         complete = False
         if form is not None and text is not None and self.succeeded and _covers(form, text):
