@@ -3,6 +3,7 @@ steps are real commands in the trial's sandbox, recorded in ``sevro.file-reads``
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sevro_core.testing import SevroProject, require_sandbox
@@ -101,3 +102,40 @@ def test_a_host_without_file_reads_is_refused_before_any_trial(
     assert "#/checks/0/grader: grader sevro.resource-read needs sevro.file-reads" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not sevro_project.results.exists() or not any(sevro_project.results.rglob("trial-*"))
+
+
+def test_the_arms_context_read_is_graded_in_an_experiment(sevro_project: SevroProject) -> None:
+    """The candidate arm's context is mounted as AGENTS.md and read; the baseline has none."""
+    require_sandbox()
+    project = sevro_project
+    (project.root / "context").mkdir()
+    (project.root / "context" / "house.md").write_text("Always be brief.\n")
+    project.case(
+        "cases/context.json",
+        id="context",
+        checks=[resource("context-read", resource="context", expect="read")],
+    )
+    project.write_json(
+        "experiment.json",
+        {
+            "format": "sevro.experiment.v1",
+            "arms": {
+                "baseline": {"skills": [], "target": None, "context": []},
+                "candidate": {"skills": [], "target": None, "context": ["context"]},
+            },
+            "cases": ["cases/context.json"],
+            "repetitions": 1,
+        },
+    )
+    project.script(default=[[{"run": {"command": "cat AGENTS.md"}}, {"reply": {"text": "ok"}}]])
+    done = project.run("experiment.json", "--host-config", "host.json")
+    assert done.exit_code == 1, done.stdout + done.stderr  # the baseline arm fails
+    run = load(Path(done.json()["evidencePath"]))
+    statuses = {}
+    for ref in run["trials"]:
+        document = load(Path(done.json()["evidencePath"]).parent / ref["path"])
+        statuses[document["arm"]] = {c["id"]: c["status"] for c in document["evidence"]["checks"]}
+    assert statuses == {
+        "baseline": {"context-read": "failed"},
+        "candidate": {"context-read": "passed"},
+    }
