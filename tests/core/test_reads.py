@@ -201,8 +201,16 @@ def test_the_directory_carries_over_when_the_host_shell_keeps_it(workspace: Path
 
 
 def test_unparseable_commands_are_unresolved(workspace: Path) -> None:
-    found = command_reads("cat 'unterminated", "", 0, WorkspaceFiles(workspace))
-    assert found.unresolved and not found.reads
+    from sevro_core.limits import MAX_READ_COMMAND_CHARS
+
+    files = WorkspaceFiles(workspace)
+    for command in (
+        "cat 'unterminated",
+        "cat notes.md " + " " * MAX_READ_COMMAND_CHARS,
+        "cat a\0b",
+    ):
+        found = command_reads(command, "unrelated\n", 0, files)
+        assert found.unresolved and not found.reads, command[:20]
 
 
 def test_numbered_output_and_front_matter() -> None:
@@ -233,6 +241,10 @@ def test_the_log_is_bounded_and_then_partial() -> None:
     assert not log.overflowed
     log.add(2, 0, one)
     assert log.overflowed and len(log.entries) == MAX_FILE_READS
+    unresolved = ReadLog()
+    for ordinal in range(MAX_FILE_READS + 1):
+        unresolved.add(1, ordinal, CommandReads((), True, None))
+    assert unresolved.overflowed and len(unresolved.unresolved) == MAX_FILE_READS
     data = log.data("AGENTS.md")
     assert data["instructionsFile"] == "AGENTS.md"
     assert data["reads"][0] == {

@@ -43,7 +43,7 @@ from attrs import frozen
 
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.limits import MAX_FILE_READS, MAX_READ_CHECK_BYTES
+from sevro_core.limits import MAX_FILE_READS, MAX_READ_CHECK_BYTES, MAX_READ_COMMAND_CHARS
 from sevro_core.plugin.protocols import SkillPlaces
 
 _SHELL_WRAPPERS = frozenset(
@@ -371,7 +371,7 @@ class _Reader:
 
     def relative(self, word: str) -> str | None:
         """The workspace-relative path (None: unresolvable; "": outside the workspace)."""
-        resolved = _resolve(self.cwd, word)
+        resolved = None if "\0" in word else _resolve(self.cwd, word)
         if resolved is None:
             self.unresolved = True
             return None
@@ -498,6 +498,8 @@ def command_reads(
     """The workspace files ``command`` (run from ``cwd``, workspace-relative) read, in order."""
     root = os.path.normpath(str(files.workspace))
     reader = _Reader(root, output, exit_code == 0, files, cwd)
+    if len(command) > MAX_READ_COMMAND_CHARS:
+        return CommandReads((), True, None)
     tokens = _tokens(_without_heredocs(shell_script(command)))
     if tokens is None:
         return CommandReads((), True, None)
@@ -532,8 +534,11 @@ class ReadLog:
                     "how": read.how,
                 }
             )
-        if found.unresolved and len(self.unresolved) < MAX_FILE_READS:
-            self.unresolved.append({"turn": turn, "ordinal": ordinal})
+        if found.unresolved:
+            if len(self.unresolved) >= MAX_FILE_READS:
+                self.overflowed = True
+            else:
+                self.unresolved.append({"turn": turn, "ordinal": ordinal})
 
     def data(self, instructions_file: str | None) -> dict[str, JsonValue]:
         return {
