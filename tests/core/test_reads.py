@@ -76,6 +76,9 @@ PARTIAL_FORMS = [
     f"cat -A {SKILL}",
     f"cat {SKILL}; exit 3",
     f"less {SKILL}",
+    f"sed -n -e '1,200p' {SKILL}",
+    f"sed -n '3,200p' {SKILL}",
+    f"head -c 20 {SKILL}",
 ]
 NOT_READ_FORMS = [
     "ls .agents/skills/greet",
@@ -91,6 +94,8 @@ NOT_READ_FORMS = [
     "find .agents -name SKILL.md",
     "cat > out.md <<'EOF'\nread .agents/skills/greet/SKILL.md first\nEOF",
     "cat greet/SKILL.md",
+    f"sed -i 's/hello/hi/' {SKILL}",
+    f"echo extra | tee -a {SKILL}",
 ]
 
 

@@ -57,7 +57,7 @@ _METADATA = frozenset(
     {
         "ls", "wc", "stat", "file", "find", "echo", "printf", "test", "[", "du", "realpath",
         "readlink", "basename", "dirname", "touch", "mkdir", "rm", "rmdir", "mv", "cp", "chmod",
-        "chown", "ln", "pwd", "true", "false", "sha256sum", "md5sum", "cksum", "tree",
+        "chown", "ln", "pwd", "true", "false", "sha256sum", "md5sum", "cksum", "tree", "tee",
     }
 )  # fmt: skip
 _BARE_CATS = frozenset({("cat",), ("/bin/cat",), ("/usr/bin/cat",)})
@@ -297,7 +297,9 @@ def _cat(args: Sequence[str]) -> _Form:
 
 
 def _sed(args: Sequence[str]) -> _Form:
-    if len(args) >= 3 and args[0] in ("-n", "--quiet", "--silent"):
+    if any(a.startswith("-i") or a.startswith("--in-place") for a in args):
+        return _Form((), None, False, False, False)  # an in-place edit shows nothing
+    if len(args) >= 3 and args[0] in ("-n", "--quiet", "--silent") and not args[1].startswith("-"):
         match = _SED_RANGE.match(args[1])
         files = tuple(args[2:])
         options = any(f.startswith("-") for f in files)
