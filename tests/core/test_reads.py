@@ -270,3 +270,10 @@ def test_the_instructions_file_is_the_first_override_present(tmp_path: Path) -> 
     (tmp_path / "AGENTS.override.md").write_text("x\n")
     assert instructions_file(tmp_path, places) == "AGENTS.override.md"
     assert instructions_file(tmp_path, None) is None
+
+
+def test_a_here_string_is_not_a_here_document(workspace: Path) -> None:
+    command = f"cat <<<word; cat {SKILL}"
+    output, code = run(workspace, f"bash -c '{command}'")
+    found = command_reads(f"bash -c '{command}'", output, code, WorkspaceFiles(workspace))
+    assert [(r.path, r.complete) for r in found.reads] == [(SKILL, True)]

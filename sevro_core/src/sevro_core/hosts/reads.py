@@ -69,7 +69,7 @@ _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 _COUNT = re.compile(r"^\d+$")
 _NUMBERED_LINE = re.compile(r"^\s*(\d+)[\t\u2192](.*)$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 MISSING, FILE, OTHER = "missing", "file", "other"
 
@@ -271,7 +271,6 @@ class _Form:
 
     files: tuple[str, ...]
     lines: int | None  # None: the whole file
-    from_end: bool
     numbered: bool
     whole_form: bool  # False: a recognised reader used in a shape that is only partial
 
@@ -293,12 +292,12 @@ def _options_and_files(words: Sequence[str]) -> tuple[list[str], list[str]]:
 def _cat(args: Sequence[str]) -> _Form:
     options, files = _options_and_files(args)
     numbered = bool(options) and all(o in ("-n", "--number") for o in options)
-    return _Form(tuple(files), None, False, numbered, not options or numbered)
+    return _Form(tuple(files), None, numbered, not options or numbered)
 
 
 def _sed(args: Sequence[str]) -> _Form:
     if any(a.startswith("-i") or a.startswith("--in-place") for a in args):
-        return _Form((), None, False, False, False)  # an in-place edit shows nothing
+        return _Form((), None, False, False)  # an in-place edit shows nothing
     if len(args) >= 3 and args[0] in ("-n", "--quiet", "--silent") and not args[1].startswith("-"):
         match = _SED_RANGE.match(args[1])
         files = tuple(args[2:])
@@ -306,10 +305,10 @@ def _sed(args: Sequence[str]) -> _Form:
         if match is not None and match.group(1) == "1" and not options:
             end = match.group(2)
             lines = None if end == "$" else (1 if end is None else int(end))
-            return _Form(files, lines, False, False, True)
-        return _Form(files, None, False, False, False)
+            return _Form(files, lines, False, True)
+        return _Form(files, None, False, False)
     _, words = _options_and_files(args)
-    return _Form(tuple(words[1:]), None, False, False, False)  # the first is the script
+    return _Form(tuple(words[1:]), None, False, False)  # the first is the script
 
 
 def _head_tail(args: Sequence[str], from_end: bool) -> _Form:
@@ -342,7 +341,7 @@ def _head_tail(args: Sequence[str], from_end: bool) -> _Form:
             lines = int(value)
         else:
             whole_form = False
-    return _Form(tuple(files), lines, from_end, False, whole_form)
+    return _Form(tuple(files), lines, False, whole_form)
 
 
 def _form(name: str, args: Sequence[str]) -> _Form:
