@@ -34,13 +34,17 @@ JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 Steps = list[dict[str, Any]]
 
 
+class Turns(list[Steps]):
+    """A control for a case with several turns: one list of steps per turn."""
+
+
 def documented_cases() -> dict[str, dict[str, Any]]:
     """Case-shaped JSON blocks by ``doc#id``."""
     found = {}
     for doc in DOCS:
         for body in JSON_BLOCK.findall(doc.read_text("utf-8")):
             block = json.loads(body)
-            if isinstance(block, dict) and {"prompt", "checks"} <= set(block):
+            if isinstance(block, dict) and "checks" in block and ({"prompt", "turns"} & set(block)):
                 found[f"{doc.relative_to(ROOT)}#{block['id']}"] = block
     return found
 
@@ -50,7 +54,7 @@ def replying(text: str, *before: dict[str, Any]) -> Steps:
 
 
 GREET_SKILL = {"read": {"path": ".agents/skills/greet/SKILL.md"}}
-SCRIPTED: dict[str, tuple[Steps, Steps]] = {
+SCRIPTED: dict[str, tuple[Steps | Turns, Steps | Turns]] = {
     # doc#id: (a host that does what the example claims, one that does not)
     "docs/cases.md#basic-graded": (replying("ready"), replying("blocked")),
     "docs/graders.md#says-ready": (replying("ready"), replying("Sorry, I cannot.")),
@@ -97,6 +101,42 @@ SCRIPTED: dict[str, tuple[Steps, Steps]] = {
         ),
         replying("done", {"write": {"path": "CHANGELOG.md", "content": "# Changes\n- TODO\n"}}),
     ),
+    "docs/cases.md#notes-then-release": (
+        Turns(
+            [
+                replying("noted", {"write": {"path": "NOTES.md", "content": "- fix\n"}}),
+                replying(
+                    "released",
+                    {"write": {"path": "CHANGELOG.md", "content": "- fix\n"}},
+                    {"run": {"command": "rm NOTES.md"}},
+                ),
+            ]
+        ),
+        Turns(  # writes the changelog at once and never deletes the notes
+            [
+                replying(
+                    "noted",
+                    {"write": {"path": "NOTES.md", "content": "- fix\n"}},
+                    {"write": {"path": "CHANGELOG.md", "content": "- fix\n"}},
+                ),
+                replying("released"),
+            ]
+        ),
+    ),
+    "docs/expectations.md#says-released": (
+        Turns(
+            [
+                replying("2.0.3"),
+                replying("released 2.1.0", {"write": {"path": "VERSION", "content": "2.1.0\n"}}),
+            ]
+        ),
+        Turns(  # answers turn 1 in a sentence, and bumps the patch version
+            [
+                replying("The version is 2.0.3."),
+                replying("released 2.0.4", {"write": {"path": "VERSION", "content": "2.0.4\n"}}),
+            ]
+        ),
+    ),
     "docs/expectations.md#result-json": (
         replying("done", {"write": {"path": "result.json", "content": '{"status": "complete"}'}}),
         replying(
@@ -129,6 +169,8 @@ CAUGHT_BY = {
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
     "docs/expectations.md#changelog-entry": {"mentions-fix", "no-placeholder"},
     "docs/expectations.md#result-json": {"status", "no-error"},
+    "docs/cases.md#notes-then-release": {"no-changelog-yet", "notes-gone"},
+    "docs/expectations.md#says-released": {"names-version", "released", "bumped"},
     "docs/expectations.md#reads-the-reference": {"tone-read", "secrets-untouched"},
 }
 REAL_CLI = {
@@ -144,9 +186,9 @@ def test_every_documented_case_has_controls() -> None:
     assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
-def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps) -> Any:
+def _run_scripted(project: SevroProject, case: dict[str, Any], steps: Steps | Turns) -> Any:
     case_file = project.write_json("case.json", case)
-    host = project.script(default=[steps])
+    host = project.script(default=steps if isinstance(steps, Turns) else [steps])
     shutil.rmtree(project.results, ignore_errors=True)
     return project.run(case_file, "--host-config", host)
 
@@ -428,3 +470,53 @@ def test_the_skill_ab_example_shows_the_skill_helping_and_only_when_it_does(
     (comparison,) = statistics["comparisons"]
     assert comparison["pooled"]["verdict"] == "no detectable difference"
     assert comparison["pooled"]["transitions"]["fixed"] == 0
+
+
+SKILL_CREATOR = ROOT / "examples" / "skill-creator"
+
+
+def _skill_creator(project: SevroProject, host: Path) -> dict[str, Any]:
+    done = project.sevro(
+        "run",
+        SKILL_CREATOR / "evals.json",
+        "--skill",
+        SKILL_CREATOR / "skills" / "changelog",
+        "--host-config",
+        host,
+        "--trials",
+        "2",
+        "--results-root",
+        project.results,
+    )
+    assert done.exit_code == 1, done.stdout + done.stderr  # q03 never triggers
+    (run_json,) = project.results.glob("*/run.json")
+    (arm,) = json.loads(run_json.read_text())["statistics"]["triggers"]["arms"]
+    shutil.rmtree(project.results)
+    return dict(arm)
+
+
+def test_the_skill_creator_example_measures_the_reads_it_claims(
+    sevro_project: SevroProject,
+) -> None:
+    """docs/skill-creator.md runs examples/skill-creator: the scripted model reads the skill for
+    two of the three trigger queries (recall 2/3, precision 1). Controls: without those reads
+    recall is 0; reading it for every query brings the false positives into precision."""
+    require_sandbox()
+    documented = _skill_creator(sevro_project, SKILL_CREATOR / "host.json")
+    assert [q["triggered"] for q in documented["queries"]] == [2, 2, 0, 0, 0]
+    pooled = documented["pooled"]
+    assert pooled["recall"]["value"] == pytest.approx(2 / 3)
+    assert pooled["precision"]["value"] == 1.0
+    host = json.loads((SKILL_CREATOR / "host.json").read_text())
+    careless = copy.deepcopy(host)
+    for script in careless["cases"].values():
+        script["turns"][0] = [s for s in script["turns"][0] if "read" not in s]
+    blind = _skill_creator(sevro_project, sevro_project.write_json("blind.json", careless))
+    assert blind["pooled"]["recall"]["value"] == 0.0
+    assert blind["pooled"]["precision"]["value"] is None  # nothing triggered: unknown, not 0
+    eager = copy.deepcopy(host)
+    (read,) = [s for s in host["cases"][next(iter(host["cases"]))]["turns"][0] if "read" in s]
+    eager["default"]["turns"][0].insert(0, read)
+    eager_arm = _skill_creator(sevro_project, sevro_project.write_json("eager.json", eager))
+    assert eager_arm["pooled"]["falsePositives"] == 4
+    assert eager_arm["pooled"]["precision"]["value"] == pytest.approx(6 / 10)

@@ -461,3 +461,53 @@ def test_the_quick_form_with_several_skills_and_another_skill_as_baseline(
     other = quick(project, "--baseline", "older/plain-notes", "--trials", "1")
     arms = {arm["id"]: arm["target"] for arm in assert_valid_evidence(other.json())["arms"]}
     assert arms == {"baseline": "plain-notes", "candidate": "notes"}
+
+
+def test_a_check_naming_an_arm_grades_only_that_arms_trials(project: SevroProject) -> None:
+    """skill-eval's per-variant expectations: each arm's trials carry only their own checks (a
+    skill-activation check on the baseline, which offers no skill, would be a grading error)."""
+    project.case(
+        "cases/notes.json",
+        id="notes",
+        checks=[
+            {
+                "id": "reads",
+                "grader": "sevro.skill-activation",
+                "arm": "candidate",
+                "configuration": {"expect": "read"},
+            },
+            {
+                "id": "baseline-replies",
+                "grader": "sevro.response-text",
+                "arm": "baseline",
+                "configuration": {"contains": "done"},
+            },
+            {"id": "replies", "grader": "sevro.response-text", "configuration": {"equals": "done"}},
+        ],
+    )
+    done = quick(project, "--baseline", "none", "--trials", "1")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    documents = trials_by_start(Path(done.json()["evidencePath"]))
+    checks = {d["arm"]: [c["id"] for c in d["evidence"]["checks"]] for d in documents}
+    assert checks == {
+        "candidate": ["reads", "replies"],
+        "baseline": ["baseline-replies", "replies"],
+    }
+    bad = project.case(
+        "cases/notes.json",
+        id="notes",
+        checks=[
+            {
+                "id": "x",
+                "grader": "sevro.response-text",
+                "arm": "treatment",
+                "configuration": {"equals": "done"},
+            }
+        ],
+    )
+    refused = quick(project, "--baseline", "none", "--trials", "1")
+    assert refused.exit_code == 64 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert (
+        f"{bad.name}#/checks/0/arm: check 'x' names arm 'treatment', which the experiment "
+        "does not have (arms: baseline, candidate)" in refused.stderr
+    )

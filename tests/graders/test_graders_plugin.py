@@ -16,7 +16,7 @@ from sevro_graders import plugin
 
 OUTPUT = ["sevro.regex", "sevro.json", "sevro.schema", "sevro.output"]
 WORKSPACE = ["sevro.path", "sevro.file-text", "sevro.json-file"]
-EVIDENCE = ["sevro.tool-call", "sevro.changed-paths", "sevro.resource-read"]
+EVIDENCE = ["sevro.tool-call", "sevro.changed-paths"]
 EXPECTED = [
     *OUTPUT,
     "sevro.shell",
@@ -24,11 +24,15 @@ EXPECTED = [
     "sevro.skill-activation",
     *WORKSPACE,
     *EVIDENCE,
+    "sevro.response-text",
+    "sevro.resource-read",
 ]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
     *("path", "file-text", "json-file"),
-    *("tool-call", "changed-paths", "resource-read"),
+    *("tool-call", "changed-paths"),
+    "response-text",
+    "resource-read",
 ]
 
 

@@ -145,6 +145,7 @@ from sevro_core.vocabulary import (
     SANDBOX_CAPABILITY,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
+    TURNS_OBSERVATION,
     WORKSPACE_OBSERVATION,
 )
 
@@ -220,6 +221,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SANDBOX_CAPABILITY",
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
+    "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations
     "describe_first_error",

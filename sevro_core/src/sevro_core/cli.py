@@ -452,7 +452,13 @@ def validate(
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
+        from sevro_core.run.triggerset import trigger_set_file, trigger_set_summary
+
         path = experiment_file(files)
+        triggers = trigger_set_file(files) if path is None else None
+        if triggers is not None:  # its cases are made by sevro; the set is what can be wrong
+            typer.echo(trigger_set_summary(triggers))
+            return
         design, cases = load_experiment(path, None) if path else (None, load_cases(files))
         validate_cases(cases, registry, FixtureContext(sources=sources))
     except InvocationError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +20,23 @@ class CheckDeclaration:
     id: str
     grader: str
     configuration: Mapping[str, JsonValue]
+    turn: int | None = None
+    """Grade the trial as it stood when this turn settled (None: the final state)."""
+    arm: str | None = None
+    """In an experiment, grade only this arm's trials (None: every arm's)."""
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """As written (the input of the checks digest): the optional fields only when set."""
+        out: dict[str, JsonValue] = {
+            "id": self.id,
+            "grader": self.grader,
+            "configuration": dict(self.configuration),
+        }
+        if self.turn is not None:
+            out["turn"] = self.turn
+        if self.arm is not None:
+            out["arm"] = self.arm
+        return out
 
 
 @frozen
@@ -32,11 +49,24 @@ class Case:
     checks: tuple[CheckDeclaration, ...] = ()
     required_evidence: tuple[str, ...] = ()
     follow_up_prompt: str | None = None
+    turns: tuple[str, ...] = ()
+    """The prompts of a case declared with ``turns`` (then ``prompt`` is the first of them)."""
     source: str = ""
     pointer: str = ""
 
+    @property
+    def prompts(self) -> tuple[str, ...]:
+        """Every turn's prompt template, in order: ``turns``, or ``prompt`` and its follow-up."""
+        if self.turns:
+            return self.turns
+        if self.follow_up_prompt is None:
+            return (self.prompt,)
+        return (self.prompt, self.follow_up_prompt)
+
     def declaration(self) -> dict[str, JsonValue]:
         """The case as JSON, in Sevro's shape (the input of the case digest)."""
+        if self.turns:
+            return {"id": self.id, "turns": list(self.turns)}
         out: dict[str, JsonValue] = {"id": self.id, "prompt": self.prompt}
         if self.follow_up_prompt is not None:
             out["followUpPrompt"] = self.follow_up_prompt
@@ -210,6 +240,9 @@ class TrialView:
     fixture_bin_dir: Path | None = None
     """The fixture's tools; checks that run commands put it first on ``PATH``."""
     isolation: TrialIsolation | None = None
+    turn: int | None = None
+    """Set when the check grades a past turn: the workspace is that turn's snapshot, the final
+    message is that turn's reply, and host observations hold only entries of turns up to it."""
 
 
 @frozen
@@ -256,6 +289,14 @@ class HostRequest:
     extra: Mapping[str, Any] = field(factory=dict)
     isolation: TrialIsolation | None = None
     """The trial's sandbox: hosts run the agent's commands through it (role ``candidate``)."""
+    turn_settled: Callable[[int, str | None], None] | None = None
+    """Hosts call it when a turn settled (its number and reply) and before the next starts:
+    the engine snapshots the workspace then, so a check can grade what was true after it."""
+
+    def settle(self, turn: int, reply: str | None) -> None:
+        """Report turn ``turn`` settled (a no-op when the engine asked for nothing)."""
+        if self.turn_settled is not None:
+            self.turn_settled(turn, reply)
 
 
 def unit_key(case_id: str, arm: str | None) -> str:

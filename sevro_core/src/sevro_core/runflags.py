@@ -135,10 +135,16 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
     from sevro_core.run.loading import load_cases
+    from sevro_core.run.triggerset import load_trigger_experiment, trigger_set_file
 
     path = experiment_file(flags.cases)
+    triggers = trigger_set_file(flags.cases) if path is None else None
     design: ExperimentDesign | None
-    if path is not None:
+    if triggers is not None:
+        design, cases = load_trigger_experiment(
+            triggers, flags.skill or [], flags.baseline, flags.trials
+        )
+    elif path is not None:
         if flags.skill or flags.baseline is not None:
             raise InvocationError(
                 "--skill and --baseline build an experiment from case files; "

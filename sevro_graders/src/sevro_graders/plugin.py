@@ -14,6 +14,7 @@ from sevro_graders.output_grader import OutputGrader
 from sevro_graders.path_grader import PathGrader
 from sevro_graders.regex_grader import RegexGrader
 from sevro_graders.resource_read_grader import ResourceReadGrader
+from sevro_graders.response_text_grader import ResponseTextGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
 from sevro_graders.skill_activation_grader import SkillActivationGrader
@@ -34,4 +35,5 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(JsonFileGrader())
     register(ToolCallGrader())
     register(ChangedPathsGrader())
+    register(ResponseTextGrader())
     register(ResourceReadGrader())

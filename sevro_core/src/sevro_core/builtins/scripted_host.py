@@ -170,7 +170,7 @@ class ConfiguredScriptedHost:
         script = self._script_for(case.id)
         if script is None:
             raise ConfigurationError(f"has no script for case {case.id!r} and no 'default'")
-        prompts = 2 if case.follow_up_prompt is not None else 1
+        prompts = len(case.prompts)
         if len(script.turns) != prompts:
             raise ConfigurationError(
                 f"script has {len(script.turns)} turn(s) but case {case.id!r} has {prompts} "
@@ -196,6 +196,7 @@ class ConfiguredScriptedHost:
                 return state.result(None, error=str(exc), turns=turn - 1)
             if request.cancel.cancelled:
                 return state.result(None, cancelled=True, turns=turn - 1)
+            request.settle(turn, final)
         return state.result(final, turns=len(request.prompts))
 
 

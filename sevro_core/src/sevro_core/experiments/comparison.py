@@ -422,7 +422,7 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
     """The counts a statistics document rests on: per arm and case the trials, passes, decided
     and inconclusive trials, activations and known activations; per comparison and case the
     transitions. What :func:`trial_counts` recounts from the trials themselves."""
-    return {
+    counts: dict[str, Any] = {
         "repetitions": statistics["repetitions"],
         "cases": list(statistics["cases"]),
         "arms": [
@@ -449,6 +449,11 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
             for c in statistics["comparisons"]
         ],
     }
+    if "triggers" in statistics:
+        from sevro_core.experiments.triggers import counts_of_statistics
+
+        counts["triggers"] = counts_of_statistics(statistics["triggers"])
+    return counts
 
 
 def trial_counts(
@@ -510,6 +515,7 @@ def statistics_of_run(
     each naming its ``arm``. What ``sevro run`` stores and ``sevro report`` checks; raises
     ValueError when the trials do not fit the arms."""
     experiment = run.get("experiment") or {}
+    listed = list(documents)
     repetitions = experiment.get("repetitions")
     if repetitions is None:  # the trials per case of the run, as its identity records them
         repetitions = _dict(_dict(run.get("evaluationIdentity")).get("dimensions")).get(
@@ -520,11 +526,22 @@ def statistics_of_run(
     design = (
         [arm["id"] for arm in run["arms"]],
         [(c["control"], c["treatment"]) for c in experiment.get("comparisons", [])],
-        [arm_trial(document) for document in documents],
+        [arm_trial(document) for document in listed],
         repetitions,
         cases,
     )
-    return trial_counts(*design) if counts_only else experiment_statistics(*design)
+    document = trial_counts(*design) if counts_only else experiment_statistics(*design)
+    trigger_set = experiment.get("triggerSet")
+    if trigger_set is not None:  # a skill-creator trigger eval set: its trigger statistics
+        from sevro_core.experiments.triggers import trigger_counts, trigger_statistics
+
+        arms = design[0]
+        document["triggers"] = (
+            trigger_counts(arms, trigger_set, listed, repetitions)
+            if counts_only
+            else trigger_statistics(arms, trigger_set, listed, repetitions, design[1])
+        )
+    return document
 
 
 def regressed(statistics: Mapping[str, Any]) -> bool:

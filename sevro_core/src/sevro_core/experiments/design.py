@@ -6,7 +6,7 @@ Both forms end here: an experiment file (``sevro run EXPERIMENT.json``) and the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class ExperimentDesign:
     repetitions: int
     source: str | None
     """The experiment file, or None for the quick form."""
+    trigger_set: Mapping[str, Any] | None = None
+    """A skill-creator trigger eval set's queries (``triggerSet`` in ``run.json``), or None."""
 
     def arm(self, arm_id: str) -> ResolvedArm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -55,13 +57,16 @@ class ExperimentDesign:
         return paths
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "source": self.source,
             "repetitions": self.repetitions,
             "comparisons": [
                 {"control": c.control, "treatment": c.treatment} for c in self.comparisons
             ],
         }
+        if self.trigger_set is not None:
+            document["triggerSet"] = dict(self.trigger_set)
+        return document
 
 
 def design_from_file(experiment: Experiment, repetitions: int | None) -> ExperimentDesign:

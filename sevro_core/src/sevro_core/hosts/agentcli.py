@@ -282,7 +282,14 @@ class EvidenceIds:
     events: str
     """The first turn's event stream (``acme.cli.events``)."""
     follow_up_events: str
-    """Each later turn's event stream (``acme.cli.follow-up-events``)."""
+    """The second turn's event stream (``acme.cli.follow-up-events``); turn N > 2 has
+    ``acme.cli.follow-up-events.N``, so every turn's stream is kept under an id of its own."""
+
+    def events_of(self, number: int) -> str:
+        """The artifact id of turn ``number``'s event stream."""
+        if number == 1:
+            return self.events
+        return self.follow_up_events if number == 2 else f"{self.follow_up_events}.{number}"
 
 
 @frozen
@@ -687,7 +694,10 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         try:
             self.prepare()
             for number in range(1, len(request.prompts) + 1):
-                records.append(self.turn(number))
+                record = self.turn(number)
+                records.append(record)
+                reply = record.turn.final_message if record.turn is not None else None
+                request.settle(number, self.scrub(reply) if reply is not None else None)
         except HostFailure as exc:
             failure = exc
             records.extend(exc.records)
@@ -799,10 +809,9 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def artifacts(self, records: Sequence[TurnRecord[TurnT]]) -> tuple[Artifact, ...]:
         """Every turn's event stream as it came (scrubbed when there are secrets)."""
-        ids = self.evidence_ids
         return tuple(
             Artifact(
-                ids.events if r.number == 1 else ids.follow_up_events,
+                self.evidence_ids.events_of(r.number),
                 self.scrub(r.stream.decode("utf-8", "replace")).encode()
                 if self.secrets
                 else r.stream,

@@ -218,9 +218,100 @@ def _arm_rows(arm: Mapping[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _measure(name: str, measure: Mapping[str, Any]) -> str:
+    """``recall 67 % (95 % CI 21-94 %)``; unknown without decided trials."""
+    interval = measure["interval"]
+    if measure["value"] is None:
+        return f"{name} {UNKNOWN}"
+    if interval is None:
+        return f"{name} {_percent(measure['value'])}"
+    low, high = _points(interval["low"], False), _points(interval["high"], False)
+    return f"{name} {_percent(measure['value'])} (95 % CI {low}-{high} %)"
+
+
+def trigger_sentences(triggers: Mapping[str, Any]) -> list[str]:
+    """One sentence per arm of a trigger eval set's run: recall, precision, accuracy, what was
+    left out, and how many queries pass ``run_eval.py``'s threshold."""
+    lines = []
+    for arm in triggers["arms"]:
+        pooled = arm["pooled"]
+        decided = sum(pooled[k] for k in ("truePositives", "falseNegatives"))
+        decided += sum(pooled[k] for k in ("falsePositives", "trueNegatives"))
+        measures = ", ".join(
+            _measure(name, pooled[name]) for name in ("recall", "precision", "accuracy")
+        )
+        left_out = ""
+        if pooled["partial"] or pooled["unavailable"]:
+            left_out = (
+                f"; left out: {pooled['partial']} partial, "
+                f"{pooled['unavailable']} unavailable trial(s)"
+            )
+        lines.append(
+            f"skill {triggers['skill']} ({arm['arm']}): {measures} over {decided} decided "
+            f"trial(s) of {len(arm['queries'])} queries{left_out}; {pooled['queriesPassed']} of "
+            f"{pooled['queriesDecided']} queries pass at trigger threshold {triggers['threshold']}."
+        )
+    return lines
+
+
+def trigger_change_sentences(triggers: Mapping[str, Any]) -> list[str]:
+    """Per comparison the verdict on recall and on specificity, worded like any comparison's."""
+    lines = []
+    for comparison in triggers.get("comparisons", []):
+        for name in ("recall", "specificity"):
+            change = comparison[name]
+            if change is None:
+                continue
+            shaped = {
+                "control": comparison["control"],
+                "treatment": comparison["treatment"],
+                "pairs": change["pairs"],
+                "pooled": change,
+            }
+            lines.append(f"{name}: {verdict_sentence(shaped)}")
+    return lines
+
+
+def _trigger_rows(triggers: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for arm in triggers["arms"]:
+        for query in arm["queries"]:
+            passed = query["thresholdPass"]
+            rows.append(
+                [
+                    arm["arm"],
+                    query["caseId"],
+                    query["query"][:120],
+                    "yes" if query["shouldTrigger"] else "no",
+                    f"{query['triggered']}/{query['known']}",
+                    _rate_with_interval(query["rate"], query["interval"]),
+                    query["partial"],
+                    query["unavailable"],
+                    None if passed is None else ("pass" if passed else "fail"),
+                ]
+            )
+    return rows
+
+
+def _trigger_lines(triggers: Mapping[str, Any]) -> list[str]:
+    lines = ["### Triggers", "", *trigger_sentences(triggers), ""]
+    changes = trigger_change_sentences(triggers)
+    lines += [*changes, ""] if changes else []
+    lines += [
+        "Trigger rate per query (95 % Wilson intervals over decided trials; partial and "
+        "unavailable trials left out):",
+        "",
+    ]
+    headers = ["arm", "case", "query", "should trigger", "triggered", "rate (95 % CI)"]
+    headers += ["partial", "unavailable", "threshold"]
+    return lines + _table(headers, _trigger_rows(triggers)) + [""]
+
+
 def render_experiment_statistics(statistics: Mapping[str, Any]) -> list[str]:
     """Markdown lines for a statistics document: each comparison, then each arm's rates."""
     lines: list[str] = []
+    if "triggers" in statistics:
+        lines += _trigger_lines(statistics["triggers"])
     for comparison in statistics["comparisons"]:
         lines += [*_comparison_lines(comparison), ""]
     lines += [

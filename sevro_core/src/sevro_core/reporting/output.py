@@ -217,6 +217,12 @@ def render_summary(result: dict[str, Any], statistics: Mapping[str, Any] | None 
         out += "".join(f"  {verdict_sentence(c)}\n" for c in statistics["comparisons"])
         if not statistics["comparisons"]:
             out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
+        if "triggers" in statistics:
+            from sevro_core.reporting.experiment import trigger_change_sentences, trigger_sentences
+
+            triggers = statistics["triggers"]
+            lines = [*trigger_sentences(triggers), *trigger_change_sentences(triggers)]
+            out += "".join(f"  {line}\n" for line in lines)
     if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
         out += f"exit 1: {result['diagnostic']['message']}\n"
     out += f"evidence={result['evidencePath']}\n"

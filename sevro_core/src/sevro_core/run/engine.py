@@ -36,6 +36,7 @@ from sevro_core.limits import (
 )
 from sevro_core.models import (
     CancelToken,
+    CheckDeclaration,
     CheckOutcome,
     HostRequest,
     HostResult,
@@ -58,6 +59,7 @@ from sevro_core.run.trialevidence import (
     trial_document,
     trial_evidence,
 )
+from sevro_core.run.turns import TurnRecorder
 from sevro_core.states import (
     CheckStatus,
     Completeness,
@@ -71,6 +73,7 @@ from sevro_core.vocabulary import (
     ENGINE_OBSERVATION_PREFIX,
     FINAL_MESSAGE_OBSERVATION,
     SKILLS_OBSERVATION,
+    TURNS_OBSERVATION,
 )
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
@@ -93,6 +96,7 @@ class _Trial:
     workspace: Path
     private: Path
     """The trial's private directory (hosts' and checks' homes), outside the workspace."""
+    turns: TurnRecorder
 
 
 def execute_trial(
@@ -103,7 +107,16 @@ def execute_trial(
     t0 = time.monotonic()
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
-    run = _Trial(plan, planned, trial, cancel, store, workspace, private)
+    run = _Trial(
+        plan,
+        planned,
+        trial,
+        cancel,
+        store,
+        workspace,
+        private,
+        _recorder(planned, workspace, private),
+    )
     fixture, baseline = _prepare_fixture(run)
     t_fixture = time.monotonic()
     isolation = plan.sandbox.bind(
@@ -112,14 +125,12 @@ def execute_trial(
     host_result, execution, error = _run_candidate(run, fixture, isolation)
     t_host = time.monotonic()
     report = _inspect_after_host(run, fixture, baseline, host_result)
-    observations = _observations(host_result)
+    observations = _observations(host_result, run.turns)
     observations.update((o.id, o) for o in report.observations)
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
     if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(
-            planned, trial, host_result, observations, isolation, baseline
-        )
+        outcomes, grader_error = _grade(run, host_result, observations, isolation, baseline)
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
@@ -147,6 +158,12 @@ def execute_trial(
         error=error,
     )
     return _persist(run, findings)
+
+
+def _recorder(planned: PlannedCase, workspace: Path, private: Path) -> TurnRecorder:
+    """Keeps each turn's reply, and the workspace after each turn a check grades."""
+    graded = frozenset(c.declaration.turn for c in planned.checks if c.declaration.turn)
+    return TurnRecorder(len(planned.case.prompts), graded, workspace, private)
 
 
 def _prepare_fixture(run: _Trial) -> tuple[MaterialisedFixture, Mapping[str, Any]]:
@@ -190,11 +207,8 @@ def _run_candidate(
     if run.plan.settings.dry:
         return None, Execution.NOT_RUN, None
     case = run.planned.case
-    prompts = tuple(
-        render_prompt(p, run.workspace)
-        for p in (case.prompt, case.follow_up_prompt)
-        if p is not None
-    )
+    prompts = tuple(render_prompt(p, run.workspace) for p in case.prompts)
+    run.turns.begin()
     request = HostRequest(
         case_id=case.id,
         trial=run.trial,
@@ -205,6 +219,7 @@ def _run_candidate(
         private_root=run.private,
         fixture_bin_dir=fixture.bin_dir,
         isolation=isolation,
+        turn_settled=run.turns.settle,
     )
     result, execution, error = _run_host(run.plan.host_for(run.planned), request)
     if result is not None and run.planned.arm is not None:
@@ -406,29 +421,31 @@ def _final_observation(result: HostResult | None) -> Observation:
     )
 
 
-def _observations(result: HostResult | None) -> dict[str, Observation]:
+def _observations(result: HostResult | None, turns: TurnRecorder) -> dict[str, Observation]:
     out = {FINAL_MESSAGE_OBSERVATION: _final_observation(result)}
+    if turns.turns > 1:
+        out[TURNS_OBSERVATION] = turns.observation()
     if result is not None:
         out.update((o.id, o) for o in result.observations)
     return out
 
 
 def _grade(
-    planned: PlannedCase,
-    trial: int,
+    run: _Trial,
     result: HostResult | None,
     observations: dict[str, Observation],
     isolation: Isolation,
     baseline: Mapping[str, Any],
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     """Grade in stage order; observations that graders record join ``observations``."""
-    final = observations[FINAL_MESSAGE_OBSERVATION]
-    cancel = isolation.cancel
+    planned, cancel = run.planned, isolation.cancel
+    assert result is not None  # only a completed execution is graded
     view = TrialView(
         case_id=planned.case.id,
-        trial=trial,
-        final_message=result.final_message if result is not None else None,
-        final_message_complete=final.completeness is Completeness.COMPLETE,
+        trial=run.trial,
+        final_message=result.final_message,
+        final_message_complete=observations[FINAL_MESSAGE_OBSERVATION].completeness
+        is Completeness.COMPLETE,
         observations=observations,
         workspace=isolation.workspace,
         baseline=baseline,
@@ -441,8 +458,14 @@ def _grade(
         if cancel.cancelled:
             break
         declaration = check.declaration
+        seen = view if declaration.turn is None else run.turns.view(view, result, declaration.turn)
+        if isinstance(seen, str):
+            by_id[declaration.id] = CheckOutcome(
+                declaration.id, declaration.grader, CheckStatus.UNAVAILABLE, detail=seen
+            )
+            continue
         try:
-            outcome = check.compiled.grade(declaration.id, view)
+            outcome = check.compiled.grade(declaration.id, seen)
             problem = _check_observations_problem(outcome, observations)
         except GradingError as exc:
             message = str(exc)
@@ -450,7 +473,9 @@ def _grade(
             message = f"{type(exc).__name__}: {exc}"
         else:
             if problem is None:
-                by_id[declaration.id] = evolve(outcome, observations=())
+                by_id[declaration.id] = evolve(
+                    outcome, observations=(), detail=_turn_detail(declaration, outcome.detail)
+                )
                 observations.update((o.id, o) for o in outcome.observations)
                 continue
             message = problem
@@ -466,6 +491,13 @@ def _grade(
         )
     ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
     return ordered, error
+
+
+def _turn_detail(declaration: CheckDeclaration, detail: str | None) -> str | None:
+    """A turn-scoped check's detail says which turn it graded, where users read failures."""
+    if detail is None or declaration.turn is None:
+        return detail
+    return f"after turn {declaration.turn}: {detail}"
 
 
 def _check_observations_problem(

@@ -116,15 +116,18 @@ def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
     """Validate one case document against ``case.v1`` and structure it."""
     if not isinstance(document, dict):
         raise InvocationError("a case must be a JSON object", source=source, pointer=pointer)
+    _check_prompt_form(document, source, pointer)
     validate_input("case.v1", document, source=source, base=pointer)
-    for key in ("prompt", "followUpPrompt"):
-        text = document.get(key)
+    texts = [(join_pointer(pointer, k), document.get(k)) for k in ("prompt", "followUpPrompt")]
+    texts += [
+        (join_pointer(pointer, "turns", i), t) for i, t in enumerate(document.get("turns", []))
+    ]
+    for where, text in texts:
         if isinstance(text, str) and len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
             raise InvocationError(
-                f"longer than {MAX_PROMPT_BYTES} bytes",
-                source=source,
-                pointer=join_pointer(pointer, key),
+                f"longer than {MAX_PROMPT_BYTES} bytes", source=source, pointer=where
             )
+    turns = len(document.get("turns", [])) or (2 if "followUpPrompt" in document else 1)
     check_ids: dict[str, int] = {}
     for index, check in enumerate(document["checks"]):
         if check["id"] in check_ids:
@@ -134,17 +137,47 @@ def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
                 pointer=join_pointer(pointer, "checks", index, "id"),
             )
         check_ids[check["id"]] = index
+        if check.get("turn", 1) > turns:
+            raise InvocationError(
+                f"turn {check['turn']} does not exist: the case has {turns} turn(s)",
+                source=source,
+                pointer=join_pointer(pointer, "checks", index, "turn"),
+            )
+    if "turns" in document:
+        document = {**document, "prompt": document["turns"][0]}
     case = _converter.structure(document, Case)
     return _with_origin(case, str(source), pointer)
+
+
+def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: str) -> None:
+    """Exactly one way to say what the agent is asked: ``prompt`` (and ``followUpPrompt``)
+    or ``turns``; the schema alone would report this as an opaque alternative."""
+    if "turns" in document:
+        for key in ("prompt", "followUpPrompt"):
+            if key in document:
+                raise InvocationError(
+                    f"declare either turns or {key}, not both",
+                    source=source,
+                    pointer=join_pointer(pointer, key),
+                )
+    elif "prompt" not in document:
+        raise InvocationError(
+            "a case needs 'prompt' (one turn, optionally 'followUpPrompt') or 'turns'",
+            source=source,
+            pointer=pointer or None,
+        )
 
 
 def _with_origin(case: Case, source: str, pointer: str) -> Case:
     from attrs import evolve
 
-    checks = tuple(CheckDeclaration(c.id, c.grader, c.configuration) for c in case.checks)
+    checks = tuple(
+        CheckDeclaration(c.id, c.grader, c.configuration, c.turn, c.arm) for c in case.checks
+    )
     return evolve(
         case,
         checks=checks,
+        turns=tuple(case.turns),
         required_evidence=tuple(case.required_evidence),
         source=source,
         pointer=pointer,

@@ -17,7 +17,6 @@ from sevro_core.errors import ConfigurationError, GradingError, InvocationError,
 from sevro_core.experiments.arms import ResolvedArm
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.formats.canonical import hash_json
-from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import (
     OPERATOR,
     ProtectedRoot,
@@ -277,12 +276,30 @@ def _plan_units(
     context: FixtureContext,
 ) -> list[PlannedCase]:
     """The case planned once per arm (its own host), or once when there are no arms."""
+    _check_arm_names(case, arms)
     if not arms:
         return [_plan_case(case, registry, host, config_source, sandbox, context)]
-    return [
-        evolve(_plan_case(case, registry, arm.host, config_source, sandbox, context), arm=arm)
-        for arm in arms
-    ]
+    units = []
+    for arm in arms:
+        planned = _plan_case(case, registry, arm.host, config_source, sandbox, context)
+        checks = tuple(c for c in planned.checks if c.declaration.arm in (None, arm.id))
+        units.append(evolve(planned, arm=arm, checks=checks))
+    return units
+
+
+def _check_arm_names(case: Case, arms: Sequence[PlannedArm]) -> None:
+    """A check that names an arm needs an experiment with that arm."""
+    names = [a.id for a in arms]
+    for index, check in enumerate(case.checks):
+        if check.arm is None or check.arm in names:
+            continue
+        reason = (
+            f"names arm {check.arm!r}, but this run compares no arms"
+            if not names
+            else f"names arm {check.arm!r}, which the experiment does not have "
+            f"(arms: {', '.join(names)})"
+        )
+        raise _refusal(case, f"check {check.id!r} {reason}", "checks", index, "arm")
 
 
 def protected_roots(
@@ -401,15 +418,56 @@ def _plan_case(
     context: FixtureContext,
 ) -> PlannedCase:
     provider_id, fixture = compile_fixture(case, registry, context)
-    checks = compile_checks(case, registry)
-    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
-    if case.follow_up_prompt is not None and CONTINUATION_CAPABILITY not in host.capabilities:
+    if len(case.prompts) > 1 and CONTINUATION_CAPABILITY not in host.capabilities:
+        key = "turns" if case.turns else "followUpPrompt"
         raise _refusal(
             case,
-            f"host {host.route.host} cannot continue a session, so it cannot run a followUpPrompt",
-            "followUpPrompt",
+            f"host {host.route.host} cannot continue a session, so it cannot run {key}",
+            key,
         )
+    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
+    checks = _negotiate_checks(case, compile_checks(case, registry), provided, host, sandbox)
+    try:
+        host.check_case(case)
+    except ConfigurationError as exc:
+        raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
+    digests = {
+        "case": hash_json(case.declaration()),
+        "fixture": hash_json({"provider": provider_id, "declaration": fixture.identity()}),
+        "checks": hash_json([c.to_json() for c in case.checks]),
+        "requiredEvidence": hash_json(list(case.required_evidence)),
+    }
+    digests["identity"] = hash_json(dict(digests))
+    return PlannedCase(
+        case=case,
+        fixture_provider=provider_id,
+        fixture=fixture,
+        checks=tuple(checks),
+        digests=digests,
+    )
+
+
+def _negotiate_checks(
+    case: Case,
+    checks: list[PlannedCheck],
+    provided: frozenset[str] | set[str],
+    host: ConfiguredHost,
+    sandbox: SandboxSelection,
+) -> list[PlannedCheck]:
+    """Refuse a check (or required evidence) nothing in this run can produce; a check that
+    needs the sandbox when none works becomes a grading error instead (exit 3)."""
+    provided = set(provided)
     for index, check in enumerate(checks):
+        past = check.declaration.turn is not None and check.declaration.turn < len(case.prompts)
+        if past and SANDBOX_CAPABILITY in check.grader.requires:
+            raise _refusal(
+                case,
+                f"grader {check.grader.id} runs commands in the live workspace, so it cannot "
+                f"grade turn {check.declaration.turn} of {len(case.prompts)}",
+                "checks",
+                index,
+                "turn",
+            )
         missing = sorted(set(check.grader.requires) - provided)
         if missing == [SANDBOX_CAPABILITY] and sandbox.problem is not None:
             # Deliberately not a refusal: the run goes ahead and this check is a grading error
@@ -439,28 +497,7 @@ def _plan_case(
                 "requiredEvidence",
                 index,
             )
-    try:
-        host.check_case(case)
-    except ConfigurationError as exc:
-        raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
-    digests = {
-        "case": hash_json(case.declaration()),
-        "fixture": hash_json({"provider": provider_id, "declaration": fixture.identity()}),
-        "checks": hash_json([_check_json(c) for c in case.checks]),
-        "requiredEvidence": hash_json(list(case.required_evidence)),
-    }
-    digests["identity"] = hash_json(dict(digests))
-    return PlannedCase(
-        case=case,
-        fixture_provider=provider_id,
-        fixture=fixture,
-        checks=tuple(checks),
-        digests=digests,
-    )
-
-
-def _check_json(check: CheckDeclaration) -> dict[str, JsonValue]:
-    return {"id": check.id, "grader": check.grader, "configuration": dict(check.configuration)}
+    return checks
 
 
 def _configuration(
