@@ -139,3 +139,31 @@ def test_the_arms_context_read_is_graded_in_an_experiment(sevro_project: SevroPr
         "baseline": {"context-read": "failed"},
         "candidate": {"context-read": "passed"},
     }
+
+
+def test_a_turn_scoped_check_counts_reads_up_to_its_turn(sevro_project: SevroProject) -> None:
+    require_sandbox()
+    notes = {"resource": "workspace", "path": "notes.md"}
+    case = sevro_project.write_json(
+        "case.json",
+        {
+            "id": "example",
+            "turns": ["Look around.", "Now read the notes."],
+            "fixture": {"files": {"notes.md": NOTES}},
+            "checks": [
+                {**resource("untouched-1", **notes, expect="not-read"), "turn": 1},
+                {**resource("read-2", **notes, expect="read"), "turn": 2},
+                resource("untouched", **notes, expect="not-read"),
+            ],
+            "requiredEvidence": [],
+        },
+    )
+    host = sevro_project.script(
+        default=[
+            [{"run": {"command": "ls"}}, {"reply": {"text": "looked"}}],
+            [{"run": {"command": "cat notes.md"}}, {"reply": {"text": "read"}}],
+        ]
+    )
+    done = sevro_project.run(case, "--host-config", host)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    assert checks_of(done) == {"untouched-1": "passed", "read-2": "passed", "untouched": "failed"}
