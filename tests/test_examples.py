@@ -144,6 +144,17 @@ SCRIPTED: dict[str, tuple[Steps | Turns, Steps | Turns]] = {
             {"write": {"path": "result.json", "content": '{"status": "failed", "error": "x"}'}},
         ),
     ),
+    "docs/expectations.md#reads-the-reference": (
+        replying(
+            "Hello, Ada!",
+            {"run": {"command": "cd .agents/skills/greet && cat -n references/tone.md"}},
+        ),
+        replying(
+            "Hello, Ada!",
+            {"run": {"command": "grep Warm .agents/skills/greet/references/tone.md"}},
+            {"run": {"command": "cat secrets.md"}},
+        ),
+    ),
 }
 CAUGHT_BY = {
     # doc#id: the checks the host that does not do it must fail (the rest pass)
@@ -160,6 +171,7 @@ CAUGHT_BY = {
     "docs/expectations.md#result-json": {"status", "no-error"},
     "docs/cases.md#notes-then-release": {"no-changelog-yet", "notes-gone"},
     "docs/expectations.md#says-released": {"names-version", "released", "bumped"},
+    "docs/expectations.md#reads-the-reference": {"tone-read", "secrets-untouched"},
 }
 REAL_CLI = {
     "docs/hosts/codex.md#release-notes",

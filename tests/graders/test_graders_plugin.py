@@ -25,12 +25,14 @@ EXPECTED = [
     *WORKSPACE,
     *EVIDENCE,
     "sevro.response-text",
+    "sevro.resource-read",
 ]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
     *("path", "file-text", "json-file"),
     *("tool-call", "changed-paths"),
     "response-text",
+    "resource-read",
 ]
 
 
@@ -90,6 +92,13 @@ def test_tool_call_needs_the_tool_calls_observation() -> None:
     assert isinstance(grader, Plugin)
     assert (grader.version, grader.stage) == ("1.0.0", 10)
     assert grader.requires == frozenset({"sevro.tool-calls"})
+
+
+def test_resource_read_needs_the_file_reads_observation() -> None:
+    grader = registered_as("sevro.resource-read")
+    assert isinstance(grader, Plugin)
+    assert (grader.version, grader.stage) == ("1.0.0", 10)
+    assert grader.requires == frozenset({"sevro.file-reads"})
 
 
 def test_ids_are_namespaced() -> None:

@@ -13,7 +13,7 @@ from sevro_core import limits
 DOC = Path(__file__).resolve().parents[2] / "docs" / "expectations.md"
 
 
-@pytest.mark.parametrize("name", ["path", "file-text", "json-file"])
+@pytest.mark.parametrize("name", ["path", "file-text", "json-file", "resource-read"])
 def test_every_configuration_key_and_value_is_documented(name: str) -> None:
     text = DOC.read_text("utf-8")
     assert f"## sevro.{name}\n" in text

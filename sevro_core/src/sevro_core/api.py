@@ -52,7 +52,25 @@ from sevro_core.hosts.binaries import (
 )
 from sevro_core.hosts.checks import Probe, sandbox_probe, tools_check
 from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, write_private
-from sevro_core.hosts.skills import MountedSkill, classify_read, discover_skills, skills_data
+from sevro_core.hosts.reads import (
+    FileRead,
+    ReadLog,
+    WorkspaceFiles,
+    command_reads,
+    denumbered,
+    front_matter_removed,
+    instructions_file,
+    line_count,
+    workspace_path,
+)
+from sevro_core.hosts.skills import (
+    MountedSkill,
+    classify_read,
+    discover_skills,
+    skill_files,
+    skill_touches,
+    skills_data,
+)
 from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.isolation.doctor import sandbox_check
 from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
@@ -234,7 +252,19 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "MountedSkill",
     "classify_read",
     "discover_skills",
+    "skill_files",
+    "skill_touches",
     "skills_data",
+    # ---- which workspace files a command or tool call read (`sevro.file-reads`, one rule)
+    "FileRead",
+    "ReadLog",
+    "WorkspaceFiles",
+    "command_reads",
+    "denumbered",
+    "front_matter_removed",
+    "instructions_file",
+    "line_count",
+    "workspace_path",
     # ---- Git fixtures: the runner, history and overlay building, the workspace probe
     "FIXTURE_BRANCH",
     "GIT_FIXTURE_CAPABILITIES",

@@ -13,6 +13,7 @@ from sevro_graders.json_grader import JsonGrader
 from sevro_graders.output_grader import OutputGrader
 from sevro_graders.path_grader import PathGrader
 from sevro_graders.regex_grader import RegexGrader
+from sevro_graders.resource_read_grader import ResourceReadGrader
 from sevro_graders.response_text_grader import ResponseTextGrader
 from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
@@ -35,3 +36,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(ToolCallGrader())
     register(ChangedPathsGrader())
     register(ResponseTextGrader())
+    register(ResourceReadGrader())

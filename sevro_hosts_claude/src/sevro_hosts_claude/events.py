@@ -33,6 +33,9 @@ class ToolUse:
     result_text: str | None
     is_error: bool | None
     result_data: Any
+    injected: tuple[str, ...] = ()
+    """Synthetic user messages Claude Code added after this call (the ``Skill`` tool's result
+    is only ``Launching skill: NAME``; the skill's body follows in such a message)."""
 
 
 @frozen
@@ -185,6 +188,12 @@ def _assistant(event: Mapping[str, Any], number: int, state: _State) -> None:
 def _user(event: Mapping[str, Any], number: int, state: _State) -> None:
     if event.get("parent_tool_use_id") is not None:
         return
+    if event.get("isSynthetic") is True:
+        _blocks(event, number)  # the shape is checked like any other message's
+        text = _text(event["message"].get("content"))
+        if text and state.order:
+            state.calls[state.order[-1]].setdefault("injected", []).append(text)
+        return
     for block in _blocks(event, number):
         if not isinstance(block, dict) or block.get("type") != "tool_result":
             continue
@@ -229,6 +238,7 @@ def _turn(state: _State) -> Turn:
             result_text=state.calls[i].get("result"),
             is_error=state.calls[i].get("is_error"),
             result_data=state.calls[i].get("data"),
+            injected=tuple(state.calls[i].get("injected", ())),
         )
         for n, i in enumerate(state.order, start=1)
     )

@@ -9,7 +9,6 @@ and skill activations become observations with the same ids and meaning as the C
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import uuid
@@ -29,6 +28,7 @@ from sevro_core.api import (
     DoctorCheck,
     DoctorRequest,
     EvidenceIds,
+    FileRead,
     Host,
     HostFailure,
     HostRequest,
@@ -39,11 +39,14 @@ from sevro_core.api import (
     TurnEvidence,
     TurnRecord,
     Usage,
-    classify_read,
     command_entry,
+    denumbered,
+    front_matter_removed,
     hookimpl,
     inside,
+    line_count,
     roots_to_hide,
+    workspace_path,
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
@@ -256,12 +259,24 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     ) -> None:
         # Only skills Claude Code offered under their own name can be activated.
         offered = [skill for skill in skills if skill.name in turn.skills]
+        cwd: str | None = "."  # Claude Code's shell keeps its directory between Bash calls
         for call in turn.calls:
             into.calls.append(self._call(number, call))
+            at = (number, call.ordinal)
             if call.name == "Bash":
                 into.commands.append(self._command(number, call))
-            for skill in offered:
-                into.read(skill, number, call.ordinal, self._activation(skill, call))
+                command = str(call.input.get("command", ""))
+                code = 0 if call.is_error is False else None
+                found = into.command(offered, at, (command, call.result_text or "", code), cwd)
+                cwd = found.cwd
+            elif call.name == "Read":
+                read = self._read_tool(call, into)
+                if read is not None:
+                    into.tool_read(offered, at, read)
+            elif call.name == "Skill":
+                skill = next((s for s in offered if s.name == call.input.get("skill")), None)
+                if skill is not None:
+                    into.tool_read(offered, at, self._skill_tool(skill, call))
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return _usage(turns, all_turns)
@@ -292,34 +307,41 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         status = "failed" if call.is_error else "completed"
         return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
 
-    def _activation(self, skill: MountedSkill, call: ToolUse) -> str | None:
-        """``read`` for a Skill call or a whole, direct read of the mounted SKILL.md."""
-        workspace = self.request.workspace
-        if call.name == "Skill":
-            if call.input.get("skill") != skill.name:
-                return None
-            return "read" if call.is_error is False else "partial"
-        if call.name == "Bash":
-            command = str(call.input.get("command", ""))
-            code = 0 if call.is_error is False else None
-            return classify_read(skill, workspace, command, call.result_text or "", code)
-        if call.name != "Read" or not isinstance(call.input.get("file_path"), str):
+    def _read_tool(self, call: ToolUse, into: TurnEvidence) -> FileRead | None:
+        """A ``Read`` of a workspace file: complete when it succeeded, its range (``offset``,
+        ``limit``) covers every line and the line-numbered text it returned (or the file
+        content Claude Code reports) is the file's exact text."""
+        raw = call.input.get("file_path")
+        path = workspace_path(self.request.workspace, raw) if isinstance(raw, str) else None
+        if path is None or path == "." or into.files is None:
             return None
-        target = Path(str(call.input["file_path"]))
-        target = target if target.is_absolute() else workspace / target
-        if Path(os.path.normpath(target)) != workspace / skill.path:
-            return None  # a copy elsewhere is not the mounted skill
+        text = into.files.text(path)
+        offset, limit = call.input.get("offset"), call.input.get("limit")
+        covers = offset in (None, 0, 1) and (
+            limit is None
+            or (isinstance(limit, int) and text is not None and limit >= line_count(text))
+        )
         data = call.result_data
         file = data.get("file") if isinstance(data, dict) else None
-        whole = (
-            call.is_error is False
-            and "offset" not in call.input
-            and "limit" not in call.input
-            and isinstance(file, dict)
-            and skill.body is not None
-            and file.get("content") == skill.body
+        shown = denumbered(call.result_text or "")
+        reported = file.get("content") if isinstance(file, dict) else None
+        exact = text is not None and text in (shown, reported)
+        return FileRead(path, call.is_error is False and covers and exact, "Read")
+
+    def _skill_tool(self, skill: MountedSkill, call: ToolUse) -> FileRead:
+        """A ``Skill`` call reads the skill's ``SKILL.md`` when Claude Code launched it and then
+        injected the body (front matter removed) under the skill's own base directory."""
+        name = skill.name
+        base = self.request.workspace / Path(skill.path).parent
+        launched = call.is_error is False and (call.result_text or "").strip() == (
+            f"Launching skill: {name}"
         )
-        return "read" if whole else "partial"
+        body = front_matter_removed(skill.body).strip() if skill.body is not None else None
+        delivered = body is not None and any(
+            f"Base directory for this skill: {base}" in text and body in text
+            for text in call.injected
+        )
+        return FileRead(skill.path, launched and delivered, "Skill")
 
 
 def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:

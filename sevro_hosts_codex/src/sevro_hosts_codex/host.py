@@ -36,7 +36,6 @@ from sevro_core.api import (
     SkillPlaces,
     TurnEvidence,
     Usage,
-    classify_read,
     command_entry,
     hookimpl,
     inside,
@@ -253,9 +252,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             into.commands.append(
                 command_entry(number, item.ordinal, scrubbed, output, code, status)
             )
-            for skill in skills:
-                read = classify_read(skill, self.request.workspace, command, output, code)
-                into.read(skill, number, item.ordinal, read)
+            exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+            # Codex runs every command in a fresh shell in the workspace: no cwd carries over.
+            into.command(skills, (number, item.ordinal), (command, output, exit_code))
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return self._cost(_usage(turns, all_turns))

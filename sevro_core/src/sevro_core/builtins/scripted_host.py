@@ -38,17 +38,22 @@ from sevro_core.api import (
     JsonValue,
     MountedSkill,
     Observation,
+    ReadLog,
     Route,
     SkillPlaces,
     WorkspaceEscapeError,
+    WorkspaceFiles,
     check_relative_path,
-    classify_read,
+    command_reads,
     describe_first_error,
     discover_skills,
     hookimpl,
+    instructions_file,
     join_pointer,
     limits,
     read_confined,
+    skill_files,
+    skill_touches,
     validator,
     write_confined,
 )
@@ -204,9 +209,11 @@ class _TrialState:
     def __init__(self, request: HostRequest) -> None:
         self.request = request
         self.commands: list[dict[str, JsonValue]] = []
-        self.reads: list[dict[str, JsonValue]] = []
+        self.reads = ReadLog()
         self.ordinal = 0
         self.skills, self.skills_complete = _discover(request)
+        self.files = WorkspaceFiles(request.workspace, skill_files(self.skills))
+        self.instructions = instructions_file(request.workspace, ScriptedHost.skill_places)
         self.skill_reads: list[dict[str, JsonValue]] = []
 
     def perform(self, turn: int, step: Step) -> str | None:
@@ -245,7 +252,7 @@ class _TrialState:
             entry.update(
                 complete=len(data) == size, byteLength=size, sha256=hashlib.sha256(data).hexdigest()
             )
-        self.reads.append(entry)
+        self.reads.add_entry(entry)
         for skill in self.skills:
             if path == skill.path:
                 whole = entry.get("complete") is True and entry.get("sha256") == skill.sha256
@@ -287,14 +294,14 @@ class _TrialState:
                 "durationMs": round(outcome.duration_ms, 3),
             }
         )
-        if self.skills:
-            text = outcome.output.decode("utf-8", "replace")
-            for skill in self.skills:
-                status = classify_read(
-                    skill, request.workspace, body["command"], text, outcome.exit_code
-                )
-                if status is not None:
-                    self._skill_touch(skill, turn, status)
+        text = outcome.output.decode("utf-8", "replace")
+        if outcome.truncated:
+            text = ""  # a truncated output never proves a whole read
+        found = command_reads(body["command"], text, outcome.exit_code, self.files)
+        self.files.forget()  # the next step may have changed them
+        self.reads.add(turn, self.ordinal, found)
+        for skill, status in skill_touches(self.skills, found.reads):
+            self._skill_touch(skill, turn, status)
         if outcome.timed_out:
             command = body["command"]
             if len(command) > MAX_REASON_COMMAND_CHARS:
@@ -312,7 +319,10 @@ class _TrialState:
                 COMMANDS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"commands": self.commands}
             ),
             Observation(
-                FILE_READS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"reads": self.reads}
+                FILE_READS_OBSERVATION,
+                HOST_ID,
+                Completeness.PARTIAL if self.reads.overflowed else Completeness.COMPLETE,
+                self.reads.data(self.instructions),
             ),
             Observation(
                 SKILLS_OBSERVATION,

@@ -45,7 +45,21 @@ from sevro_core.hosts.credentials import (
     write_private,
 )
 from sevro_core.hosts.pidns import pid_namespace_argv, pid_namespace_prefix
-from sevro_core.hosts.skills import SKILLS_DIR, MountedSkill, discover_skills
+from sevro_core.hosts.reads import (
+    CommandReads,
+    FileRead,
+    ReadLog,
+    WorkspaceFiles,
+    command_reads,
+    instructions_file,
+)
+from sevro_core.hosts.skills import (
+    SKILLS_DIR,
+    MountedSkill,
+    discover_skills,
+    skill_files,
+    skill_touches,
+)
 from sevro_core.hosts.skills import skills_data as make_skills_data
 from sevro_core.isolation.processes import run_bounded
 from sevro_core.limits import (
@@ -81,6 +95,7 @@ from sevro_core.states import Completeness
 from sevro_core.vocabulary import (
     COMMANDS_OBSERVATION,
     CONTINUATION_CAPABILITY,
+    FILE_READS_OBSERVATION,
     FILES_CHANGED_OBSERVATION,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
@@ -294,12 +309,44 @@ class TurnEvidence:
     calls: list[JsonValue] = field(factory=list)
     reads: list[dict[str, JsonValue]] = field(factory=list)
     turns: list[JsonValue] = field(factory=list)
+    files: WorkspaceFiles | None = None
+    """The workspace's files (mounted skills as they were at the start), to check reads."""
+    file_reads: ReadLog = field(factory=ReadLog)
 
     def read(self, skill: MountedSkill, turn: int, ordinal: int, status: str | None) -> None:
         """Record a touch of a mounted skill (``read`` or ``partial``); ``None`` is no touch."""
         if status is not None:
             entry: dict[str, JsonValue] = {"skill": skill.name, "turn": turn}
             self.reads.append({**entry, "ordinal": ordinal, "status": status})
+
+    def command(
+        self,
+        skills: Sequence[MountedSkill],
+        at: tuple[int, int],
+        command: tuple[str, str, int | None],
+        cwd: str | None = ".",
+    ) -> CommandReads:
+        """Record the files a command (text, output, exit code) read at (turn, ordinal), and
+        the skills it touched; the directory it ended in is returned for hosts whose shell
+        keeps it."""
+        assert self.files is not None
+        found = command_reads(*command, self.files, cwd)
+        self.record(skills, at, found)
+        return found
+
+    def record(
+        self, skills: Sequence[MountedSkill], at: tuple[int, int], found: CommandReads
+    ) -> None:
+        """Record reads found by a host's own rules (a tool that reads files)."""
+        turn, ordinal = at
+        self.file_reads.add(turn, ordinal, found)
+        for skill, status in skill_touches(skills, found.reads):
+            self.read(skill, turn, ordinal, status)
+
+    def tool_read(
+        self, skills: Sequence[MountedSkill], at: tuple[int, int], read: FileRead
+    ) -> None:
+        self.record(skills, at, CommandReads((read,), False, None))
 
 
 # -- the plugin -----------------------------------------------------------------------------
@@ -345,6 +392,7 @@ class AgentCliHost(Generic[ConfigT]):
                 TOOL_CALLS_OBSERVATION,
                 FILES_CHANGED_OBSERVATION,
                 SKILLS_OBSERVATION,
+                FILE_READS_OBSERVATION,
                 turns_observation,
             }
         )
@@ -535,6 +583,8 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         self.env: dict[str, str] = {}
         self.session: str | None = None
         """The session (thread) the turns continue; set by the subclass."""
+        self.instructions: str | None = None
+        """The instructions file the CLI read at the start (where context is mounted)."""
 
     @property
     def name(self) -> str:
@@ -637,6 +687,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     def run(self) -> HostResult:
         request = self.request
         skills, skills_complete = discover_skills(request.workspace, self.skills_dir)
+        self.instructions = instructions_file(request.workspace, self.host.plugin.skill_places)
         before = snapshot(request.workspace)
         records: list[TurnRecord[TurnT]] = []
         failure: HostFailure | None = None
@@ -775,7 +826,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         snapshots: tuple[Snapshot, Snapshot],
     ) -> tuple[Observation, ...]:
         mounted, listing_complete = skills
-        evidence = TurnEvidence()
+        evidence = TurnEvidence(files=WorkspaceFiles(self.request.workspace, skill_files(mounted)))
         for record in parsed:
             assert record.turn is not None
             evidence.turns.append({"turn": record.number, **self.turn_summary(record.turn)})
@@ -797,6 +848,12 @@ class AgentCliTrial(Generic[HostT, TurnT]):
                 host,
                 complete if listing_complete and known else partial,
                 make_skills_data(offered, evidence.reads),
+            ),
+            Observation(
+                FILE_READS_OBSERVATION,
+                host,
+                partial if evidence.file_reads.overflowed else complete,
+                evidence.file_reads.data(self.instructions),
             ),
             Observation(self.evidence_ids.turns, host, complete, {"turns": evidence.turns}),
         )

@@ -2,10 +2,16 @@
 
 A skill is *offered* when its ``SKILL.md`` (``<skills dir>/<name>/SKILL.md``, in the skills
 directory the host's agent CLI reads, such as ``.agents/skills``) is mounted in the workspace at
-the start of the trial (the agent CLI discovers and lists it to the model). It is *read* only
-when a completed, direct, whole-file read of that path returned its exact body; any other
-command that touches the file (a page, a grep, a pipe, a failed or truncated read) is ``partial``
-and never counts as a read. Hosts feed commands in; this module owns the rules.
+the start of the trial (the agent CLI discovers and lists it to the model); both CLIs list
+every mounted skill in every request, so a skill's name in a stream is never evidence of a read.
+It is *read* only when a command or tool call verifiably showed the agent its whole body, as it
+was mounted: the whole-file command forms of :mod:`sevro_core.hosts.reads` (``cat``, ``cat -n``,
+``sed -n '1,Np'``, ``head -n N`` covering every line, ``cat FILE | cat``, ``cd DIR && cat
+SKILL.md``...), Claude Code's ``Read`` tool returning the whole file, or its ``Skill`` tool
+followed by the body (front matter removed). Any other touch is ``partial`` (front matter only,
+``grep``, a failed or truncated read) and never counts; ``ls``, ``wc``, ``stat``, another file,
+or naming the path in a reply do not touch it at all. Hosts feed commands in; this module and
+:mod:`sevro_core.hosts.reads` own the rules.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,11 +27,11 @@ from attrs import frozen
 
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.reads import FileRead, WorkspaceFiles, command_reads
 from sevro_core.limits import MAX_MOUNTED_SKILLS, MAX_SKILL_FILE_BYTES
 
 SKILLS_DIR = ".agents/skills"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_SHELL_WRAPPERS = ("/bin/bash", "/usr/bin/bash", "bash", "/bin/sh", "/usr/bin/sh", "sh", "/bin/zsh")
 
 
 @frozen
@@ -88,41 +93,33 @@ def discover_skills(
     return tuple(found), complete
 
 
-def _inner_command(command: str) -> list[str] | None:
-    """The argv a shell wrapper like ``/bin/bash -lc '<inner>'`` runs, or None if not simple."""
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return None
-    if len(argv) == 3 and argv[0] in _SHELL_WRAPPERS and argv[1] in ("-c", "-lc"):
-        try:
-            return shlex.split(argv[2])
-        except ValueError:
-            return None
-    return argv
+def skill_files(skills: Sequence[MountedSkill]) -> dict[str, str | None]:
+    """Each mounted skill's body as it was when the trial started, by path: reads are checked
+    against what the agent was offered, not what the file holds later."""
+    return {skill.path: skill.body for skill in skills}
 
 
-def _targets(skill: MountedSkill, workspace: Path, path: str) -> bool:
-    candidates = {skill.path, f"./{skill.path}", str(workspace / skill.path)}
-    return path in candidates
+def skill_touches(
+    skills: Sequence[MountedSkill], reads: Sequence[FileRead]
+) -> list[tuple[MountedSkill, str]]:
+    """The mounted skills ``reads`` touched: ``read`` when one read was complete, else
+    ``partial``; in the order of the skills."""
+    touched = []
+    for skill in skills:
+        statuses = [r.complete for r in reads if r.path == skill.path]
+        if statuses:
+            touched.append((skill, "read" if any(statuses) else "partial"))
+    return touched
 
 
 def classify_read(
     skill: MountedSkill, workspace: Path, command: str, output: str, exit_code: int | None
 ) -> str | None:
     """``read``, ``partial`` or None (the command does not touch this skill's file)."""
-    if f"{skill.name}/SKILL.md" not in command:
-        return None
-    inner = _inner_command(command)
-    direct = (
-        inner is not None
-        and len(inner) == 2
-        and inner[0] in ("cat", "/bin/cat", "/usr/bin/cat")
-        and _targets(skill, workspace, inner[1])
-    )
-    if direct and exit_code == 0 and skill.body is not None and skill.body in output:
-        return "read"
-    return "partial"
+    files = WorkspaceFiles(workspace, skill_files([skill]))
+    found = command_reads(command, output, exit_code, files)
+    touched = skill_touches([skill], found.reads)
+    return touched[0][1] if touched else None
 
 
 def skills_data(
