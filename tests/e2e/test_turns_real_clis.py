@@ -28,7 +28,13 @@ def check(check_id: str, grader: str, turn: int | None, **config: Any) -> dict[s
     return out if turn is None else {**out, "turn": turn}
 
 
+WROTE_TWO = {
+    "tool": ["Bash", "command_execution"],
+    "arguments": {"text": {"contains": "printf two", "notContains": "printf one"}},
+    "expect": "succeeded",
+}
 CHECKS = [
+    check("t2-wrote-two", "tool-call", 2, **WROTE_TWO),
     check("t1-one", "file-text", 1, path="a.txt", equals="one"),
     check("t1-changed", "changed-paths", 1, equal=["a.txt"]),
     check("t1-reply", "response-text", 1, equals="first"),
@@ -41,8 +47,9 @@ CHECKS = [
     check("t1-not-two", "file-text", 1, path="a.txt", equals="two"),
     check("t1-not-b", "changed-paths", 1, include=["b.txt"]),
     check("t1-not-second", "response-text", 1, contains="second"),
+    check("t1-wrote-two", "tool-call", 1, **WROTE_TWO),
 ]
-FAILING = {"t1-not-two", "t1-not-b", "t1-not-second"}
+FAILING = {"t1-not-two", "t1-not-b", "t1-not-second", "t1-wrote-two"}
 
 
 def script(command: Callable[[str], Any]) -> list[Any]:

@@ -294,6 +294,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             entry["paths"] = [self.scrub(str(call.input["file_path"]))[:1024]]
         if call.name == "Skill" and isinstance(call.input.get("skill"), str):
             entry["skill"] = str(call.input["skill"])[:256]
+        entry.update(self.call_text(call.input))
         return entry
 
     def _command(self, turn: int, call: ToolUse) -> dict[str, JsonValue]:

@@ -241,7 +241,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence
     ) -> None:
         for item in (i for i in turn.items if i.type in _TOOL_ITEMS):
-            into.calls.append(_call(number, item.ordinal, item.type, item.data))
+            entry = _call(number, item.ordinal, item.type, item.data)
+            entry.update(self.call_text(_arguments(item.type, item.data)))
+            into.calls.append(entry)
             if item.type != "command_execution":
                 continue
             command = str(item.data["command"])
@@ -292,6 +294,19 @@ def _call(turn: int, ordinal: int, kind: str, data: Mapping[str, Any]) -> dict[s
         paths = [c.get("path") for c in data.get("changes", []) if isinstance(c, dict)]
         entry["paths"] = [str(p)[:1024] for p in paths[:256] if isinstance(p, str)]
     return entry
+
+
+_RESULT_FIELDS = frozenset(
+    {"id", "type", "status", "aggregated_output", "exit_code", "result", "error"}
+)
+
+
+def _arguments(kind: str, data: Mapping[str, Any]) -> object:
+    """What the agent asked for, without what it got back: a command's text, or the item's
+    other fields (an MCP call's server, tool and arguments; a file change's paths and kinds)."""
+    if kind == "command_execution":
+        return str(data.get("command", ""))
+    return {k: v for k, v in data.items() if k not in _RESULT_FIELDS}
 
 
 def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:

@@ -71,6 +71,8 @@ from sevro_core.limits import (
     MAX_HOST_STDERR_TAIL_CHARS,
     MAX_HOST_STDERR_TAIL_LINES,
     MAX_HOST_TURN_TIMEOUT_SECONDS,
+    MAX_TOOL_CALL_TEXT_CHARS,
+    MAX_TOOL_CALL_TEXT_TOTAL_CHARS,
 )
 from sevro_core.models import (
     Artifact,
@@ -585,6 +587,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         """The session (thread) the turns continue; set by the subclass."""
         self.instructions: str | None = None
         """The instructions file the CLI read at the start (where context is mounted)."""
+        self.text_budget = MAX_TOOL_CALL_TEXT_TOTAL_CHARS
 
     @property
     def name(self) -> str:
@@ -665,6 +668,24 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def scrub(self, text: str) -> str:
         return scrub(text, self.secrets)
+
+    def call_text(self, arguments: object) -> dict[str, JsonValue]:
+        """A tool call's arguments as the ``text`` of its ``sevro.tool-calls`` entry: a string
+        as it is, anything else as compact JSON with sorted keys; scrubbed, then cut at
+        ``MAX_TOOL_CALL_TEXT_CHARS`` and within the trial's ``MAX_TOOL_CALL_TEXT_TOTAL_CHARS``
+        (``textTruncated`` says so: a filter the cut part could decide is then unknown)."""
+        import json
+
+        if isinstance(arguments, str):
+            text = arguments
+        else:
+            text = json.dumps(
+                arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+            )
+        text = self.scrub(text)
+        kept = text[: min(MAX_TOOL_CALL_TEXT_CHARS, self.text_budget)]
+        self.text_budget -= len(kept)
+        return {"text": kept, "textTruncated": len(kept) < len(text)}
 
     def tail(self, stderr: bytes) -> str:
         return stderr_tail(stderr, self.secrets)
