@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject, require_sandbox
-from tests.e2e.helpers import assert_valid_evidence
+from tests.e2e.helpers import assert_valid_evidence, load
 from tests.skilleval import seed
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "skill-eval"
@@ -169,31 +169,30 @@ BODY_TURNS = [
 ]
 
 
-def test_seed_body_group_runs(repo: Path, tmp_path: Path) -> None:
-    """The seed's body group without its changed-paths expectation, which the scripted host
-    cannot serve (next test)."""
-    group = seed.body_group()
-    group["expectations"] = [e for e in group["expectations"] if e["kind"] != "changed-paths"]
-    seed.write_json(repo / "groups" / "body-behavior.json", group)
+def test_seed_body_group_runs_as_written(repo: Path, tmp_path: Path) -> None:
+    """Every expectation of the seed's body group, changed-paths included (the scripted host
+    reports sevro.files-changed like the agent CLIs)."""
     _scripted(repo, {"retained-artifact-behavior": {"turns": BODY_TURNS}})
     run = _run(repo, tmp_path / "r", "groups/body-behavior.json", "--trials", "1")
     (row,) = run["statistics"]["checkTransitions"]
     assert row["transitions"]["pass-to-pass"] == 1
     trials = {t["arm"]: t for t in run["trials"]}
     assert set(trials) == {"baseline", "candidate"}
+    candidate = load(tmp_path / "r" / run["runId"] / trials["candidate"]["path"])
+    statuses = {c["id"]: c["status"] for c in candidate["evidence"]["checks"]}
+    assert statuses["candidate-changes"] == "passed", statuses
 
 
-def test_seed_body_group_changed_paths_is_refused_on_the_scripted_host(
-    repo: Path, tmp_path: Path
-) -> None:
-    """The scripted host reports no sevro.files-changed: the planner refuses the case before
-    anything runs, naming the grader (on Codex and Claude Code the group runs as written)."""
-    _scripted(repo, {"retained-artifact-behavior": {"turns": BODY_TURNS}})
-    result = sevro(repo, "run", "groups/body-behavior.json", "--host-config", "host.json",
-                   "--results-root", tmp_path / "r")  # fmt: skip
-    assert result.exit_code == 64, result.stderr
-    assert "grader sevro.changed-paths needs sevro.files-changed" in result.stderr
-    assert run_dirs(tmp_path / "r") == []
+def test_seed_body_group_changed_paths_catches_a_stray_file(repo: Path, tmp_path: Path) -> None:
+    """Negative control: an agent that also leaves notes.md behind fails candidate-changes."""
+    stray = [BODY_TURNS[0], [{"write": {"path": "notes.md", "content": "x\n"}}, *BODY_TURNS[1]]]
+    _scripted(repo, {"retained-artifact-behavior": {"turns": stray}})
+    run = _run(repo, tmp_path / "r", "groups/body-behavior.json", "--trials", "1")
+    trials = {t["arm"]: t for t in run["trials"]}
+    candidate = load(tmp_path / "r" / run["runId"] / trials["candidate"]["path"])
+    statuses = {c["id"]: c["status"] for c in candidate["evidence"]["checks"]}
+    assert statuses["candidate-changes"] == "failed", statuses
+    assert statuses["candidate-result"] == "passed", statuses
 
 
 def _three_turn_group(root: Path) -> Path:

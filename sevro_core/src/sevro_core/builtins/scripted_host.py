@@ -20,6 +20,7 @@ from sevro_core.api import (
     COMMANDS_OBSERVATION,
     CONTINUATION_CAPABILITY,
     FILE_READS_OBSERVATION,
+    FILES_CHANGED_OBSERVATION,
     SKILLS_OBSERVATION,
     UNKNOWN_USAGE,
     Case,
@@ -43,6 +44,7 @@ from sevro_core.api import (
     SkillPlaces,
     WorkspaceEscapeError,
     WorkspaceFiles,
+    changes,
     check_relative_path,
     command_reads,
     describe_first_error,
@@ -54,6 +56,7 @@ from sevro_core.api import (
     read_confined,
     skill_files,
     skill_touches,
+    snapshot,
     validator,
     write_confined,
 )
@@ -91,6 +94,7 @@ class ScriptedHost:
             CONTINUATION_CAPABILITY,
             COMMANDS_OBSERVATION,
             FILE_READS_OBSERVATION,
+            FILES_CHANGED_OBSERVATION,
             SKILLS_OBSERVATION,
         }
     )
@@ -215,6 +219,7 @@ class _TrialState:
         self.files = WorkspaceFiles(request.workspace, skill_files(self.skills))
         self.instructions = instructions_file(request.workspace, ScriptedHost.skill_places)
         self.skill_reads: list[dict[str, JsonValue]] = []
+        self.before = snapshot(request.workspace)
 
     def perform(self, turn: int, step: Step) -> str | None:
         ((action, body),) = step.items()
@@ -314,6 +319,8 @@ class _TrialState:
         self, final: str | None, *, turns: int, error: str | None = None, cancelled: bool = False
     ) -> HostResult:
         complete = error is None and not cancelled and final is not None
+        after = snapshot(self.request.workspace)
+        changed = self.before.complete and after.complete
         observations = (
             Observation(
                 COMMANDS_OBSERVATION, HOST_ID, Completeness.COMPLETE, {"commands": self.commands}
@@ -329,6 +336,12 @@ class _TrialState:
                 HOST_ID,
                 Completeness.COMPLETE if self.skills_complete else Completeness.PARTIAL,
                 make_skills_data(self.skills, self.skill_reads),
+            ),
+            Observation(
+                FILES_CHANGED_OBSERVATION,
+                HOST_ID,
+                Completeness.COMPLETE if changed else Completeness.PARTIAL,
+                changes(self.before, after),
             ),
         )
         return HostResult(
