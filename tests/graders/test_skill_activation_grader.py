@@ -168,3 +168,34 @@ def test_one_skill_mounted_for_two_hosts_is_one_target() -> None:
     data = skills(["notes"], [("notes", "read")])
     data["offered"].append({**data["offered"][0], "path": ".claude/skills/notes/SKILL.md"})
     assert grade({"expect": "read"}, data).status is CheckStatus.PASSED
+
+
+def stamped(target: str | None, reads: list[tuple[str, str]]) -> dict[str, Any]:
+    """An experiment arm's sevro.skills: two skills offered, the arm's target stamped."""
+    return {**skills(["support", "target"], reads), "arm": "candidate", "target": target}
+
+
+@pytest.mark.parametrize(
+    ("configuration", "data", "status"),
+    [
+        ({"expect": "read"}, stamped("target", [("target", "read")]), CheckStatus.PASSED),
+        ({"expect": "read"}, stamped("target", [("support", "read")]), CheckStatus.FAILED),
+        ({"expect": "not-read"}, stamped("target", [("support", "read")]), CheckStatus.PASSED),
+        ({"expect": "not-read"}, stamped("target", [("target", "read")]), CheckStatus.FAILED),
+        # a named skill wins over the stamped target
+        ({"expect": "read", "skill": "support"}, stamped("target", [("support", "read")]),
+         CheckStatus.PASSED),
+    ],
+)  # fmt: skip
+def test_the_arms_stamped_target_is_the_skill_checked(
+    configuration: dict[str, Any], data: Any, status: CheckStatus
+) -> None:
+    outcome = grade(configuration, data)
+    assert outcome.status is status, outcome.detail
+
+
+def test_a_stamped_target_that_was_not_offered_or_no_target_is_a_grading_error() -> None:
+    with pytest.raises(GradingError, match="target skill 'gone' was not offered"):
+        grade({"expect": "read"}, stamped("gone", []))
+    with pytest.raises(GradingError, match="no target skill: the workspace offers 2 skills"):
+        grade({"expect": "read"}, stamped(None, []))

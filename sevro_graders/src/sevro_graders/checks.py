@@ -8,13 +8,15 @@ matching of one check shares one time limit (:func:`sevro_graders.jsregex.match_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sevro_core.api import (
     FINAL_MESSAGE_OBSERVATION,
     CheckOutcome,
     CheckStatus,
     Completeness,
+    GradingError,
+    JsonValue,
     Observation,
     TrialView,
 )
@@ -68,3 +70,22 @@ def complete_observation(
         state = "unavailable" if observation is None else observation.completeness.value
         return None, f"{label} observation {state}"
     return observation, ""
+
+
+def target_skill(offered: Sequence[str], named: str | None, stamped: JsonValue) -> str:
+    """The skill a skill check is about: the one it names, else the experiment arm's target
+    (stamped in ``sevro.skills``), else the one skill the workspace offers. A grading error
+    when that skill was not offered or there is no single candidate: never a guess."""
+    name = named if named is not None else stamped if isinstance(stamped, str) else None
+    listed = ", ".join(offered) or "none"
+    if name is None:
+        if len(offered) != 1:
+            raise GradingError(
+                f"no target skill: the workspace offers {len(offered)} skills ({listed}); "
+                "name one with 'skill'"
+            )
+        return offered[0]
+    if name not in offered:
+        which = "skill" if named is not None else "target skill"
+        raise GradingError(f"{which} {name!r} was not offered (offered: {listed})")
+    return name

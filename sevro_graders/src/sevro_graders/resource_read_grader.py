@@ -31,7 +31,7 @@ from sevro_core.api import (
     TrialView,
     check_relative_path,
 )
-from sevro_graders.checks import complete_observation
+from sevro_graders.checks import complete_observation, target_skill
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.resource-read"
@@ -121,18 +121,7 @@ class ResourceReadCheck:
         for entry in offered:
             assert isinstance(entry, dict)
             places.setdefault(str(entry["name"]), []).append(str(entry["path"]))
-        name = self.skill
-        if name is None:
-            if len(places) != 1:
-                listed = ", ".join(places) or "none"
-                raise GradingError(
-                    f"no target skill: the workspace offers {len(places)} skills ({listed}); "
-                    "name one with 'skill'"
-                )
-            (name,) = places
-        if name not in places:
-            listed = ", ".join(places) or "none"
-            raise GradingError(f"skill {name!r} was not offered (offered: {listed})")
+        name = target_skill(list(places), self.skill, observation.data.get("target"))
         relative = self.path or "SKILL.md"
         targets = [posixpath.join(posixpath.dirname(p), relative) for p in places[name]]
         return targets, f"skill {name!r} file {relative}"

@@ -1,11 +1,12 @@
 """``sevro.skill-activation``: the target skill was read in full, or was not touched at all.
 
-It reads the host's ``sevro.skills`` observation (:mod:`sevro_core.hosts.skills` owns the rules: a
-completed, direct, whole-file read of the exact body is ``read``; any other touch is
-``partial``). Evidence that is missing or partial is ``unavailable``, never a pass; a touch sevro
-cannot classify as a full read makes ``not-read`` unavailable too, because it may have been one.
-The expectation is an ``expect`` keyword so later expectations (read by a turn, read before a
-command) extend the same configuration.
+It reads the host's ``sevro.skills`` observation, whose reads every host derives by one
+calibrated rule (:mod:`sevro_core.hosts.reads`; docs/expectations.md, "What counts as a read"):
+a completed command or tool call whose output holds the whole file is ``read``; any other touch
+is ``partial``. Evidence that is missing or partial is ``unavailable``, never a pass; a touch
+sevro cannot classify as a full read makes ``not-read`` unavailable too, because it may have
+been one. Without ``skill`` the check is about the target: the experiment arm's (stamped in the
+observation), else the one skill the workspace offers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sevro_core.api import (
     JsonValue,
     TrialView,
 )
-from sevro_graders.checks import complete_observation
+from sevro_graders.checks import complete_observation, target_skill
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.skill-activation"
@@ -49,7 +50,7 @@ class SkillActivationCheck:
         if observation is None:
             return self._outcome(check_id, CheckStatus.UNAVAILABLE, missing)
         offered, reads, read = _parse(observation.data)
-        name = self._target(offered)
+        name = self._target(offered, observation.data.get("target"))
         touches = [r for r in reads if r.get("skill") == name]
         if self.expect in TURN_SCOPED:
             return self._grade_by_turn(check_id, name, touches)
@@ -126,19 +127,8 @@ class SkillActivationCheck:
             )
         return self._outcome(check_id, CheckStatus.PASSED)
 
-    def _target(self, offered: Sequence[str]) -> str:
-        if self.skill is None:
-            if len(offered) != 1:
-                listed = ", ".join(offered) or "none"
-                raise GradingError(
-                    f"no target skill: the workspace offers {len(offered)} skills ({listed}); "
-                    "name one with 'skill'"
-                )
-            return offered[0]
-        if self.skill not in offered:
-            listed = ", ".join(offered) or "none"
-            raise GradingError(f"skill {self.skill!r} was not offered (offered: {listed})")
-        return self.skill
+    def _target(self, offered: Sequence[str], stamped: JsonValue) -> str:
+        return target_skill(offered, self.skill, stamped)
 
     def _outcome(
         self, check_id: str, status: CheckStatus, detail: str | None = None
