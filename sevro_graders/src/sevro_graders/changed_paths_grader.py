@@ -23,7 +23,7 @@ from sevro_core.api import (
     JsonValue,
     TrialView,
 )
-from sevro_graders.checks import complete_observation
+from sevro_graders.checks import EvidenceGrader, complete_observation
 from sevro_graders.configuration import check_shape
 from sevro_graders.path_glob import Glob, compile_glob
 
@@ -86,14 +86,11 @@ def _paths(data: Mapping[str, JsonValue]) -> list[str]:
     return [str(c["path"]) for c in changes if isinstance(c, dict)]
 
 
-class ChangedPathsGrader:
+class ChangedPathsGrader(EvidenceGrader):
     """Plugin facts: stage 10 (host evidence); hosts that report ``sevro.files-changed`` only."""
 
     id = GRADER_ID
-    version = "1.0.0"
-    capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset({FILES_CHANGED_OBSERVATION})
-    stage = 10
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> ChangedPathsCheck:
         config = check_shape("changed-paths.v1", configuration)

@@ -89,3 +89,15 @@ def target_skill(offered: Sequence[str], named: str | None, stamped: JsonValue) 
         which = "skill" if named is not None else "target skill"
         raise GradingError(f"{which} {name!r} was not offered (offered: {listed})")
     return name
+
+
+class EvidenceGrader:
+    """Plugin facts common to the graders of host evidence: stage 10 (graded first, like the
+    output graders), no capability of their own; each names in ``requires`` the observation it
+    reads, so a case on a host that cannot produce it is refused at planning."""
+
+    id: str
+    version = "1.0.0"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str]
+    stage = 10

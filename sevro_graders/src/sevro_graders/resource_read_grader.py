@@ -31,7 +31,7 @@ from sevro_core.api import (
     TrialView,
     check_relative_path,
 )
-from sevro_graders.checks import complete_observation, target_skill
+from sevro_graders.checks import EvidenceGrader, complete_observation, target_skill
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.resource-read"
@@ -168,15 +168,12 @@ def _parse(
     return entries, pending, instructions if isinstance(instructions, str) else None
 
 
-class ResourceReadGrader:
+class ResourceReadGrader(EvidenceGrader):
     """Plugin facts: stage 10 (host evidence); hosts that report ``sevro.file-reads`` only, so
     a case on another host is refused at planning."""
 
     id = GRADER_ID
-    version = "1.0.0"
-    capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset({FILE_READS_OBSERVATION})
-    stage = 10
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> ResourceReadCheck:
         config = check_shape("resource-read.v1", configuration)

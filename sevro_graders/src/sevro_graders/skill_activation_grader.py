@@ -24,7 +24,7 @@ from sevro_core.api import (
     JsonValue,
     TrialView,
 )
-from sevro_graders.checks import complete_observation, target_skill
+from sevro_graders.checks import EvidenceGrader, complete_observation, target_skill
 from sevro_graders.configuration import check_shape
 
 GRADER_ID = "sevro.skill-activation"
@@ -161,15 +161,12 @@ def _parse(
     return list(dict.fromkeys(str(n) for n in names)), entries, [str(n) for n in read]
 
 
-class SkillActivationGrader:
+class SkillActivationGrader(EvidenceGrader):
     """Plugin facts: stage 10 (host evidence, like the output graders); hosts that report
     ``sevro.skills`` only, so a case on another host is refused at planning."""
 
     id = GRADER_ID
-    version = "1.0.0"
-    capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset({SKILLS_OBSERVATION})
-    stage = 10
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> SkillActivationCheck:
         config = check_shape("skill-activation.v1", configuration)

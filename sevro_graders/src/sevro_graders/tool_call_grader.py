@@ -26,7 +26,7 @@ from sevro_core.api import (
     JsonValue,
     TrialView,
 )
-from sevro_graders.checks import complete_observation
+from sevro_graders.checks import EvidenceGrader, complete_observation
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex
 
@@ -154,14 +154,11 @@ def _found(calls: Sequence[Mapping[str, JsonValue]]) -> str:
     return f"{len(calls)} matching call(s); first {name} at {where}"
 
 
-class ToolCallGrader:
+class ToolCallGrader(EvidenceGrader):
     """Plugin facts: stage 10 (host evidence); hosts that report ``sevro.tool-calls`` only."""
 
     id = GRADER_ID
-    version = "1.0.0"
-    capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset({TOOL_CALLS_OBSERVATION})
-    stage = 10
 
     def compile(self, configuration: Mapping[str, JsonValue]) -> ToolCallCheck:
         config = check_shape("tool-call.v1", configuration)
