@@ -1,7 +1,7 @@
 """skill-creator trigger eval sets: ``[{"query": ..., "should_trigger": ...}]`` as cases.
 
 skill-creator's ``run_eval.py`` reads this format to measure whether a skill's description makes
-Claude consult the skill. Here each query becomes one case: an empty workspace, the query as the
+the model consult the skill. Here each query becomes one case: an empty workspace, the query as the
 prompt and one ``sevro.skill-activation`` check on the target skill (``read`` when the query
 should trigger it, ``not-read`` otherwise). The set is loaded strictly and bounded before
 anything runs: an unknown key, a wrong type, a blank or over-long query, a duplicate query, an

@@ -12,7 +12,7 @@ the whole file reached the agent:
   bare ``cat``; ``cd DIR && ...`` (``;``, ``&&``, ``||``, newlines) moves the directory later
   paths are resolved against;
 * it exited 0 and its output holds the file's exact text, up to whitespace at its two ends
-  (Claude Code trims a command's output), numbered as GNU ``cat -n`` numbers it for ``cat -n``.
+  (an agent CLI may trim a command's output), numbered as GNU ``cat -n`` numbers it for ``cat -n``.
 
 Any other touch is *partial*: a range that misses lines (``sed -n '1,2p'``, ``head -n 2``), a
 failed or truncated read, output piped into a filter, or a command that shows content in
@@ -24,8 +24,8 @@ system, so a symlink is never followed out of it; paths outside the workspace ar
 A glob is expanded against the workspace (not ``**``). A reader whose argument cannot be
 resolved (a variable, a glob matching nothing, an unknown directory after ``cd``, or a file that
 is missing although the command succeeded: deleted since, or read from a directory the host does
-not report, such as a Codex ``workdir``) is reported as *unresolved*, so a grader can refuse to
-call the file untouched.
+not report, such as a command's own working directory) is reported as *unresolved*, so a grader
+can refuse to call the file untouched.
 """
 
 from __future__ import annotations
@@ -447,15 +447,15 @@ class _Reader:
         if path == "." or _is_directory(self.files.workspace / path):
             return  # a directory is listed, not read
         if self.succeeded and self.files.kind(path) == MISSING:
-            # It read *some* file: one deleted since, or the command ran elsewhere (Codex does
-            # not report an exec_command's ``workdir``). Which one is unknown.
+            # It read *some* file: one deleted since, or the command ran elsewhere (a CLI
+            # may not report a command's own working directory). Which one is unknown.
             self.unresolved = True
             return
         text = self.files.text(path)
         complete = False
         if form is not None and text is not None and self.succeeded and _covers(form, text):
             shown = _numbered(text) if form.numbered else text
-            # Whitespace at either end may be trimmed (Claude Code's Bash tool trims output).
+            # Whitespace at either end may be trimmed (an agent CLI's shell tool may trim output).
             complete = shown.strip() in self.output
         self.reads.append(FileRead(path, complete, how))
 
@@ -472,7 +472,7 @@ def workspace_path(workspace: Path, word: str) -> str | None:
 
 
 def front_matter_removed(text: str) -> str:
-    """A ``SKILL.md`` without its YAML front matter (what Claude Code's Skill tool injects)."""
+    """A ``SKILL.md`` without its YAML front matter (what an agent CLI's skill tool injects)."""
     if not text.startswith("---\n"):
         return text
     end = text.find("\n---", 3)

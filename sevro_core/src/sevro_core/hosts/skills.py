@@ -7,7 +7,7 @@ every mounted skill in every request, so a skill's name in a stream is never evi
 It is *read* only when a command or tool call verifiably showed the agent its whole body, as it
 was mounted: the whole-file command forms of :mod:`sevro_core.hosts.reads` (``cat``, ``cat -n``,
 ``sed -n '1,Np'``, ``head -n N`` covering every line, ``cat FILE | cat``, ``cd DIR && cat
-SKILL.md``...), Claude Code's ``Read`` tool returning the whole file, or its ``Skill`` tool
+SKILL.md``...), a CLI's file-read tool returning the whole file, or its skill tool
 followed by the body (front matter removed). Any other touch is ``partial`` (front matter only,
 ``grep``, a failed or truncated read) and never counts; ``ls``, ``wc``, ``stat``, another file,
 or naming the path in a reply do not touch it at all. Hosts feed commands in; this module and
