@@ -183,13 +183,12 @@ def clustered_rate(
 
 
 def _wilson(rate: float, n: float, confidence: float) -> Interval:
-    """Wilson's score interval for a rate observed over a (possibly fractional) sample size."""
-    from scipy.stats import norm
+    """Wilson's score interval for a rate observed over a (possibly fractional) sample size:
+    statsmodels' Wilson limits, which take a fractional count and size."""
+    from statsmodels.stats.proportion import proportion_confint
 
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(max(0.0, centre - half), min(1.0, centre + half), confidence)
+    low, high = proportion_confint(rate * n, n, alpha=1.0 - confidence, method="wilson")
+    return Interval(max(0.0, float(low)), min(1.0, float(high)), confidence)
 
 
 def _pooled(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
