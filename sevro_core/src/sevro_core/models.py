@@ -75,7 +75,8 @@ class Case:
 
 @frozen
 class Route:
-    """Which host, model and effort played a role (``candidate`` for now)."""
+    """Which host, model and effort played a role: ``candidate``, or a judge's (``semantic``,
+    ``advisory``, ``comparator``)."""
 
     host: str
     model: str
@@ -220,6 +221,44 @@ class TrialIsolation(Protocol):
 
 
 @frozen
+class JudgeReply:
+    """What a judge host answered one prompt: its final message and what the call cost.
+
+    ``text`` is None when the judge gave no final message; ``error`` says why the call failed
+    (the host failed, was cancelled or returned an invalid result). A grader treats anything but
+    a complete reply as a grading error, never a pass.
+    """
+
+    text: str | None
+    complete: bool
+    route: Route
+    error: str | None = None
+    usage: Usage = UNKNOWN_USAGE
+
+    @property
+    def usable(self) -> bool:
+        return self.error is None and self.complete and self.text is not None
+
+
+class TrialJudges(Protocol):
+    """The judges a trial's graders may ask: one empty, sandboxed, passive host run per prompt.
+
+    The engine implements it; identical prompts of one role are asked once per trial (so a
+    grader batching its checks into one call asks once and every check reads the same reply).
+    Every call is recorded with the trial's evidence (prompt, reply, route, usage per role).
+    """
+
+    def available(self, role: str) -> bool:
+        """Whether the run configured a judge for ``role``."""
+        ...
+
+    def ask(self, role: str, prompt: str, *, purpose: str) -> JudgeReply:
+        """Run the ``role`` judge on ``prompt``; ``purpose`` names the call in evidence
+        (``sevro.semantic:response``). Raises ``GradingError`` when no judge is configured."""
+        ...
+
+
+@frozen
 class TrialView:
     """What a grader may look at: the final message, the host's and the fixture's
     observations, the workspace and the fixture's pre-host baseline.
@@ -243,6 +282,13 @@ class TrialView:
     turn: int | None = None
     """Set when the check grades a past turn: the workspace is that turn's snapshot, the final
     message is that turn's reply, and host observations hold only entries of turns up to it."""
+    judges: TrialJudges | None = None
+    """The run's judges (``sevro.semantic`` asks ``semantic``); None outside the engine."""
+    checks: tuple[CheckDeclaration, ...] = ()
+    """The case's checks graded against this same view (same turn), so a grader can batch its
+    own checks into one judge call."""
+    prompts: tuple[str, ...] = ()
+    """The rendered prompts the candidate was given, in order (judges quote the task)."""
 
 
 @frozen
@@ -289,6 +335,10 @@ class HostRequest:
     extra: Mapping[str, Any] = field(factory=dict)
     isolation: TrialIsolation | None = None
     """The trial's sandbox: hosts run the agent's commands through it (role ``candidate``)."""
+    role: str = "candidate"
+    """``candidate``, or a judge's role (``semantic``, ``advisory``, ``comparator``): a judge
+    runs in an empty workspace, passive, and the host must give its CLI no tools, no MCP
+    servers, no network and nothing writable beyond its private home."""
     turn_settled: Callable[[int, str | None], None] | None = None
     """Hosts call it when a turn settled (its number and reply) and before the next starts:
     the engine snapshots the workspace then, so a check can grade what was true after it."""

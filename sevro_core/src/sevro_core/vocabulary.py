@@ -53,3 +53,16 @@ CONTINUATION_CAPABILITY = "sevro.host.continuation"
 """A host that can run a case's ``followUpPrompt`` in the same session."""
 ENFORCED_CAPABILITY = "sevro.condition.enforced"
 """A host that can run the ``enforced`` condition."""
+
+# ---- judges ----------------------------------------------------------------------------------
+
+SEMANTIC_ROLE = "semantic"
+"""The judge of ``sevro.semantic`` propositions (``--semantic-host``)."""
+ADVISORY_ROLE = "advisory"
+"""The advisory reviewer of a trial's change (``--advisory-host``); never changes a verdict."""
+COMPARATOR_ROLE = "comparator"
+"""The blinded pairwise comparator of an experiment's paired trials."""
+JUDGE_ROLES = (SEMANTIC_ROLE, ADVISORY_ROLE, COMPARATOR_ROLE)
+JUDGE_CAPABILITY_PREFIX = "sevro.judge."
+"""``sevro.judge.<role>``: provided to capability negotiation when the run has that judge."""
+SEMANTIC_JUDGE_CAPABILITY = JUDGE_CAPABILITY_PREFIX + SEMANTIC_ROLE

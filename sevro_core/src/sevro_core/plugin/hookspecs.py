@@ -18,6 +18,8 @@ if TYPE_CHECKING:
         Grader,
         Host,
         Reporter,
+        Reviewer,
+        Rubric,
         Sandbox,
         VerdictPolicy,
     )
@@ -56,6 +58,18 @@ def sevro_register_verdict_policies(register: Callable[[VerdictPolicy], None]) -
 @hookspec
 def sevro_register_reporters(register: Callable[[Reporter], None]) -> None:
     """Register report renderers (``sevro.report.markdown``, ``sevro.report.json``)."""
+
+
+@hookspec
+def sevro_register_reviewers(register: Callable[[Reviewer], None]) -> None:
+    """Register advisory reviewers (``sevro.reviewer.advisory``): a judge's prompt and the
+    parse of its findings about one trial's change. Reviews never change a verdict."""
+
+
+@hookspec
+def sevro_register_rubrics(register: Callable[[Rubric], None]) -> None:
+    """Register comparator rubrics (``sevro.rubric.software-engineering``): what a blinded
+    pairwise judge weighs between two results labelled A and B, and how its reply decides."""
 
 
 @hookspec

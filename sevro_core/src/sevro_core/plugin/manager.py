@@ -28,6 +28,8 @@ from sevro_core.plugin.protocols import (
     Grader,
     Host,
     Reporter,
+    Reviewer,
+    Rubric,
     Sandbox,
     VerdictPolicy,
 )
@@ -42,6 +44,8 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("sandbox", "sevro_register_sandboxes"),
     ("verdict-policy", "sevro_register_verdict_policies"),
     ("reporter", "sevro_register_reporters"),
+    ("reviewer", "sevro_register_reviewers"),
+    ("rubric", "sevro_register_rubrics"),
 )
 _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "host": ("configure",),
@@ -50,6 +54,8 @@ _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "sandbox": ("probe", "wrap"),
     "verdict-policy": ("verdict",),
     "reporter": ("render", "format"),
+    "reviewer": ("prompt", "review"),
+    "rubric": ("prompt", "decide"),
 }
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -127,6 +133,12 @@ class Registry:
 
     def reporter(self, object_id: str) -> Reporter | None:
         return self.objects["reporter"].get(object_id)
+
+    def reviewer(self, object_id: str) -> Reviewer | None:
+        return self.objects["reviewer"].get(object_id)
+
+    def rubric(self, object_id: str) -> Rubric | None:
+        return self.objects["rubric"].get(object_id)
 
     def hosts(self) -> Mapping[str, Host]:
         return self.objects["host"]

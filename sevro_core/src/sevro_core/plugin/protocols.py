@@ -56,6 +56,9 @@ class HostOptions:
     """Host-specific flags by namespaced key (``acme.bin``); each host reads only its own."""
     protected_roots: tuple[Path, ...] = ()
     """Paths the agent's commands must neither read nor write (project, results, state, home)."""
+    role: str = "candidate"
+    """The role this configuration plays: ``candidate`` or a judge's (``semantic``, ...). A host
+    that cannot run a judge without tools refuses a judge role here (``ConfigurationError``)."""
 
 
 class ConfiguredHost(Protocol):
@@ -134,6 +137,8 @@ class PluginLookup(Protocol):
     def sandbox(self, object_id: str) -> Sandbox | None: ...
     def verdict_policy(self, object_id: str) -> VerdictPolicy | None: ...
     def reporter(self, object_id: str) -> Reporter | None: ...
+    def reviewer(self, object_id: str) -> Reviewer | None: ...
+    def rubric(self, object_id: str) -> Rubric | None: ...
     def sandboxes(self) -> Mapping[str, Sandbox]: ...
     def ids(self, kind: str) -> list[str]: ...
 
@@ -353,6 +358,70 @@ class VerdictPolicy(Plugin, Protocol):
         self, execution: Execution, grading: Grading, outcomes: Sequence[CheckOutcome]
     ) -> Verdict:
         """Reduce a trial's states and check outcomes to its task verdict."""
+
+
+@frozen
+class JudgedResult:
+    """One side of a blinded comparison, or the subject of a review: what a trial left."""
+
+    final_message: str | None
+    diff: str | None
+    """The workspace change as a unified Git diff (bounded); None when the fixture gives none."""
+    diff_truncated: bool = False
+
+
+@frozen
+class ComparisonSubject:
+    """What a comparator judge sees of one pair, in one order: never arm or skill names."""
+
+    task: tuple[str, ...]
+    """The case's rendered prompts, in order."""
+    base_files: Mapping[str, str]
+    """The fixture's text files before the agent ran (path → text, bounded)."""
+    base_files_truncated: bool
+    a: JudgedResult
+    b: JudgedResult
+
+
+class Rubric(Plugin, Protocol):
+    """A comparator rubric: the prompt for one presentation order and how a reply decides it.
+
+    The core judges every pair twice (AB and BA), maps the BA answer back and counts an outcome
+    only when both orders agree; a rubric only writes prompts and reads replies.
+    """
+
+    def prompt(self, subject: ComparisonSubject) -> str:
+        """The complete judge prompt for ``subject`` (every supplied text is untrusted data)."""
+
+    def decide(self, reply: str) -> str:
+        """``"A"``, ``"B"`` or ``"tie"`` from the judge's reply; ``GradingError`` on anything
+        malformed (never a guess)."""
+
+
+@frozen
+class ReviewSubject:
+    """What the advisory reviewer reads of one trial."""
+
+    case_id: str
+    task: tuple[str, ...]
+    result: JudgedResult
+    line_counts: Mapping[str, int]
+    """Lines of each text file in the workspace after the agent (the paths a finding may cite)."""
+    questions: tuple[str, ...] = ()
+    """Questions the case asks the reviewer (skill-eval ``review_questions``)."""
+    expected_output: str | None = None
+    """What a good result looks like, in words (skill-creator ``expected_output``)."""
+
+
+class Reviewer(Plugin, Protocol):
+    """An advisory reviewer: its prompt and the parse of its findings. Never changes a verdict."""
+
+    def prompt(self, subject: ReviewSubject) -> str:
+        """The complete reviewer prompt (every supplied text is untrusted data)."""
+
+    def review(self, subject: ReviewSubject, reply: str) -> Mapping[str, JsonValue]:
+        """The review as JSON (findings that cite a file and lines that exist; the others dropped
+        and counted); ``GradingError`` when the reply is malformed."""
 
 
 class Reporter(Plugin, Protocol):
