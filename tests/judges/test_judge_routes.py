@@ -123,6 +123,15 @@ def test_judge_calls_are_asked_once_per_prompt_and_kept_in_evidence(
     run = _run(sevro_project)
     assert semantic in run["routes"]
     assert run["configuration"]["redacted"]["judges"]["semantic"]["route"] == semantic
+    report = sevro_project.sevro("report", sevro_project.results, "--json", "--plugin", plugin)
+    assert report.exit_code == 0, report
+    (row,) = report.json()["rows"]
+    assert row["judgeUsage"] == {
+        "semantic": {"inputTokens": None, "outputTokens": None, "costUsd": None, "calls": 1}
+    }  # the scripted judge reports no usage: unknown, never 0
+    assert row["inputTokens"] is None  # the candidate's usage is its own
+    markdown = sevro_project.sevro("report", sevro_project.results, "--plugin", plugin)
+    assert "## Judge usage" in markdown.stdout and "| example | semantic | 1 |" in markdown.stdout
 
 
 def test_a_judge_that_gives_no_answer_is_a_grading_error(sevro_project: SevroProject) -> None:
