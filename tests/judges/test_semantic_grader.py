@@ -461,3 +461,15 @@ def test_a_wide_directory_is_unavailable_beyond_the_listing_bound(
     outcome, judges = judge_artifact(tmp_path, "reports/summary-*.md", four_entries)
     assert (outcome.status, judges.asked) == (U, [])
     assert "more than 3 entries" in (outcome.detail or "")
+
+
+def test_a_response_too_long_for_one_judge_prompt_is_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judges = replying(verdicts(("explains-cause", "pass", "Would pass.")))
+    monkeypatch.setattr(limits, "MAX_JUDGE_PROMPT_BYTES", 4000)
+    outcome = grade(EXPLAINS, judges, view=trial_view("x" * 4000))
+    assert outcome.status is U
+    assert "more than the judges' bound (the judge was not asked)" in (outcome.detail or "")
+    assert judges.asked == []
+    assert grade(EXPLAINS, judges, view=trial_view("x" * 100)).status is P

@@ -88,6 +88,10 @@ class SemanticCheck:
             path, text = found.path, found.text
         group = self.group(check_id, view)
         prompt = semantic_prompt(group, text, artifact_path=path)
+        size = len(prompt.encode("utf-8", "surrogatepass"))
+        if size > limits.MAX_JUDGE_PROMPT_BYTES:
+            detail = f"the judge prompt would be {size} bytes, more than the judges' bound"
+            return _unavailable(check_id, f"{detail} ({NOT_ASKED})")
         reply = judges.ask(SEMANTIC_ROLE, prompt, purpose=PURPOSE_PREFIX + self.source)
         if not reply.usable or reply.text is None:
             raise GradingError(f"the semantic judge gave no usable reply: {_why(reply.error)}")
