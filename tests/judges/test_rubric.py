@@ -10,7 +10,7 @@ import pytest
 
 from sevro_core.api import ComparisonSubject, GradingError, JudgedResult, JudgeReply, Route
 from sevro_core.judges.comparator import judge_pair
-from sevro_judges.limits import MAX_RUBRIC_REPLY_BYTES
+from sevro_core.limits import MAX_JUDGE_REPLY_BYTES
 from sevro_judges.rubric_software_engineering import (
     CRITERIA,
     PROMPT_TEMPLATE,
@@ -192,10 +192,10 @@ def test_the_duplicate_criterion_control_is_valid_json_without_the_duplicate() -
 
 def test_an_oversized_reply_is_refused() -> None:
     document = criteria()
-    document["criteria"]["functional_correctness"]["reason"] = "x" * MAX_RUBRIC_REPLY_BYTES
+    document["criteria"]["functional_correctness"]["reason"] = "x" * MAX_JUDGE_REPLY_BYTES
     with pytest.raises(GradingError, match="exceeds"):
         rubric.decide(reply_of(document))
-    document["criteria"]["functional_correctness"]["reason"] = "x" * (MAX_RUBRIC_REPLY_BYTES // 2)
+    document["criteria"]["functional_correctness"]["reason"] = "x" * (MAX_JUDGE_REPLY_BYTES // 2)
     assert rubric.decide(reply_of(document)) == "tie"  # control: under the bound it decides
 
 

@@ -144,7 +144,11 @@ MAX_SKILLEVAL_SUITE_GROUPS = 256
 MAX_SKILLEVAL_TURNS = 64
 MAX_SKILLEVAL_EXPECTATIONS = 128
 
-# Judges: what the blinded pairwise comparator is shown of a pair
+# Judges (docs/judges.md)
+MAX_JUDGE_PROMPT_BYTES = 4 * MIB
+MAX_JUDGE_REPLY_BYTES = 1 * MIB
+MAX_JUDGE_CALLS_PER_TRIAL = 64
+# what the blinded pairwise comparator is shown of a pair (judges/subjects.py)
 MAX_JUDGED_RESULT_BYTES = 1 * MIB
 MAX_JUDGED_BASE_FILES_BYTES = 2 * MIB
 MAX_JUDGED_BASE_FILE_ENTRIES = 10_000

@@ -25,9 +25,9 @@ from sevro_core.api import (
     GradingError,
     InvocationError,
     JudgedResult,
+    limits,
     parse_json_text,
 )
-from sevro_judges.limits import MAX_RUBRIC_REPLY_BYTES
 
 RUBRIC_ID: Final = "sevro.rubric.software-engineering"
 RUBRIC_VERSION: Final = "1.0.0"
@@ -150,8 +150,8 @@ def _criterion(name: str, value: object) -> str:
 def criteria_winners(reply: str) -> dict[str, str]:
     """Each criterion's winner from a reply, parsed strictly (``GradingError`` otherwise)."""
     data = reply.encode("utf-8", "surrogatepass")
-    if len(data) > MAX_RUBRIC_REPLY_BYTES:
-        raise GradingError(f"the reply exceeds {MAX_RUBRIC_REPLY_BYTES} bytes")
+    if len(data) > limits.MAX_JUDGE_REPLY_BYTES:
+        raise GradingError(f"the reply exceeds {limits.MAX_JUDGE_REPLY_BYTES} bytes")
     try:
         document = parse_json_text(
             _json_text(reply).encode("utf-8", "surrogatepass"), source="comparator reply"

@@ -1,3 +1,1 @@
-"""Judges: what the run's model judges are asked and how their replies count. The blinded
-pairwise comparator of an experiment's paired trials lives here (``comparator``), with the
-bounded subjects it is shown (``subjects``)."""
+"""Judges: hosts run in an empty, sandboxed, passive workspace to judge what a candidate did."""
