@@ -94,7 +94,7 @@ exactly once, no other keys):
 def html_safe_json(value: Any) -> str:
     """JSON with ``<``, ``>`` and ``&`` escaped (and every non-ASCII character), so quoted data
     can neither close its markers nor hide characters."""
-    text = json.dumps(value, ensure_ascii=True, indent=1, sort_keys=True)
+    text = json.dumps(value, ensure_ascii=True, indent=1)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -104,7 +104,7 @@ def _result(result: JudgedResult) -> dict[str, Any]:
         "finalMessageTruncated": result.final_message_truncated,
         "diff": result.diff,
         "diffTruncated": result.diff_truncated,
-    }
+    }  # the order the judge reads them in
 
 
 def subject_data(subject: ComparisonSubject) -> dict[str, Any]:
