@@ -65,8 +65,9 @@ def _run(project: SevroProject) -> dict[str, Any]:
 def test_a_consistent_judge_gives_the_candidate_every_pair(sevro_project: SevroProject) -> None:
     rules = [{"promptContains": SKILLED_A, "reply": criteria("A")}, {"reply": criteria("B")}]
     flags, _ = _experiment(sevro_project, rules)
-    done = sevro_project.run(*flags)
+    done = sevro_project.sevro("run", *flags, "--results-root", sevro_project.results)
     assert done.exit_code == 0, done
+    assert "candidate against baseline, judged: 3 wins, 0 losses, 0 ties" in done.stdout
     judged = _run(sevro_project)["statistics"]["comparisons"][0]["judged"]
     assert (judged["eligiblePairs"], judged["judgedPairs"], judged["wins"]) == (3, 3, 3)
     assert (judged["losses"], judged["ties"], judged["inconclusive"]["total"]) == (0, 0, 0)
