@@ -87,3 +87,26 @@ def test_the_report_reads_only_judgements_of_the_recorded_trials(tmp_path: Path)
     moved.rename(moved.with_name("pair-2.json"))  # a judgement filed under another pair
     with pytest.raises(InvocationError, match="another run or pair"):
         read_pair_judgements(run_dir, run_json("a" * 64, "b" * 64), "baseline", "candidate")
+
+
+def test_a_base_fixture_that_fails_makes_its_pairs_judge_errors_without_asking(
+    tmp_path: Path,
+) -> None:
+    class Broken:
+        capabilities: frozenset[str] = frozenset()
+
+        def identity(self) -> Any:
+            return {}
+
+        def materialise(self, workspace: Path) -> Any:
+            raise OSError("disk full")
+
+    c = comparing(tmp_path)
+    c.plan.settings.workspace_root = tmp_path
+    planned = SimpleNamespace(fixture=Broken(), case=SimpleNamespace(id="case", prompts=("t",)))
+    base = pairjudging._base(c, planned)  # type: ignore[arg-type]
+    assert isinstance(base, str) and "disk full" in base
+    judged, calls = pairjudging._judge_one(c, planned, base, TRIALS, 1)  # type: ignore[arg-type]
+    assert (judged.outcome, judged.flags, calls) == ("inconclusive", ("judge-error",), [])
+    assert "could not be materialised" in (judged.reason or "")
+    assert list(tmp_path.glob("sevro-judged-base-*")) == []  # nothing left behind

@@ -100,7 +100,7 @@ def _judge_comparison(comparing: _Comparing) -> dict[tuple[str, int], PairJudgem
     when = comparing.plan.settings.judges.compare_when
     for planned in _case_units(comparing.plan, comparing.control):
         case_id = planned.case.id
-        base: BaseFiles | None = None
+        base: BaseFiles | str | None = None
         for r in range(1, comparing.plan.settings.trials + 1):
             control = comparing.records.get((comparing.control, case_id, r))
             treatment = comparing.records.get((comparing.treatment, case_id, r))
@@ -114,13 +114,21 @@ def _judge_comparison(comparing: _Comparing) -> dict[tuple[str, int], PairJudgem
                 judgements[(case_id, r)] = reused
                 continue
             if base is None:
-                base = base_files(planned.fixture, comparing.plan.settings.workspace_root)
+                base = _base(comparing, planned)
             judged, calls = _judge_one(comparing, planned, base, (control, treatment), r)
             if _stopped(comparing):
                 continue  # a judgement cut short by cancellation is not kept: resume asks again
             _persist(comparing, (case_id, r), (control, treatment), judged, calls)
             judgements[(case_id, r)] = judged
     return judgements
+
+
+def _base(comparing: _Comparing, planned: PlannedCase) -> BaseFiles | str:
+    """The case's base files, or why its fixture could not be materialised for the judge."""
+    try:
+        return base_files(planned.fixture, comparing.plan.settings.workspace_root)
+    except Exception as exc:  # a fixture that fails here costs its pairs, never the run
+        return f"the base fixture could not be materialised: {type(exc).__name__}: {exc}"
 
 
 def _stopped(comparing: _Comparing) -> bool:
@@ -141,12 +149,14 @@ def _outcome(record: TrialRecord) -> str:
 def _judge_one(
     comparing: _Comparing,
     planned: PlannedCase,
-    base: BaseFiles,
+    base: BaseFiles | str,
     trials: tuple[TrialRecord, TrialRecord],
     repetition: int,
 ) -> tuple[PairJudgement, list[JudgeCall]]:
     """The pair's judgement and the judge calls it made, each pair in its own judge session;
     evidence that cannot be shown makes it a judge error without asking."""
+    if isinstance(base, str):
+        return unjudged(base), []
     run_dir = comparing.store.run_dir
     try:
         baseline, candidate = (judged_result(run_dir, _evidence(t)) for t in trials)
