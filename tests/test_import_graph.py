@@ -35,6 +35,7 @@ LAYERS = (
     "isolation",
     "fixtures",
     "store",
+    "judges",  # judge routes and sessions, calibration
     "experiments",
     "run",
     "reporting",

@@ -18,12 +18,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.sources import Source, parse_source
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.formats.schemas import load_schema, validate_input
+from sevro_core.judges.calibrated import (
+    CalibrationRequirement,
+    check_calibration,
+    requirement_from_json,
+)
 from sevro_core.limits import MAX_CASE_FILE_BYTES
 
 FORMAT = "sevro.experiment.v1"
@@ -63,6 +68,19 @@ class InlineCase:
 
 
 @frozen
+class JudgeSpec:
+    """One judge role as the experiment file configures it (``judges.<role>``)."""
+
+    host: str
+    model: str | None = None
+    effort: str | None = None
+    host_config: Path | None = None
+    calibration: CalibrationRequirement | None = None
+    """``requireCalibratedJudge``: checked (but for the judge identity) when the file loads,
+    and again with the identity once the judge route is configured."""
+
+
+@frozen
 class Experiment:
     source: Path
     arms: tuple[Arm, ...]
@@ -70,6 +88,8 @@ class Experiment:
     """Canonical paths of case files or directories, and inline cases, in file order."""
     repetitions: int
     comparisons: tuple[Comparison, ...]
+    judges: Mapping[str, JudgeSpec] = field(factory=dict)
+    """Judge roles the file configures, by role (``semantic``, ``advisory``, ``comparator``)."""
 
     def arm(self, arm_id: str) -> Arm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -92,6 +112,7 @@ def load_experiment(path: Path) -> Experiment:
         cases=tuple(_case(item, index, base, path) for index, item in enumerate(document["cases"])),
         repetitions=document.get("repetitions", DEFAULT_REPETITIONS),
         comparisons=_comparisons(document, path),
+        judges=_judges(document.get("judges", {}), base, path),
     )
 
 
@@ -215,3 +236,21 @@ def _comparisons(document: Mapping[str, Any], path: Path) -> tuple[Comparison, .
             )
         comparisons.append(comparison)
     return tuple(comparisons)
+
+
+def _judges(specs: Mapping[str, Any], base: Path, path: Path) -> dict[str, JudgeSpec]:
+    judges: dict[str, JudgeSpec] = {}
+    for role, spec in sorted(specs.items()):
+        requirement = None
+        if "requireCalibratedJudge" in spec:
+            requirement = requirement_from_json(spec["requireCalibratedJudge"], base)
+            pointer = join_pointer("/judges", role, "requireCalibratedJudge")
+            check_calibration(role, requirement, None, source=f"{path}#{pointer}")
+        judges[role] = JudgeSpec(
+            host=spec["host"],
+            model=spec.get("model"),
+            effort=spec.get("effort"),
+            host_config=(base / spec["hostConfig"]).resolve() if "hostConfig" in spec else None,
+            calibration=requirement,
+        )
+    return judges
