@@ -153,6 +153,8 @@ def agreement(pairs: Sequence[tuple[str, str | None]], labels: tuple[str, ...]) 
     total = len(pairs)
     correct = sum(confusion[label][label] for label in labels)
     errors = sum(1 for _, judged in pairs if judged is None)
+    table = [[confusion[g][j] for j in columns] for g in labels]
+    table.append([0] * len(columns))  # no gold label is "none"
     recalls = [
         confusion[label][label] / sum(confusion[label].values())
         for label in labels
@@ -166,9 +168,7 @@ def agreement(pairs: Sequence[tuple[str, str | None]], labels: tuple[str, ...]) 
         errors=errors,
         agreement=correct / total if total else None,
         balanced_accuracy=sum(recalls) / len(recalls) if recalls else None,
-        kappa=cohens_kappa([[confusion[g][j] for j in columns] for g in (*labels, NONE)])
-        if total
-        else None,
+        kappa=cohens_kappa(table) if total else None,
     )
 
 
