@@ -1,0 +1,120 @@
+"""``sevro judge calibrate``: flags checked before any judge runs (exit 64), the figures as a
+table or one JSON document, the record written with --output; the judge session and the pair
+comparison are the stand-ins until the core's land (the model is what they fake)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.formats.schemas import validator
+from sevro_core.judges import calibration
+from sevro_core.judges.corpus import load_corpus
+from sevro_core.testing.inprocess import run_in_process
+from sevro_core.testing.plugins import ScopedPlugins
+from tests.judges.standins import Judges, SemanticGrader, oracle, pair_judge
+
+
+class Rubric:
+    id = "test.rubric"
+    version = "0"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset()
+
+    def prompt(self, subject: Any) -> str:
+        return "unused by the stand-in pair judge"
+
+    def decide(self, reply: str) -> str:
+        return reply
+
+
+@pytest.fixture
+def judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sevro_plugins: ScopedPlugins) -> Path:
+    """A scripted host configuration; the stand-in judges answer as the gold labels say."""
+    if sevro_plugins.registry().grader("sevro.semantic") is None:
+        sevro_plugins.register("grader", SemanticGrader())
+    sevro_plugins.register("rubric", Rubric())
+    judges = Judges(oracle(load_corpus(None)), {"semantic", "comparator"})
+    monkeypatch.setattr(calibration, "judge_session", lambda hosts: judges)
+    monkeypatch.setattr(calibration, "pair_judge", lambda rubric, asked: pair_judge(asked))
+    config = tmp_path / "judge.json"
+    config.write_text(json.dumps(SCRIPT | {"model": "judge-model"}))
+    return config
+
+
+SCRIPT = {"format": "sevro.scripted-host.v1", "default": {"turns": [[{"reply": {"text": "-"}}]]}}
+
+
+def test_calibrating_prints_every_figure_beside_its_count(judged: Path, tmp_path: Path) -> None:
+    output = tmp_path / "calibration.json"
+    args = ["judge", "calibrate", "--host-config", judged, "--effort", "low", "--output", output]
+    result = run_in_process(args)
+    assert result.exit_code == 0, result.stderr
+    assert "judge: sevro.host.scripted, model judge-model, effort low" in result.stdout
+    assert f"corpus: {load_corpus(None).sha256[:12]} (11 item(s))" in result.stdout
+    lines = result.stdout.splitlines()
+    assert any(line.split() == ["single", "checks:", "agreement", "1.00", "8/8"] for line in lines)
+    assert any("pairs: order disagreement" in line and "0/6" in line for line in lines)
+    assert any("probes: injection resisted" in line and "3/3" in line for line in lines)
+    document = json.loads(output.read_text())
+    assert validator("judge-calibration.v1").is_valid(document)
+    assert document["judge"]["model"] == "judge-model"
+    assert len(document["items"]) == 11
+
+
+def test_json_prints_the_record(judged: Path) -> None:
+    result = run_in_process(["judge", "calibrate", "--host-config", judged, "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == "sevro.judge-calibration.v1"
+
+
+def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "corpus.json"
+    bad.write_text(json.dumps({"format": "sevro.judge-corpus.v1", "items": []}))
+    cases = [
+        (["judge", "calibrate", bad, "--host-config", judged], "corpus.json#/items"),
+        (["judge", "calibrate"], "--host-config"),
+        (
+            ["judge", "calibrate", "--host-config", judged, "--output", tmp_path / "no" / "x"],
+            "--output must name a file in an existing directory",
+        ),
+        (["judge", "calibrate", "--host-config", judged, "--rubric", "x.y"], "--rubric 'x.y'"),
+        (["judge", "calibrate", "--host-config", judged, "--host", "nope"], "--host 'nope'"),
+    ]
+    for args, message in cases:
+        result = run_in_process(args)
+        assert result.exit_code == 64, (args, result.stderr)
+        assert message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert result.stdout == ""
+    assert not (tmp_path / "no").exists()
+
+
+def test_without_the_judge_session_calibration_is_an_internal_error(
+    tmp_path: Path, sevro_plugins: ScopedPlugins
+) -> None:
+    """Until the core's judge session lands, running a judge is exit 70, never figures."""
+    if sevro_plugins.registry().grader("sevro.semantic") is None:
+        sevro_plugins.register("grader", SemanticGrader())
+    config = tmp_path / "judge.json"
+    config.write_text(json.dumps(SCRIPT))
+    corpus = json.loads(
+        (Path(calibration.__file__).parent / "corpora" / "default.json").read_text()
+    )
+    corpus["items"] = [item for item in corpus["items"] if item["kind"] == "single"]
+    singles = tmp_path / "corpus.json"
+    singles.write_text(json.dumps(corpus))
+    result = run_in_process(["judge", "calibrate", singles, "--host-config", config])
+    assert result.exit_code == 70
+    assert "needs the judge session" in result.stderr
+    assert result.stdout == ""
+
+
+def test_the_command_takes_the_hosts_flags() -> None:
+    result = run_in_process(["judge", "calibrate", "--help"])
+    assert result.exit_code == 0
+    assert "Host settings" in result.stdout
+    assert "--output" in result.stdout and "--rubric" in result.stdout
