@@ -147,6 +147,10 @@ def test_a_missing_or_edited_record_refuses_the_experiment(tmp_path: Path) -> No
     )
 
 
+def test_a_nul_byte_in_the_record_path_is_one_line(tmp_path: Path) -> None:
+    assert "NUL byte" in _refusal(tmp_path, "semantic", {"calibration": "a\u0000b.json"})
+
+
 def test_advisory_cannot_require_a_calibration(tmp_path: Path) -> None:
     line = _refusal(tmp_path, "advisory", {"calibration": "calibration.json"})
     assert "requireCalibratedJudge" in line

@@ -681,7 +681,7 @@ def judge_calibrate(
     """Run a judge over a labelled corpus and report how far it agrees with the gold labels:
     agreement, balanced accuracy, Cohen's kappa, order disagreement, injection and length probes.
     Exit 0 when it ran (the figures are information), 64 on bad input, 70 on a failure."""
-    from sevro_core.errors import InvocationError, SevroError
+    from sevro_core.errors import InvocationError
 
     try:
         from sevro_core.judges.calibration import prepare_calibration
@@ -705,7 +705,7 @@ def judge_calibrate(
         _fail(exc, as_json=as_json)
     try:
         document = _calibrate(setup, output)
-    except (SevroError, Exception) as exc:
+    except Exception as exc:  # InvocationError 64, anything else 70: one line either way
         _fail(exc, as_json=as_json)
     if as_json:
         import json

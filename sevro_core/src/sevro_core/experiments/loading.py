@@ -243,9 +243,10 @@ def _judges(specs: Mapping[str, Any], base: Path, path: Path) -> dict[str, Judge
     for role, spec in sorted(specs.items()):
         requirement = None
         if "requireCalibratedJudge" in spec:
-            requirement = requirement_from_json(spec["requireCalibratedJudge"], base)
             pointer = join_pointer("/judges", role, "requireCalibratedJudge")
-            check_calibration(role, requirement, None, source=f"{path}#{pointer}")
+            where = f"{path}#{pointer}"
+            requirement = requirement_from_json(spec["requireCalibratedJudge"], base, source=where)
+            check_calibration(role, requirement, None, source=where)
         judges[role] = JudgeSpec(
             host=spec["host"],
             model=spec.get("model"),

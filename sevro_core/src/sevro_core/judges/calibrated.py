@@ -91,8 +91,12 @@ def _number(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2f}"
 
 
-def requirement_from_json(spec: Mapping[str, Any], base: Path) -> CalibrationRequirement:
+def requirement_from_json(
+    spec: Mapping[str, Any], base: Path, *, source: str | Path
+) -> CalibrationRequirement:
     """A schema-valid ``requireCalibratedJudge`` object; its paths relative to ``base``."""
+    if "\x00" in str(spec["calibration"]):
+        raise InvocationError("calibration path contains a NUL byte", source=source)
     return CalibrationRequirement(
         record=(base / str(spec["calibration"])).resolve(),
         corpus_sha256=spec.get("corpusSha256"),
