@@ -35,7 +35,7 @@ LAYERS = (
     "isolation",
     "fixtures",
     "store",
-    "judges",  # judge routes and sessions, calibration
+    "judges",
     "experiments",
     "run",
     "reporting",

@@ -16,6 +16,7 @@ from sevro_core.api import (
     GradingError,
     JudgeReply,
     Route,
+    TrialJudges,
     TrialView,
 )
 from sevro_core.judges.calibration import PairDecisions
@@ -78,29 +79,26 @@ class SemanticGrader:
         return SemanticCheck(proposition)
 
 
-def pair_judge(judges: Judges) -> Callable[[ComparisonSubject], PairDecisions]:
+def _order_prompt(first: Any, second: Any, task: tuple[str, ...]) -> str:
+    return json.dumps(
+        {
+            "task": task,
+            "A": first.diff,
+            "B": second.diff,
+            "AText": first.final_message,
+            "BText": second.final_message,
+        }
+    )
+
+
+def pair_judge(subject: ComparisonSubject, judges: TrialJudges) -> PairDecisions:
     """Asks the comparator in both orders and maps the BA answer back (the core's job)."""
-
-    def prompt(first: Any, second: Any, task: tuple[str, ...]) -> str:
-        return json.dumps(
-            {
-                "task": task,
-                "A": first.diff,
-                "B": second.diff,
-                "AText": first.final_message,
-                "BText": second.final_message,
-            }
-        )
-
-    def judge(subject: ComparisonSubject) -> PairDecisions:
-        ab = judges.ask("comparator", prompt(subject.a, subject.b, subject.task), purpose="ab")
-        ba = judges.ask("comparator", prompt(subject.b, subject.a, subject.task), purpose="ba")
-        if not (ab.usable and ba.usable):
-            return PairDecisions(None, None, ab.error or ba.error)
-        back = {"A": "B", "B": "A", "tie": "tie"}
-        return PairDecisions(ab.text, back[str(ba.text)])
-
-    return judge
+    ab = judges.ask("comparator", _order_prompt(subject.a, subject.b, subject.task), purpose="ab")
+    ba = judges.ask("comparator", _order_prompt(subject.b, subject.a, subject.task), purpose="ba")
+    if not (ab.usable and ba.usable):
+        return PairDecisions(None, None, ab.error or ba.error)
+    back = {"A": "B", "B": "A", "tie": "tie"}
+    return PairDecisions(ab.text, back[str(ba.text)])
 
 
 def oracle(corpus: Corpus) -> Callable[[str, str], str | None]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sevro_core.formats.schemas import validator
-from sevro_core.judges import calibration
-from sevro_core.judges.corpus import load_corpus
+from sevro_core.judges import calibrationsetup
+from sevro_core.judges.corpus import Corpus, load_corpus
 from sevro_core.testing.inprocess import run_in_process
 from sevro_core.testing.plugins import ScopedPlugins
 from tests.judges.standins import Judges, SemanticGrader, oracle, pair_judge
@@ -31,29 +31,46 @@ class Rubric:
         return reply
 
 
+def scripted_judge(corpus: Corpus) -> dict[str, Any]:
+    """The scripted host as a semantic judge that answers every item as its gold labels say:
+    one rule per item, chosen by its first proposition (the model is what this fakes)."""
+    rules = []
+    for item in corpus.singles:
+        checks = [{"id": c.id, "verdict": c.gold, "reason": "gold label"} for c in item.checks]
+        first = json.dumps(item.checks[0].proposition)[1:-1]
+        rules.append({"promptContains": first, "reply": json.dumps({"checks": checks})})
+    return {
+        "format": "sevro.scripted-host.v1",
+        "model": "judge-model",
+        "judges": {"semantic": rules, "comparator": [{"reply": "unused"}]},
+    }
+
+
 @pytest.fixture
 def judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sevro_plugins: ScopedPlugins) -> Path:
-    """A scripted host configuration; the stand-in judges answer as the gold labels say."""
+    """A scripted judge answering the single items as gold says, in real judge sessions; pairs
+    through the stand-in two-order comparison (until the core's lands) with an oracle."""
+    corpus = load_corpus(None)
     if sevro_plugins.registry().grader("sevro.semantic") is None:
         sevro_plugins.register("grader", SemanticGrader())
     sevro_plugins.register("rubric", Rubric())
-    judges = Judges(oracle(load_corpus(None)), {"semantic", "comparator"})
-    monkeypatch.setattr(calibration, "judge_session", lambda hosts: judges)
-    monkeypatch.setattr(calibration, "pair_judge", lambda rubric, asked: pair_judge(asked))
+    knows = Judges(oracle(corpus), {"comparator"})
+    monkeypatch.setattr(
+        calibrationsetup, "pair_judge", lambda rubric: lambda subject, _: pair_judge(subject, knows)
+    )
     config = tmp_path / "judge.json"
-    config.write_text(json.dumps(SCRIPT | {"model": "judge-model"}))
+    config.write_text(json.dumps(scripted_judge(corpus)))
     return config
-
-
-SCRIPT = {"format": "sevro.scripted-host.v1", "default": {"turns": [[{"reply": {"text": "-"}}]]}}
 
 
 def test_calibrating_prints_every_figure_beside_its_count(judged: Path, tmp_path: Path) -> None:
     output = tmp_path / "calibration.json"
     args = ["judge", "calibrate", "--host-config", judged, "--effort", "low", "--output", output]
+    args += ["--sandbox", "none"]
     result = run_in_process(args)
     assert result.exit_code == 0, result.stderr
-    assert "judge: sevro.host.scripted, model judge-model, effort low" in result.stdout
+    for role in ("semantic", "comparator"):
+        assert f"{role} judge: sevro.host.scripted, model judge-model, effort low" in result.stdout
     assert f"corpus: {load_corpus(None).sha256[:12]} (11 item(s))" in result.stdout
     lines = result.stdout.splitlines()
     assert any(line.split() == ["single", "checks:", "agreement", "1.00", "8/8"] for line in lines)
@@ -61,12 +78,19 @@ def test_calibrating_prints_every_figure_beside_its_count(judged: Path, tmp_path
     assert any("probes: injection resisted" in line and "3/3" in line for line in lines)
     document = json.loads(output.read_text())
     assert validator("judge-calibration.v1").is_valid(document)
-    assert document["judge"]["model"] == "judge-model"
+    assert document["judges"]["semantic"]["model"] == "judge-model"
+    # each role's identity digests its own redacted configuration
+    assert (
+        document["judges"]["semantic"]["configurationSha256"]
+        != document["judges"]["comparator"]["configurationSha256"]
+    )
     assert len(document["items"]) == 11
 
 
 def test_json_prints_the_record(judged: Path) -> None:
-    result = run_in_process(["judge", "calibrate", "--host-config", judged, "--json"])
+    result = run_in_process(
+        ["judge", "calibrate", "--host-config", judged, "--json", "--sandbox", "none"]
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["format"] == "sevro.judge-calibration.v1"
 
@@ -93,23 +117,18 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
     assert not (tmp_path / "no").exists()
 
 
-def test_without_the_judge_session_calibration_is_an_internal_error(
+def test_without_the_pair_comparison_calibrating_pairs_is_an_internal_error(
     tmp_path: Path, sevro_plugins: ScopedPlugins
 ) -> None:
-    """Until the core's judge session lands, running a judge is exit 70, never figures."""
+    """Until the core's two-order comparison lands, judging pairs is exit 70, never figures."""
     if sevro_plugins.registry().grader("sevro.semantic") is None:
         sevro_plugins.register("grader", SemanticGrader())
+    sevro_plugins.register("rubric", Rubric())
     config = tmp_path / "judge.json"
-    config.write_text(json.dumps(SCRIPT))
-    corpus = json.loads(
-        (Path(calibration.__file__).parent / "corpora" / "default.json").read_text()
-    )
-    corpus["items"] = [item for item in corpus["items"] if item["kind"] == "single"]
-    singles = tmp_path / "corpus.json"
-    singles.write_text(json.dumps(corpus))
-    result = run_in_process(["judge", "calibrate", singles, "--host-config", config])
+    config.write_text(json.dumps(scripted_judge(load_corpus(None))))
+    result = run_in_process(["judge", "calibrate", "--host-config", config, "--sandbox", "none"])
     assert result.exit_code == 70
-    assert "needs the judge session" in result.stderr
+    assert "needs the core's pairwise comparison" in result.stderr
     assert result.stdout == ""
 
 

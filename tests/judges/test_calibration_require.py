@@ -15,6 +15,7 @@ from sevro_core.judges.calibrated import (
     CalibrationRequirement,
     CalibrationStatus,
     check_calibration,
+    requirement_from_json,
 )
 from sevro_core.judges.calibration import JudgeIdentity, calibrate, record
 from sevro_core.judges.corpus import load_corpus
@@ -33,10 +34,11 @@ def _record(tmp_path: Path, *, biased: bool = False) -> Path:
         ROLES,
     )
     calibration = calibrate(
-        corpus, judges, semantic=SemanticGrader(), judge_pair=pair_judge(judges)
+        corpus, lambda item_id: judges, ROLES, semantic=SemanticGrader(), judge_pair=pair_judge
     )
     path = tmp_path / ("biased.json" if biased else "calibration.json")
-    path.write_text(json.dumps(record(calibration, IDENTITY, "0.1.0")))
+    identities = {"semantic": IDENTITY, "comparator": IDENTITY}
+    path.write_text(json.dumps(record(calibration, identities, "0.1.0")))
     return path
 
 
@@ -49,7 +51,7 @@ def _experiment(tmp_path: Path, role: str, requirement: dict[str, Any]) -> Path:
 
 
 def test_a_calibrated_comparator_loads_and_says_so(tmp_path: Path) -> None:
-    _record(tmp_path)
+    record_path = _record(tmp_path)
     sha = load_corpus(None).sha256
     minimum = {"kappa": 0.8, "balancedAccuracy": 0.8, "maxOrderDisagreement": 0.0}
     path = _experiment(
@@ -57,9 +59,12 @@ def test_a_calibrated_comparator_loads_and_says_so(tmp_path: Path) -> None:
         "comparator",
         {"calibration": "calibration.json", "corpusSha256": sha, "minimum": minimum},
     )
-    spec = load_experiment(path).judges["comparator"]
-    assert spec.host == "scripted" and spec.calibration is not None
-    status = check_calibration("comparator", spec.calibration, IDENTITY, source=path)
+    settings = load_experiment(path).judges
+    assert settings is not None and settings.require_calibrated_judge is not None
+    required = settings.require_calibrated_judge
+    assert required["calibration"] == str(record_path.resolve())
+    requirement = requirement_from_json(required, tmp_path, source=path)
+    status = check_calibration("comparator", requirement, IDENTITY, source=path)
     assert status.line() == (
         "comparator judge calibrated: κ=1.00, balanced accuracy=1.00 "
         f"on 6 item(s) of corpus {sha[:12]}"
@@ -98,17 +103,24 @@ def test_a_minimum_that_does_not_hold_refuses_the_experiment(tmp_path: Path) -> 
 
 
 def test_the_semantic_judge_is_held_to_the_single_items(tmp_path: Path) -> None:
-    _record(tmp_path, biased=True)  # biased on pairs only: singles are perfect
-    path = _experiment(
-        tmp_path, "semantic", {"calibration": "biased.json", "minimum": {"kappa": 0.9}}
-    )
-    assert load_experiment(path).judges["semantic"].calibration is not None
-    line = _refusal(
-        tmp_path,
-        "semantic",
-        {"calibration": "biased.json", "minimum": {"maxOrderDisagreement": 0.1}},
-    )
-    assert "no order disagreement figure" in line
+    path = _record(tmp_path, biased=True)  # biased on pairs only: singles are perfect
+    held = CalibrationRequirement(path, None, {"kappa": 0.9, "balancedAccuracy": 1.0})
+    status = check_calibration("semantic", held, IDENTITY, source="experiment.json")
+    assert status.items == 8 and status.figures is not None
+    assert status.figures["kappa"] == 1.0
+    order = CalibrationRequirement(path, None, {"maxOrderDisagreement": 0.1})
+    with pytest.raises(InvocationError, match="no order disagreement figure"):
+        check_calibration("semantic", order, IDENTITY, source="experiment.json")
+
+
+def test_a_record_of_another_role_does_not_calibrate_this_one(tmp_path: Path) -> None:
+    path = _record(tmp_path)
+    document = json.loads(path.read_text())
+    del document["judges"]["comparator"]
+    path.write_text(json.dumps(document))
+    requirement = CalibrationRequirement(path, None, {})
+    with pytest.raises(InvocationError, match="the record calibrated no comparator judge"):
+        check_calibration("comparator", requirement, IDENTITY, source="experiment.json")
 
 
 def test_another_corpus_refuses_the_experiment(tmp_path: Path) -> None:
@@ -140,17 +152,17 @@ def test_a_missing_or_edited_record_refuses_the_experiment(tmp_path: Path) -> No
     line = _refusal(tmp_path, "comparator", {"calibration": "calibration.json"})
     assert "figures do not follow from its per-item results" in line
     document = json.loads(path.read_text())
-    document["judge"]["configurationSha256"] = "not a digest"
+    document["judges"]["comparator"]["configurationSha256"] = "not a digest"
     path.write_text(json.dumps(document))
-    assert "#/judge/configurationSha256" in _refusal(
+    assert "#/judges/comparator/configurationSha256" in _refusal(
         tmp_path, "comparator", {"calibration": "calibration.json"}
     )
 
 
 def test_a_nul_byte_in_the_record_path_is_one_line(tmp_path: Path) -> None:
-    assert "NUL byte" in _refusal(tmp_path, "semantic", {"calibration": "a\u0000b.json"})
+    assert "NUL byte" in _refusal(tmp_path, "comparator", {"calibration": "a\u0000b.json"})
 
 
 def test_advisory_cannot_require_a_calibration(tmp_path: Path) -> None:
     line = _refusal(tmp_path, "advisory", {"calibration": "calibration.json"})
-    assert "requireCalibratedJudge" in line
+    assert "unknown key 'requireCalibratedJudge'" in line

@@ -11,16 +11,23 @@ import pytest
 
 from sevro_core.errors import InvocationError
 from sevro_core.judges.calibrated import load_record
-from sevro_core.judges.calibration import JudgeIdentity, calibrate, record
+from sevro_core.judges.calibration import Calibration, JudgeIdentity, calibrate, record
 from sevro_core.judges.corpus import Corpus, corpus_from_json, load_corpus
 from tests.judges.standins import Judges, SemanticGrader, oracle, pair_judge
 
 IDENTITY = JudgeIdentity("sevro.host.scripted", "judge-model", "low", "0" * 64)
 ROLES = {"semantic", "comparator"}
+JUDGES = {"semantic": IDENTITY, "comparator": IDENTITY}
 
 
-def run(corpus: Corpus, judges: Judges):  # type: ignore[no-untyped-def]
-    return calibrate(corpus, judges, semantic=SemanticGrader(), judge_pair=pair_judge(judges))
+def run(corpus: Corpus, judges: Judges) -> Calibration:
+    return calibrate(
+        corpus,
+        lambda item_id: judges,
+        sorted(judges.roles),
+        semantic=SemanticGrader(),
+        judge_pair=pair_judge,
+    )
 
 
 def test_a_judge_that_knows_the_gold_labels_scores_one_everywhere(tmp_path: Path) -> None:
@@ -37,12 +44,12 @@ def test_a_judge_that_knows_the_gold_labels_scores_one_everywhere(tmp_path: Path
     # the production path: the response is the final message, the item's propositions are the
     # view's checks, the call is the semantic role's
     assert {role for role, _, _ in judges.calls} == ROLES
-    document = record(calibration, IDENTITY, "0.1.0")
+    document = record(calibration, JUDGES, "0.1.0")
     assert document["corpus"] == {"sha256": corpus.sha256, "items": len(corpus.items)}
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(document))
     loaded = load_record(path)
-    assert loaded.judge == IDENTITY
+    assert loaded.judges == JUDGES
     assert loaded.figures.to_json() == document["figures"]
 
 
@@ -90,7 +97,7 @@ def test_a_failing_judge_is_counted_as_errors_never_as_agreement(tmp_path: Path)
     assert measured.singles.errors == measured.singles.total == 8
     assert measured.pairs.errors == measured.pairs.total == 6
     assert measured.injection.correct == 0
-    document = record(calibration, IDENTITY, "0.1.0")
+    document = record(calibration, JUDGES, "0.1.0")
     first = document["items"][0]
     assert first["checks"][0]["judged"] is None
     assert "the judge host failed" in first["checks"][0]["error"]
@@ -111,7 +118,7 @@ def test_single_items_without_a_semantic_judge_are_refused_before_any_call() -> 
     with pytest.raises(InvocationError, match=r"no sevro\.semantic grader or semantic judge"):
         run(corpus, judges)
     with pytest.raises(InvocationError, match=r"no sevro\.semantic grader"):
-        calibrate(corpus, Judges(oracle(corpus), ROLES), semantic=None, judge_pair=None)
+        calibrate(corpus, lambda i: judges, ROLES, semantic=None, judge_pair=None)
     assert judges.calls == []
 
 

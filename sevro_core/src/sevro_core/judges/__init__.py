@@ -1,1 +1,1 @@
-"""Judges: running a judge host for a role, and calibrating a judge against gold labels."""
+"""Judges: hosts run in an empty, sandboxed, passive workspace to judge what a candidate did."""

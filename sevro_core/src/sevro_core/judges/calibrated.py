@@ -20,7 +20,7 @@ from attrs import frozen
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue, read_json_file
 from sevro_core.formats.schemas import validate_input
-from sevro_core.judges.calibration import RECORD_SCHEMA, JudgeIdentity
+from sevro_core.judges.calibration import RECORD_SCHEMA, JudgeIdentity, judge_identity
 from sevro_core.judges.figures import (
     Agreement,
     CheckJudgement,
@@ -29,6 +29,7 @@ from sevro_core.judges.figures import (
     SingleResult,
     figures,
 )
+from sevro_core.judges.routes import JudgeRoutes, JudgeSettings
 from sevro_core.limits import MAX_CALIBRATION_RECORD_BYTES
 from sevro_core.vocabulary import COMPARATOR_ROLE, SEMANTIC_ROLE
 
@@ -50,7 +51,8 @@ class CalibrationRequirement:
 @frozen
 class CalibrationRecord:
     source: str
-    judge: JudgeIdentity
+    judges: Mapping[str, JudgeIdentity]
+    """The judge calibrated for each role (``semantic``: single items, ``comparator``: pairs)."""
     corpus_sha256: str
     corpus_items: int
     figures: Figures
@@ -118,12 +120,12 @@ def load_record(path: Path) -> CalibrationRecord:
             source=path,
             pointer="/figures",
         )
-    judge = document["judge"]
     return CalibrationRecord(
         source=str(path),
-        judge=JudgeIdentity(
-            judge["host"], judge["model"], judge["effort"], judge["configurationSha256"]
-        ),
+        judges={
+            role: JudgeIdentity(j["host"], j["model"], j["effort"], j["configurationSha256"])
+            for role, j in document["judges"].items()
+        },
         corpus_sha256=document["corpus"]["sha256"],
         corpus_items=document["corpus"]["items"],
         figures=recomputed,
@@ -168,9 +170,12 @@ def check_calibration(
     everything again once the judge route is configured)."""
     record = load_record(requirement.record)
     where = f"requireCalibratedJudge of the {role} judge"
-    if judge is not None and record.judge != judge:
+    calibrated = record.judges.get(role)
+    if calibrated is None:
+        raise InvocationError(f"{where}: the record calibrated no {role} judge", source=source)
+    if judge is not None and calibrated != judge:
         raise InvocationError(
-            f"{where}: the record calibrated {_describe(record.judge)}, but the {role} judge "
+            f"{where}: the record calibrated {_describe(calibrated)}, but the {role} judge "
             f"is {_describe(judge)}",
             source=source,
         )
@@ -242,3 +247,23 @@ def _describe(judge: JudgeIdentity) -> str:
         f"host {judge.host}, model {judge.model}, effort {judge.effort}, "
         f"configuration {judge.configuration_sha256[:12]}"
     )
+
+
+def judge_calibrations(
+    settings: JudgeSettings, routes: JudgeRoutes, *, source: str | Path
+) -> tuple[CalibrationStatus, ...]:
+    """Each configured verdict-bearing judge's calibration status; a requirement that does not
+    hold for the configured judge (identity included) is one line, exit 64."""
+    statuses = []
+    for role in CALIBRATED_ROLES:
+        route = routes.get(role)
+        if route is None:
+            continue
+        raw = settings.require_calibrated_judge if role == COMPARATOR_ROLE else None
+        if raw is None:
+            statuses.append(CalibrationStatus(role, False))
+            continue
+        requirement = requirement_from_json(raw, Path.cwd(), source=source)
+        identity = judge_identity(route.host)
+        statuses.append(check_calibration(role, requirement, identity, source=source))
+    return tuple(statuses)

@@ -12,16 +12,16 @@ experiment can require a calibrated judge (:mod:`sevro_core.judges.calibrated`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from attrs import evolve, frozen
+from attrs import frozen
 
-from sevro_core.errors import ConfigurationError, GradingError, InvocationError, SevroError
+from sevro_core.errors import ConfigurationError, GradingError, InvocationError
 from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.formats.schemas import validate_output
-from sevro_core.judges.corpus import Corpus, PairItem, SingleItem, load_corpus
+from sevro_core.judges.corpus import Corpus, PairItem, SingleItem
 from sevro_core.judges.figures import (
     CheckJudgement,
     Figures,
@@ -36,10 +36,7 @@ from sevro_core.plugin.protocols import (
     CompiledCheck,
     ConfiguredHost,
     Grader,
-    HostOptions,
     JudgedResult,
-    PluginLookup,
-    Rubric,
 )
 from sevro_core.states import CheckStatus
 from sevro_core.vocabulary import COMPARATOR_ROLE, SEMANTIC_ROLE
@@ -85,8 +82,11 @@ class PairDecisions:
     error: str | None = None
 
 
-PairJudge = Callable[[ComparisonSubject], PairDecisions]
-"""Judges one subject in both orders (the core's ``judge_pair`` with the registered rubric)."""
+PairJudge = Callable[[ComparisonSubject, TrialJudges], PairDecisions]
+"""Judges one subject in both orders with the given judges (the core's ``judge_pair`` with the
+registered rubric)."""
+Sessions = Callable[[str], TrialJudges]
+"""A fresh judge session for one corpus item (by id), as a trial has its own."""
 
 
 @frozen
@@ -102,32 +102,37 @@ class Calibration:
 
 def calibrate(
     corpus: Corpus,
-    judges: TrialJudges,
+    sessions: Sessions,
+    roles: Collection[str],
     *,
     semantic: Grader | None,
     judge_pair: PairJudge | None,
 ) -> Calibration:
-    """Judge every item of ``corpus``; exit 64 before any call if a needed judge is missing."""
-    compiled = _compile_singles(corpus.singles, judges, semantic)
-    if corpus.pairs and (judge_pair is None or not judges.available(COMPARATOR_ROLE)):
+    """Judge every item of ``corpus`` (each in its own session); ``roles`` are the judge roles
+    configured. Exit 64 before any call when a judge the corpus needs is missing."""
+    compiled = _compile_singles(corpus.singles, roles, semantic)
+    if corpus.pairs and (judge_pair is None or COMPARATOR_ROLE not in roles):
         raise InvocationError(
             f"the corpus has pairs but no comparator judge ({COMPARATOR_ROLE}) is configured",
             source=corpus.source,
         )
     with tempfile.TemporaryDirectory(prefix="sevro-calibration-") as empty:
         singles = tuple(
-            _grade_single(item, compiled[item.id], judges, Path(empty)) for item in corpus.singles
+            _grade_single(item, compiled[item.id], sessions(item.id), Path(empty))
+            for item in corpus.singles
         )
-    pairs = tuple(_judge_pair(item, judge_pair) for item in corpus.pairs if judge_pair)
+    pairs = tuple(
+        _judge_pair(item, judge_pair, sessions(item.id)) for item in corpus.pairs if judge_pair
+    )
     return Calibration(corpus, singles, pairs)
 
 
 def _compile_singles(
-    items: Sequence[SingleItem], judges: TrialJudges, semantic: Grader | None
+    items: Sequence[SingleItem], roles: Collection[str], semantic: Grader | None
 ) -> dict[str, list[CompiledCheck]]:
     if not items:
         return {}
-    if semantic is None or not judges.available(SEMANTIC_ROLE):
+    if semantic is None or SEMANTIC_ROLE not in roles:
         raise InvocationError(
             f"the corpus has single items but no {SEMANTIC_GRADER} grader or {SEMANTIC_ROLE} "
             "judge is configured"
@@ -195,9 +200,9 @@ def subject(item: PairItem) -> ComparisonSubject:
     )
 
 
-def _judge_pair(item: PairItem, judge_pair: PairJudge) -> PairResult:
+def _judge_pair(item: PairItem, judge_pair: PairJudge, judges: TrialJudges) -> PairResult:
     try:
-        decided = judge_pair(subject(item))
+        decided = judge_pair(subject(item), judges)
     except GradingError as exc:
         decided = PairDecisions(None, None, f"grading error: {exc}")
     error = _bounded(decided.error) if decided.error is not None else None
@@ -211,13 +216,15 @@ def _bounded(text: str) -> str:
     return flat[: MAX_CALIBRATION_ERROR_CHARS - 1] + "…"
 
 
-def record(calibration: Calibration, identity: JudgeIdentity, version: str) -> dict[str, JsonValue]:
+def record(
+    calibration: Calibration, judges: Mapping[str, JudgeIdentity], version: str
+) -> dict[str, JsonValue]:
     """The ``sevro.judge-calibration.v1`` document (checked against its schema)."""
     corpus = calibration.corpus
     document: dict[str, JsonValue] = {
         "format": RECORD_FORMAT,
         "sevroVersion": version,
-        "judge": identity.to_json(),
+        "judges": {role: identity.to_json() for role, identity in sorted(judges.items())},
         "corpus": {"sha256": corpus.sha256, "items": len(corpus.items)},
         "figures": calibration.figures.to_json(),
         "items": [
@@ -258,106 +265,3 @@ def _pair_json(result: PairResult) -> dict[str, JsonValue]:
     if result.longer is not None:
         out["longer"] = result.longer
     return out
-
-
-@frozen
-class CalibrationSetup:
-    """Everything a calibration needs, resolved and checked before any judge is asked."""
-
-    corpus: Corpus
-    hosts: Mapping[str, ConfiguredHost]
-    """The judge host configured for each role the corpus needs (``semantic``, ``comparator``)."""
-    identity: JudgeIdentity
-    semantic: Grader | None
-    rubric: Rubric | None
-
-
-def prepare_calibration(
-    registry: PluginLookup,
-    corpus_path: Path | None,
-    host_id: str,
-    options: HostOptions,
-    rubric_id: str | None,
-) -> CalibrationSetup:
-    """Load the corpus, configure the judge host for each role it needs and find the semantic
-    grader and the rubric; exit 64 on the first thing that cannot run."""
-    corpus = load_corpus(corpus_path)
-    roles = ((SEMANTIC_ROLE,) if corpus.singles else ()) + (
-        (COMPARATOR_ROLE,) if corpus.pairs else ()
-    )
-    hosts = {role: _configure(registry, host_id, evolve(options, role=role)) for role in roles}
-    identities = {judge_identity(host) for host in hosts.values()}
-    if len(identities) != 1:
-        raise InvocationError(
-            f"host {host_id} configures its semantic and comparator judges differently; "
-            "calibrate a corpus of one kind at a time"
-        )
-    semantic = registry.grader(SEMANTIC_GRADER) if corpus.singles else None
-    if corpus.singles and semantic is None:
-        raise InvocationError(f"the corpus has single items but no {SEMANTIC_GRADER} grader")
-    return CalibrationSetup(
-        corpus, hosts, identities.pop(), semantic, _rubric(registry, rubric_id, corpus)
-    )
-
-
-def _configure(registry: PluginLookup, host_id: str, options: HostOptions) -> ConfiguredHost:
-    host = registry.host(host_id)
-    if host is None:
-        raise InvocationError(f"--host {host_id!r} is not installed")
-    try:
-        return host.configure(options)
-    except ConfigurationError as exc:
-        source = options.config_source or "--host-config"
-        raise InvocationError(exc.message, source=source, pointer=exc.pointer) from None
-
-
-def _rubric(registry: PluginLookup, rubric_id: str | None, corpus: Corpus) -> Rubric | None:
-    if not corpus.pairs:
-        return None
-    known = registry.ids("rubric")
-    if rubric_id is None:
-        if len(known) != 1:
-            raise InvocationError(
-                f"the corpus has pairs: choose the comparator's rubric with --rubric "
-                f"(installed: {', '.join(known) or 'none'})"
-            )
-        rubric_id = known[0]
-    found = registry.rubric(rubric_id)
-    if found is None:
-        raise InvocationError(
-            f"--rubric {rubric_id!r} is not installed (installed: {', '.join(known) or 'none'})"
-        )
-    return found
-
-
-def judge_session(hosts: Mapping[str, ConfiguredHost]) -> TrialJudges:
-    """The judges calibration asks: the core's judge session over ``hosts`` (one empty,
-    sandboxed, passive run per prompt, every call recorded)."""
-    del hosts
-    raise CalibrationUnavailable(
-        "sevro judge calibrate needs the judge session (sevro_core.judges.session), "
-        "which this build does not have yet"
-    )
-
-
-def pair_judge(rubric: Rubric, judges: TrialJudges) -> PairJudge:
-    """The core's two-order comparison (``judge_pair``) with ``rubric``."""
-    del rubric, judges
-    raise CalibrationUnavailable(
-        "sevro judge calibrate needs the core's pairwise comparison "
-        "(sevro_core.judges.comparator), which this build does not have yet"
-    )
-
-
-class CalibrationUnavailable(SevroError):
-    """A piece of the production judging path is missing: an internal error (exit 70)."""
-
-    code = "sevro.judge.unavailable"
-
-
-def run_calibration(setup: CalibrationSetup, version: str) -> dict[str, JsonValue]:
-    """Calibrate the set-up judge and return its record."""
-    judges = judge_session(setup.hosts)
-    comparison = pair_judge(setup.rubric, judges) if setup.rubric is not None else None
-    calibration = calibrate(setup.corpus, judges, semantic=setup.semantic, judge_pair=comparison)
-    return record(calibration, setup.identity, version)

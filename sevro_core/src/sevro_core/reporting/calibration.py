@@ -11,7 +11,7 @@ from sevro_core.reporting.output import table
 
 
 def render_calibration(record: Mapping[str, Any]) -> str:
-    judge, corpus, figures = record["judge"], record["corpus"], record["figures"]
+    corpus, figures = record["corpus"], record["figures"]
     singles, pairs, probes = figures["singles"], figures["pairs"], figures["probes"]
     order = pairs["orderDisagreement"]
     rows = [
@@ -34,11 +34,12 @@ def render_calibration(record: Mapping[str, Any]) -> str:
             + f", wrong toward the longer side {probes['length'].get('wrongTowardLonger', 0)}",
         ],
     ]
-    head = (
-        f"judge: {judge['host']}, model {judge['model']}, effort {judge['effort']}, "
+    head = "".join(
+        f"{role} judge: {judge['host']}, model {judge['model']}, effort {judge['effort']}, "
         f"configuration {judge['configurationSha256'][:12]}\n"
-        f"corpus: {corpus['sha256'][:12]} ({corpus['items']} item(s))\n\n"
+        for role, judge in record["judges"].items()
     )
+    head += f"corpus: {corpus['sha256'][:12]} ({corpus['items']} item(s))\n\n"
     return head + table(["figure", "value", "measured on"], rows)
 
 
