@@ -4,10 +4,27 @@ without its count)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sevro_core.judges.calibrated import CalibrationStatus
 from sevro_core.reporting.output import table
+
+
+def render_judge_calibration(statuses: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One Markdown line per judge role of a run (``judgeCalibration``): calibrated, with κ,
+    balanced accuracy and the items and corpus behind them, or not calibrated."""
+    return [
+        "- "
+        + CalibrationStatus(
+            status["role"],
+            status["calibrated"],
+            status.get("corpusSha256"),
+            status.get("items"),
+            status.get("figures"),
+        ).line()
+        for status in statuses
+    ]
 
 
 def render_calibration(record: Mapping[str, Any]) -> str:
