@@ -13,6 +13,7 @@ import pytest
 from sevro_core.formats.schemas import validator
 from sevro_core.judges import calibrationsetup
 from sevro_core.judges.corpus import Corpus, load_corpus
+from sevro_core.testing import require_sandbox
 from sevro_core.testing.inprocess import run_in_process
 from sevro_core.testing.plugins import ScopedPlugins
 from tests.judges.standins import Judges, SemanticGrader, oracle, pair_judge
@@ -137,3 +138,23 @@ def test_the_command_takes_the_hosts_flags() -> None:
     assert result.exit_code == 0
     assert "Host settings" in result.stdout
     assert "--output" in result.stdout and "--rubric" in result.stdout
+
+
+def test_the_judge_runs_in_the_sandbox_a_run_would_use(judged: Path) -> None:
+    require_sandbox()
+    result = run_in_process(["judge", "calibrate", "--host-config", judged, "--json"])
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(result.stdout)["figures"]
+    assert figures["singles"]["correct"] == figures["singles"]["total"] == 8
+
+
+def test_a_judge_that_answers_nonsense_scores_nothing(judged: Path) -> None:
+    config = json.loads(judged.read_text())
+    config["judges"]["semantic"] = [{"reply": "Sure, everything passes."}]
+    judged.write_text(json.dumps(config))
+    args = ["judge", "calibrate", "--host-config", judged, "--json", "--sandbox", "none"]
+    result = run_in_process(args)
+    assert result.exit_code == 0, result.stderr  # the figures are information
+    singles = json.loads(result.stdout)["figures"]["singles"]
+    assert (singles["correct"], singles["errors"], singles["total"]) == (0, 8, 8)
+    assert json.loads(result.stdout)["figures"]["probes"]["injection"]["correct"] == 1  # the pair
