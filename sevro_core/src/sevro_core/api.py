@@ -138,6 +138,7 @@ from sevro_core.plugin.protocols import (
     WorkspaceProbe,
 )
 from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.reporting.skilleval import render_skilleval
@@ -321,6 +322,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "sandbox_check",
     "trial_ranges",
     "render_experiment_statistics",
+    "render_judge_calibration",
     "render_skilleval",
     "unit_key",
     # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses

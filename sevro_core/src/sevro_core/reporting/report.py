@@ -506,6 +506,12 @@ def _skill_eval(run: Mapping[str, Any]) -> dict[str, Any]:
     return {"skillEval": origin} if origin is not None else {}
 
 
+def _judge_calibration(run: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the run's semantic and comparator judges were calibrated, when it had any."""
+    statuses = run.get("judgeCalibration")
+    return {"judgeCalibration": statuses} if statuses else {}
+
+
 def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[str, Any]]:
     """The statistics each experiment run carries, or the comparison of the two runs given."""
     from sevro_core.reporting.comparing import compare_runs, run_statistics
@@ -520,6 +526,7 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
                 ],
                 "statistics": run_statistics(v.run, v.result, v.trials.values(), v.run_dir),
                 **_skill_eval(v.run),
+                **_judge_calibration(v.run),
             }
             for v in verified
             if v.run.get("arms")

@@ -227,6 +227,7 @@ def run_document(
         ],
         "result": retained_result(result, store.run_dir),
         **_experiment_parts(plan, statistics),
+        **_judge_calibration(plan),
     }
 
 
@@ -289,3 +290,11 @@ def regression_exit(
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def _judge_calibration(plan: RunPlan) -> dict[str, Any]:
+    """``judgeCalibration``: whether each verdict-bearing judge was calibrated, and how well
+    (absent when the run has no semantic or comparator judge)."""
+    if not plan.calibrations:
+        return {}
+    return {"judgeCalibration": [status.to_json() for status in plan.calibrations]}
