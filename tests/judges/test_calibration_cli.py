@@ -118,21 +118,6 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
     assert not (tmp_path / "no").exists()
 
 
-def test_without_the_pair_comparison_calibrating_pairs_is_an_internal_error(
-    tmp_path: Path, sevro_plugins: ScopedPlugins
-) -> None:
-    """Until the core's two-order comparison lands, judging pairs is exit 70, never figures."""
-    if sevro_plugins.registry().grader("sevro.semantic") is None:
-        sevro_plugins.register("grader", SemanticGrader())
-    sevro_plugins.register("rubric", Rubric())
-    config = tmp_path / "judge.json"
-    config.write_text(json.dumps(scripted_judge(load_corpus(None))))
-    result = run_in_process(["judge", "calibrate", "--host-config", config, "--sandbox", "none"])
-    assert result.exit_code == 70
-    assert "needs the core's pairwise comparison" in result.stderr
-    assert result.stdout == ""
-
-
 def test_the_command_takes_the_hosts_flags() -> None:
     result = run_in_process(["judge", "calibrate", "--help"])
     assert result.exit_code == 0

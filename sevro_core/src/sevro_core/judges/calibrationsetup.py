@@ -14,24 +14,32 @@ from pathlib import Path
 
 from attrs import frozen
 
-from sevro_core.errors import InvocationError, SevroError
+from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import ProtectedRoot, credential_locations, engine_roots
 from sevro_core.isolation.sandbox import SandboxSelection, select_sandbox
 from sevro_core.judges.calibration import (
     SEMANTIC_GRADER,
     JudgeIdentity,
+    PairDecisions,
     PairJudge,
     calibrate,
     judge_identity,
     record,
 )
+from sevro_core.judges.comparator import judge_pair
 from sevro_core.judges.corpus import Corpus, load_corpus
-from sevro_core.judges.routes import JudgeRoutes, JudgeRouteSpec, configure_judges
+from sevro_core.judges.routes import DEFAULT_RUBRIC, JudgeRoutes, JudgeRouteSpec, configure_judges
 from sevro_core.judges.session import JudgeSession
-from sevro_core.models import CancelToken, TrialJudges
+from sevro_core.models import CancelToken, JudgeReply, TrialJudges
 from sevro_core.plugin.manager import Registry
-from sevro_core.plugin.protocols import NETWORK_NONE, Grader, HostOptions, Rubric
+from sevro_core.plugin.protocols import (
+    NETWORK_NONE,
+    ComparisonSubject,
+    Grader,
+    HostOptions,
+    Rubric,
+)
 from sevro_core.vocabulary import COMPARATOR_ROLE, SEMANTIC_ROLE
 
 
@@ -122,13 +130,7 @@ def _rubric(registry: Registry, rubric_id: str | None, corpus: Corpus) -> Rubric
     if not corpus.pairs:
         return None
     known = registry.ids("rubric")
-    if rubric_id is None:
-        if len(known) != 1:
-            raise InvocationError(
-                "the corpus has pairs: choose the comparator's rubric with --rubric "
-                f"(installed: {', '.join(known) or 'none'})"
-            )
-        rubric_id = known[0]
+    rubric_id = rubric_id or DEFAULT_RUBRIC  # the rubric a run's comparator uses by default
     found = registry.rubric(rubric_id)
     if found is None:
         raise InvocationError(
@@ -137,19 +139,34 @@ def _rubric(registry: Registry, rubric_id: str | None, corpus: Corpus) -> Rubric
     return found
 
 
+_CORPUS_LABEL = {"baseline": "A", "candidate": "B", "tie": "tie"}
+"""A corpus pair's A is shown as the comparator's baseline, its B as the candidate."""
+
+
 def pair_judge(rubric: Rubric) -> PairJudge:
-    """The core's two-order comparison (``judge_pair``) with ``rubric``."""
-    del rubric
-    raise CalibrationUnavailable(
-        "sevro judge calibrate needs the core's pairwise comparison "
-        "(sevro_core.judges.comparator), which this build does not have yet"
-    )
+    """The core's two-order comparison (``judge_pair``) with ``rubric``, exactly as a run
+    judges a pair: each order's decision is mapped back to the corpus's A/B labels."""
 
+    def judge(subject: ComparisonSubject, judges: TrialJudges) -> PairDecisions:
+        def ask(prompt: str, purpose: str) -> JudgeReply:
+            return judges.ask(COMPARATOR_ROLE, prompt, purpose=purpose)
 
-class CalibrationUnavailable(SevroError):
-    """A piece of the production judging path is missing: an internal error (exit 70)."""
+        judged = judge_pair(
+            ask,
+            rubric,
+            subject.task,
+            subject.base_files,
+            subject.base_files_truncated,
+            baseline=subject.a,
+            candidate=subject.b,
+        )
+        ab, ba = (
+            None if order.mapped is None else _CORPUS_LABEL[order.mapped] for order in judged.orders
+        )
+        errors = [f"{o.order}: {o.error}" for o in judged.orders if o.error is not None]
+        return PairDecisions(ab, ba, error="; ".join(errors) or None)
 
-    code = "sevro.judge.unavailable"
+    return judge
 
 
 def run_calibration(setup: CalibrationSetup, version: str) -> dict[str, JsonValue]:
