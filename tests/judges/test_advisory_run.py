@@ -156,3 +156,49 @@ def test_a_failing_trial_keeps_its_exit_code_with_a_review(sevro_project: SevroP
     evidence = _evidence(done)
     assert evidence["task"]["verdict"] == "failed"
     assert evidence["advisoryReview"]["status"] == "completed"
+
+
+def test_the_summary_and_the_report_show_the_review_as_advice(
+    sevro_project: SevroProject,
+) -> None:
+    args = _setup(sevro_project, reply={**DAMNING, "answers": []})
+    results = sevro_project.results
+    done = sevro_project.sevro("run", *args, "--results-root", results)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "advisory — does not affect the verdict:" in done.stdout
+    assert "critical src/app.py:2-3 Deletes data" in done.stdout
+    assert "2 finding(s) dropped" in done.stdout
+    run_dir = next(p for p in results.iterdir() if p.name != ".sevro-state")
+    report = sevro_project.sevro("report", run_dir)
+    assert report.exit_code == 0, report.stderr
+    assert "## Advisory review (advisory — does not affect the verdict)" in report.stdout
+    assert "| critical | src/app.py:2-3 | Deletes data |" in report.stdout
+    assert "| dropped |  | 2 finding(s) dropped: cited lines that do not exist |" in report.stdout
+    as_json = sevro_project.sevro("report", run_dir, "--format", "json")
+    row = json.loads(as_json.stdout)["rows"][0]
+    assert row["task"] == "passed"
+    assert row["advisoryReviews"][0]["findings"] == [
+        {"severity": "critical", "file": "src/app.py", "lines": [2, 3], "title": "Deletes data"}
+    ]
+
+
+def test_review_text_is_escaped_where_people_read_it(sevro_project: SevroProject) -> None:
+    hostile = {**DAMNING["findings"][0], "title": "red \u001b[31m | <b>"}
+    args = _setup(sevro_project, reply={**DAMNING, "findings": [hostile]})
+    done = sevro_project.sevro("run", *args, "--results-root", sevro_project.results)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "\u001b" not in done.stdout and "red \\x1b[31m | <b>" in done.stdout
+    run_dir = next(p for p in sevro_project.results.iterdir() if p.name != ".sevro-state")
+    report = sevro_project.sevro("report", run_dir).stdout
+    assert "\u001b" not in report and "red \\\\x1b[31m \\| &lt;b&gt;" in report
+
+
+def test_a_run_without_the_judge_shows_no_review(sevro_project: SevroProject) -> None:
+    case = sevro_project.case(fixture=FIXTURE, checks=PASSING)
+    host = sevro_project.script(default=[STEPS])
+    done = sevro_project.sevro("run", case, "--host-config", host,
+                               "--results-root", sevro_project.results)  # fmt: skip
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "does not affect the verdict" not in done.stdout
+    run_dir = next(p for p in sevro_project.results.iterdir() if p.name != ".sevro-state")
+    assert "Advisory" not in sevro_project.sevro("report", run_dir).stdout
