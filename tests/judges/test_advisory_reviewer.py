@@ -142,3 +142,22 @@ def test_too_many_questions_is_a_grading_error() -> None:
     subject = ReviewSubject("c", (), JudgedResult(None, ""), {}, questions=("q",) * 33)
     with pytest.raises(GradingError):
         REVIEWER.prompt(subject)
+
+
+def test_the_docs_quote_the_prompt_in_full() -> None:
+    from pathlib import Path
+
+    from sevro_judges.advisory_reviewer import PROMPT
+    from sevro_judges.limits import (
+        MAX_REVIEW_FINDINGS,
+        MAX_REVIEW_TEXT_CHARS,
+        MAX_REVIEW_TITLE_CHARS,
+    )
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "judges-advisory.md"
+    quoted = (
+        PROMPT.replace("{max_findings}", str(MAX_REVIEW_FINDINGS))
+        .replace("{max_title}", str(MAX_REVIEW_TITLE_CHARS))
+        .replace("{max_text}", str(MAX_REVIEW_TEXT_CHARS))
+    )
+    assert "```text\n" + quoted + "```\n" in doc.read_text(encoding="utf-8")
