@@ -138,6 +138,13 @@ def test_the_prompt_quotes_untrusted_text_as_html_safe_json() -> None:
     assert "{data}" not in prompt and "{max_findings}" not in prompt
 
 
+def test_a_lone_surrogate_is_escaped_so_the_prompt_is_utf8() -> None:
+    subject = ReviewSubject("c", (), JudgedResult("bad \udcff byte", ""), {})
+    prompt = REVIEWER.prompt(subject)
+    prompt.encode("utf-8")  # no surrogate left to refuse
+    assert "bad \\udcff byte" in prompt
+
+
 def test_too_many_questions_is_a_grading_error() -> None:
     subject = ReviewSubject("c", (), JudgedResult(None, ""), {}, questions=("q",) * 33)
     with pytest.raises(GradingError):
