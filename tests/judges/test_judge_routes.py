@@ -123,6 +123,15 @@ def test_judge_calls_are_asked_once_per_prompt_and_kept_in_evidence(
     run = _run(sevro_project)
     assert semantic in run["routes"]
     assert run["configuration"]["redacted"]["judges"]["semantic"]["route"] == semantic
+    report = sevro_project.sevro("report", sevro_project.results, "--json", "--plugin", plugin)
+    assert report.exit_code == 0, report
+    (row,) = report.json()["rows"]
+    assert row["judgeUsage"] == {
+        "semantic": {"inputTokens": None, "outputTokens": None, "costUsd": None, "calls": 1}
+    }  # the scripted judge reports no usage: unknown, never 0
+    assert row["inputTokens"] is None  # the candidate's usage is its own
+    markdown = sevro_project.sevro("report", sevro_project.results, "--plugin", plugin)
+    assert "## Judge usage" in markdown.stdout and "| example | semantic | 1 |" in markdown.stdout
 
 
 def test_a_judge_that_gives_no_answer_is_a_grading_error(sevro_project: SevroProject) -> None:
@@ -177,3 +186,61 @@ def test_bad_judge_options_are_one_line_and_exit_64(
     assert done.exit_code == 64, done
     assert message in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _experiment(project: SevroProject, judges: dict[str, Any]) -> Path:
+    skill = project.skill("skills/tidy", "tidy", "Tidies things.")
+    project.case("cases/example.json", checks=[
+        {"id": "good", "grader": "acme.asks-judge", "configuration": {"question": "Is it good?"}},
+    ])  # fmt: skip
+    return project.write_json(
+        "experiment.json",
+        {
+            "format": "sevro.experiment.v1",
+            "arms": {
+                "baseline": {"skills": [], "target": None, "context": []},
+                "candidate": {"skills": [str(skill)], "target": "tidy", "context": []},
+            },
+            "cases": ["cases"],
+            "repetitions": 1,
+            "judges": judges,
+        },
+    )
+
+
+def test_an_experiment_file_chooses_its_judges(sevro_project: SevroProject) -> None:
+    plugin, _, host, _ = _setup(sevro_project, [])
+    sevro_project.write_json("jj.json", {"judges": {"semantic": [{"reply": "yes"}]}})
+    experiment = _experiment(
+        sevro_project,
+        {"semantic": {"host": "scripted", "model": "file-judge", "hostConfig": "jj.json"}},
+    )
+    done = sevro_project.run(experiment, "--host-config", host, "--plugin", plugin)
+    assert done.exit_code == 0, done
+    run = _run(sevro_project)
+    assert {"role": "semantic", "host": "sevro.host.scripted", "model": "file-judge",
+            "effort": "none"} in run["routes"]  # fmt: skip
+    trials = sorted(sevro_project.results.rglob("trial-1.json"))
+    assert len(trials) == 2  # one per arm, each judged
+    for path in trials:
+        assert json.loads(path.read_text())["evidence"]["judges"]["calls"][0]["role"] == "semantic"
+
+
+def test_a_judge_set_by_both_the_file_and_a_flag_is_refused(sevro_project: SevroProject) -> None:
+    plugin, _, host, judge = _setup(sevro_project, [{"reply": "yes"}])
+    experiment = _experiment(
+        sevro_project, {"semantic": {"host": "scripted", "hostConfig": "judge.json"}}
+    )
+    done = sevro_project.run(
+        experiment, "--host-config", host, "--plugin", plugin, "--semantic-host", "scripted",
+        "--semantic-host-config", judge,
+    )  # fmt: skip
+    assert done.exit_code == 64, done
+    assert "the semantic judge is set both by --semantic-host and in the experiment file" in (
+        done.stderr
+    )
+    missing = _experiment(
+        sevro_project, {"semantic": {"host": "scripted", "hostConfig": "nope.json"}}
+    )
+    done = sevro_project.run(missing, "--host-config", host, "--plugin", plugin)
+    assert done.exit_code == 64 and "nope.json does not exist" in done.stderr, done

@@ -236,8 +236,32 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
             trials=design.repetitions,
             experiment=design,
             fail_on_regression=flags.fail_on_regression,
+            judges=merged_judges(settings.judges, design.judges, design.source),
         ),
         cases,
+    )
+
+
+def merged_judges(
+    flags: JudgeSettings, file: JudgeSettings | None, source: str | None
+) -> JudgeSettings:
+    """The experiment file's judges with the flags' added; a role set by both is refused
+    (exit 64) rather than one silently winning."""
+    if file is None:
+        return flags
+    from attrs import evolve
+
+    both = sorted({s.role for s in flags.routes} & {s.role for s in file.routes})
+    if both:
+        raise InvocationError(
+            f"the {both[0]} judge is set both by --{both[0]}-host and in the experiment file",
+            source=source,
+            pointer=f"/judges/{both[0]}",
+        )
+    return evolve(
+        file,
+        routes=file.routes + flags.routes,
+        advisory_exclude=tuple(sorted({*file.advisory_exclude, *flags.advisory_exclude})),
     )
 
 
