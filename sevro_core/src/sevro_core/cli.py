@@ -470,6 +470,7 @@ def _execute(plan: Any, flags: Any) -> Any:
 
     from sevro_core.reporting.output import TrialProgress, render_summary
     from sevro_core.run.runner import execute
+    from sevro_core.vocabulary import ADVISORY_ROLE
 
     total = len(plan.cases) * plan.settings.trials
     with TrialProgress(
@@ -485,7 +486,10 @@ def _execute(plan: Any, flags: Any) -> Any:
     else:
         experiment = plan.settings.experiment
         origin = experiment.origin if experiment is not None else None
-        sys.stdout.write(render_summary(outcome.result, outcome.statistics, origin))
+        advisory = plan.judges.get(ADVISORY_ROLE) is not None
+        sys.stdout.write(
+            render_summary(outcome.result, outcome.statistics, origin, advisory=advisory)
+        )
     return outcome
 
 

@@ -53,6 +53,9 @@ class Case:
     """The prompts of a case declared with ``turns`` (then ``prompt`` is the first of them)."""
     source: str = ""
     pointer: str = ""
+    review_questions: tuple[str, ...] = ()
+    """Questions for the advisory reviewer (skill-eval ``review_questions``); never sent to
+    the candidate."""
 
     @property
     def prompts(self) -> tuple[str, ...]:

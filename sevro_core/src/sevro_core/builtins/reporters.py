@@ -103,6 +103,7 @@ class MarkdownReporter:
             ],
         )
         lines += _failures_section(report["rows"])
+        lines += _advisory_section(report["rows"])
         lines += ["", "## Retained evidence", ""]
         lines += _table(
             ["case", "run", "evaluation", "evidence"],
@@ -201,6 +202,35 @@ def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "First failing check or error of each trial that did not pass.",
     ]
     return [*heading, "", *_table(["case", "run", "trials", "reason"], table)]
+
+
+def _advisory_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each trial's advisory review: findings, dropped citations, answers. Advice only."""
+    findings: list[list[Any]] = []
+    answers: list[list[Any]] = []
+    for row in rows:
+        case = unit_key(row["caseId"], row.get("arm"))
+        for trial in row.get("advisoryReviews", []):
+            where = [case, row["runId"], trial["trial"]]
+            if trial["status"] != "completed":
+                findings.append([*where, f"review {trial['status']}", "", trial.get("reason")])
+            for f in trial["findings"]:
+                first, last = f["lines"]
+                findings.append([*where, f["severity"], f"{f['file']}:{first}-{last}", f["title"]])
+            if trial["droppedFindings"]:
+                dropped = (
+                    f"{trial['droppedFindings']} finding(s) dropped: cited lines that do not exist"
+                )
+                findings.append([*where, "dropped", "", dropped])
+            answers += [[*where, a["question"], a["answer"]] for a in trial["answers"]]
+    if not findings and not answers:
+        return []
+    lines = ["", "## Advisory review (advisory — does not affect the verdict)", ""]
+    lines += ["A judge's review of each trial's change; verdicts and exit codes ignore it.", ""]
+    lines += _table(["case", "run", "trial", "severity", "location", "finding"], findings)
+    if answers:
+        lines += ["", *_table(["case", "run", "trial", "question", "answer"], answers)]
+    return lines
 
 
 def _route(route: Mapping[str, Any] | None) -> str | None:

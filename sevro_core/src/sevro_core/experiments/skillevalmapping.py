@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.arms import ResolvedArm, resolve_arms
@@ -52,6 +52,9 @@ class SkillEvalRun:
     """Each selected group's case document, its file and pointer (for ``load_case``)."""
     notes: tuple[str, ...]
     """What the operator must hear before the run (tools sevro cannot enforce)."""
+    review_questions: Mapping[str, tuple[str, ...]] = field(factory=dict)
+    """Each group's ``review_questions`` by case id: for the advisory reviewer, never for the
+    agent (they are not part of the case document the agent's prompts come from)."""
 
 
 def skilleval_run(
@@ -82,7 +85,8 @@ def skilleval_run(
         source=str(definition.path),
         origin=_origin(definition, groups, variants),
     )
-    return SkillEvalRun(design, tuple(cases), _notes(groups))
+    questions = {g.id: g.review_questions for g in groups if g.review_questions}
+    return SkillEvalRun(design, tuple(cases), _notes(groups), questions)
 
 
 def _selected_groups(definition: Definition, selection: Selection) -> tuple[Group, ...]:

@@ -180,7 +180,7 @@ def _has_problem(case: Mapping[str, Any]) -> bool:
     )
 
 
-def _read_evidence(path: Path) -> Mapping[str, Any] | None:
+def read_trial_evidence(path: Path) -> Mapping[str, Any] | None:
     from sevro_core.errors import SevroError
     from sevro_core.formats.jsonio import read_json_file
     from sevro_core.limits import MAX_RESULT_FILE_BYTES
@@ -219,7 +219,7 @@ def result_failures(
                 unexamined.append(trial["trial"])
                 continue
             budget -= 1
-            evidence = _read_evidence(run_dir / trial["artifactPath"])
+            evidence = read_trial_evidence(run_dir / trial["artifactPath"])
             if evidence is not None:
                 evidences[trial["trial"]] = evidence
         try:

@@ -186,10 +186,13 @@ def render_summary(
     result: dict[str, Any],
     statistics: Mapping[str, Any] | None = None,
     skill_eval: Mapping[str, Any] | None = None,
+    *,
+    advisory: bool = False,
 ) -> str:
     """The run's table (an experiment's rows are ``case@arm``), its states, failures and, for an
     experiment, each comparison's verdict in one sentence; for a skill-eval definition what was
-    not selected and each comparison's transitions."""
+    not selected and each comparison's transitions; with ``advisory`` (the run had an advisory
+    judge) each trial's review, labelled advice."""
     from sevro_core.models import unit_key
 
     rows = []
@@ -214,6 +217,8 @@ def render_summary(
     if result["task"]["verdict"] == "not_assessed" and result["exitCode"] == 0:
         out += "note: nothing was assessed (dry run or no checks); exit 0 is not a pass\n"
     out += _failure_lines(result)
+    if advisory:
+        out += _advisory_lines(result)
     if statistics is not None:
         from sevro_core.reporting.experiment import judged_sentences, verdict_sentence
 
@@ -257,6 +262,39 @@ def _failure_lines(result: dict[str, Any]) -> str:
     return "\nwhy cases did not pass (first failing check or error per trial):\n" + (
         "\n".join(lines) + "\n"
     )
+
+
+def _advisory_lines(result: Mapping[str, Any]) -> str:
+    """Each trial's advisory findings and answers, bounded (the rest: ``sevro report``)."""
+    from sevro_core.limits import MAX_SUMMARY_ADVISORY_LINES, MAX_SUMMARY_TRIAL_FILES
+    from sevro_core.models import unit_key
+    from sevro_core.reporting.advisory import LABEL, advisory_lines, advisory_trials
+    from sevro_core.reporting.failures import read_trial_evidence
+
+    run_dir = Path(result["evidencePath"]).parent
+    lines: list[str] = []
+    budget = MAX_SUMMARY_TRIAL_FILES
+    for case in result["cases"]:
+        read = []
+        for trial in case["trials"]:
+            if not trial.get("artifactPath") or budget <= 0:
+                continue
+            budget -= 1
+            evidence = read_trial_evidence(run_dir / trial["artifactPath"])
+            if evidence is not None:
+                read.append((trial["trial"], evidence))
+        try:
+            reviewed = advisory_trials(read)
+        except (KeyError, TypeError):  # a file outside the schema explains nothing here
+            continue
+        lines += advisory_lines(escape_text(unit_key(case["caseId"], case.get("arm"))), reviewed)
+    if not lines:
+        return ""
+    shown = lines[:MAX_SUMMARY_ADVISORY_LINES]
+    if len(lines) > len(shown):
+        shown.append(f"… and {len(lines) - len(shown)} more line(s)")
+    shown.append(f"(all reviews: sevro report {escape_text(str(run_dir), 4096)})")
+    return f"\n{LABEL}:\n" + "".join(f"  {line}\n" for line in shown)
 
 
 def render_plugins(plugins: Sequence[PluginInfo]) -> str:

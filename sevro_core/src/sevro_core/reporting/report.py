@@ -34,6 +34,7 @@ from sevro_core.limits import (
 from sevro_core.models import unit_key
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import Reporter
+from sevro_core.reporting.advisory import advisory_trials
 from sevro_core.reporting.failures import case_failures
 from sevro_core.run.results import located_result, retained_result
 from sevro_core.vocabulary import SKILLS_OBSERVATION
@@ -223,9 +224,10 @@ _REPORTED_EVIDENCE = (
     "usage",
     "durations",
     "judges",
+    "advisoryReview",
 )
-"""What rows, failure reasons and experiment statistics read (with the ``sevro.skills``
-observation): all a verified trial is reduced to (small to return)."""
+"""What rows, failure reasons, judge usage, advisory reviews and experiment statistics read
+(with the ``sevro.skills`` observation): all a verified trial is reduced to (small to return)."""
 
 
 def _number(value: object) -> bool:
@@ -472,6 +474,18 @@ def _failures(
     }
 
 
+def _advisory(
+    case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The case's advisory reviews per trial (advice only; empty when there are none)."""
+    unit = unit_key(case["caseId"], case.get("arm"))
+    return advisory_trials(
+        (t["trial"], trials[(unit, t["trial"])]["evidence"])
+        for t in case["trials"]
+        if (unit, t["trial"]) in trials
+    )
+
+
 def build_report(
     inputs: Sequence[Path],
     *,
@@ -599,6 +613,9 @@ def _build_report(
             failures = _failures(case, trials) if details else None
             if failures is not None:
                 row["failures"] = failures
+            reviewed = _advisory(case, trials)
+            if reviewed:
+                row["advisoryReviews"] = reviewed
             rows.append(row)
     verdicts = [r["task"] for r in rows]
     document = {

@@ -21,6 +21,13 @@ from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
 from sevro_core.isolation.sandbox import Isolation
+from sevro_core.judges.advisory import (
+    AdvisoryInputs,
+    AdvisoryReview,
+    not_run,
+    review_trial,
+    withheld_paths,
+)
 from sevro_core.judges.session import JudgeSession
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
@@ -71,10 +78,14 @@ from sevro_core.states import (
 )
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.vocabulary import (
+    ADVISORY_ROLE,
+    DIFF_ARTIFACT,
     ENGINE_OBSERVATION_PREFIX,
     FINAL_MESSAGE_OBSERVATION,
+    GIT_CAPABILITY,
     SKILLS_OBSERVATION,
     TURNS_OBSERVATION,
+    WORKSPACE_OBSERVATION,
 )
 
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
@@ -140,6 +151,7 @@ def execute_trial(
     t_grade = time.monotonic()
     required = _required_evidence(planned, observations, host_result, report)
     states, grader_error = _judge(plan, planned, execution, outcomes, grader_error, required)
+    advisory = _advisory(run, execution, host_result, report, judges)
     findings = TrialFindings(
         plan=plan,
         planned=planned,
@@ -147,11 +159,7 @@ def execute_trial(
         workspace=workspace,
         started_at=started_at,
         t0=t0,
-        durations={
-            "fixtureMs": elapsed_ms(t0, t_fixture),
-            "candidateMs": None if plan.settings.dry else elapsed_ms(t_fixture, t_host),
-            "gradingMs": elapsed_ms(t_host, t_grade),
-        },
+        durations=_durations(plan.settings.dry, t0, t_fixture, t_host, t_grade),
         result=host_result,
         report=report,
         observations=observations,
@@ -161,8 +169,59 @@ def execute_trial(
         states=states,
         error=error,
         judges=judges,
+        advisory=advisory,
     )
     return _persist(run, findings)
+
+
+def _durations(
+    dry: bool, t0: float, t_fixture: float, t_host: float, t_grade: float
+) -> dict[str, float | None]:
+    return {
+        "fixtureMs": elapsed_ms(t0, t_fixture),
+        "candidateMs": None if dry else elapsed_ms(t_fixture, t_host),
+        "gradingMs": elapsed_ms(t_host, t_grade),
+    }
+
+
+def _advisory(
+    run: _Trial,
+    execution: Execution,
+    result: HostResult | None,
+    report: FixtureReport,
+    judges: JudgeSession | None,
+) -> AdvisoryReview | None:
+    """The trial's advisory review, after grading and before the workspace is removed; None
+    when the run has no advisory judge. It never touches the trial's states."""
+    plan, planned = run.plan, run.planned
+    if judges is None or not judges.available(ADVISORY_ROLE):
+        return None
+    reviewer = plan.registry.reviewer(plan.settings.judges.reviewer)
+    if reviewer is None:  # planning refused this; kept as a failed review, never a crash
+        return not_run(f"advisory reviewer {plan.settings.judges.reviewer} is not installed")
+    if execution is not Execution.COMPLETED or result is None or run.cancel.cancelled:
+        return not_run(f"the trial's execution did not complete ({execution.value})", reviewer)
+    diff = next((a for a in report.artifacts if a.id == DIFF_ARTIFACT), None)
+    workspace_data = next(
+        (o.data for o in report.observations if o.id == WORKSPACE_OBSERVATION), None
+    )
+    inputs = AdvisoryInputs(
+        git=GIT_CAPABILITY in planned.fixture.capabilities,
+        case_id=planned.case.id,
+        prompts=tuple(render_prompt(p, run.workspace) for p in planned.case.prompts),
+        final_message=result.final_message,
+        diff=None if diff is None else diff.content,
+        diff_truncated=isinstance(workspace_data, Mapping)
+        and workspace_data.get("diffTruncated") is True,
+        workspace=run.workspace,
+        withheld=withheld_paths(
+            plan.registry.hosts().values(),
+            planned.arm.places if planned.arm is not None else None,
+            plan.settings.judges.advisory_exclude,
+        ),
+        questions=planned.case.review_questions,
+    )
+    return review_trial(reviewer, judges, inputs)
 
 
 def _judge_session(run: _Trial) -> JudgeSession | None:

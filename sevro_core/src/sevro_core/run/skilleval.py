@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from attrs import evolve
+
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.experiments.skilleval import MAX_DEFINITION_BYTES, VARIANTS, is_definition
@@ -45,7 +47,10 @@ def load_skilleval(path: Path, flags: Any) -> tuple[ExperimentDesign, list[Case]
         getattr(flags, "trials", None),
         route_given=bool(getattr(flags, "model", None) or getattr(flags, "effort", None)),
     )
-    cases = [load_case(document, source=src, pointer=ptr) for document, src, ptr in mapped.cases]
+    cases = [
+        evolve(case, review_questions=mapped.review_questions.get(case.id, ()))
+        for case in (load_case(d, source=src, pointer=ptr) for d, src, ptr in mapped.cases)
+    ]
     for note in mapped.notes:
         sys.stderr.write(f"sevro: note: {note}\n")
     return mapped.design, cases

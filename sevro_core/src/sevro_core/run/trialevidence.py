@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import frozen
 
+from sevro_core.judges.advisory import AdvisoryReview
 from sevro_core.judges.session import JudgeSession
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
 from sevro_core.models import (
@@ -65,6 +66,8 @@ class TrialFindings:
     """The execution error (code, message), if the trial did not complete."""
     judges: JudgeSession | None = None
     """The trial's judge calls (prompts, replies, usage per role), when the run has judges."""
+    advisory: AdvisoryReview | None = None
+    """The advisory review (``advisoryReview``), when the run has an advisory judge."""
 
 
 def _write_blobs(
@@ -153,6 +156,8 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
     }
     if judges is not None:
         evidence["judges"] = judges
+    if findings.advisory is not None:
+        evidence["advisoryReview"] = findings.advisory.to_json()
     return evidence
 
 
