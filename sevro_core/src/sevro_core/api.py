@@ -80,6 +80,7 @@ from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.isolation.doctor import sandbox_check
 from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.isolation.sandbox import Isolation, IsolationError
+from sevro_core.judges.comparator import PairJudgement, judge_pair
 from sevro_core.models import (
     UNKNOWN_USAGE,
     Artifact,
@@ -309,6 +310,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "find_git",
     "write_files",
     "write_identity",
+    # ---- judges: the blinded AB/BA pairwise comparator (calibration drives it directly)
+    "PairJudgement",
+    "judge_pair",
     # ---- doctor and reports
     "CredentialLocations",
     "SkillPlaces",

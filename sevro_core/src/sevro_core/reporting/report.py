@@ -497,6 +497,7 @@ class _VerifiedRun:
     result: Mapping[str, Any]
     run: Mapping[str, Any]
     trials: Mapping[tuple[str, int], Mapping[str, Any]]
+    run_dir: Path | None = None
 
 
 def _skill_eval(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -517,7 +518,7 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
                     {"id": arm["id"], "runId": v.run["runId"], "source": str(v.source)}
                     for arm in v.run["arms"]
                 ],
-                "statistics": run_statistics(v.run, v.result, v.trials.values()),
+                "statistics": run_statistics(v.run, v.result, v.trials.values(), v.run_dir),
                 **_skill_eval(v.run),
             }
             for v in verified
@@ -585,7 +586,7 @@ def _build_report(
         if run is None or run_dir is None:
             continue
         trials = _trials(run, run_dir)
-        verified.append(_VerifiedRun(path, result, run, trials))
+        verified.append(_VerifiedRun(path, result, run, trials, run_dir))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)
             failures = _failures(case, trials) if details else None

@@ -28,6 +28,7 @@ from sevro_core.states import (
 from sevro_core.store.evidence import RUN_FORMAT
 
 if TYPE_CHECKING:  # `sevro report` imports this module and must not load the planner
+    from sevro_core.experiments.comparison import ComparatorJudging
     from sevro_core.run.planning import RunPlan
     from sevro_core.store.evidence import EvidenceStore
 
@@ -246,8 +247,13 @@ def _experiment_parts(plan: RunPlan, statistics: Mapping[str, Any] | None) -> di
     return parts
 
 
-def run_statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, Any] | None:
-    """The experiment's statistics from its trial documents (None for a plain run).
+def run_statistics(
+    plan: RunPlan,
+    records: Sequence[TrialRecord],
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
+) -> dict[str, Any] | None:
+    """The experiment's statistics from its trial documents (None for a plain run), with the
+    comparator's ``judging`` of its comparisons when the run has a comparator.
 
     Trials that never ran have no document: their pairs are inconclusive, never dropped."""
     experiment = plan.settings.experiment
@@ -258,7 +264,7 @@ def run_statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, A
     run = {"arms": [{"id": arm.id} for arm in plan.arms], "experiment": experiment.to_json()}
     documents = [r.document for r in records if r.document is not None]
     cases = list(dict.fromkeys(p.case.id for p in plan.cases))
-    return statistics_of_run(run, documents, cases)
+    return statistics_of_run(run, documents, cases, judging=judging)
 
 
 def regression_exit(
