@@ -29,6 +29,20 @@ PERMISSION_MODE = "dontAsk"
 """Unattended without bypassing permissions: anything not allow-listed is denied, never asked.
 ``bypassPermissions`` is refused by Claude Code as root, and sevro does not claim a sandbox
 (``IS_SANDBOX``) to get around that."""
+JUDGE_FLAGS = (
+    "--tools",
+    "",
+    "--setting-sources",
+    "",
+    "--safe-mode",
+    "--disable-slash-commands",
+    "--no-session-persistence",
+)
+"""What a judge's Claude Code runs with besides the candidate's fixed flags: no built-in tool
+(``--tools ""``), no user, project or local settings, no CLAUDE.md, skills, plugins, hooks,
+agents or commands (``--safe-mode``, ``--disable-slash-commands``), no transcript kept. MCP
+stays ``--strict-mcp-config`` with no servers and the permission mode ``dontAsk`` with nothing
+allowed, so anything the model asks for is denied, never run."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
 _TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
@@ -94,13 +108,18 @@ def _absolute_rule(tool: str, path: Path) -> str:
     return f"{tool}(/{path}/**)"  # "//abs" is Claude Code's absolute-path rule syntax
 
 
-def render_settings(layout: TrialLayout, workspace: Path, *, api_key: bool) -> str:
-    """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir."""
+def render_settings(
+    layout: TrialLayout, workspace: Path, *, api_key: bool, judge: bool = False
+) -> str:
+    """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir.
+
+    A judge's allows nothing and lets the sandbox write only its temp directory."""
     secret_dir = layout.config_dir
+    writable = [str(layout.tmp)] if judge else [str(workspace), str(layout.tmp)]
     settings: dict[str, Any] = {
         "permissions": {
             "defaultMode": PERMISSION_MODE,
-            "allow": list(TOOLS),
+            "allow": [] if judge else list(TOOLS),
             "deny": [_absolute_rule(t, secret_dir) for t in ("Read", "Edit", "Write")],
             "disableBypassPermissionsMode": "disable",
         },
@@ -118,7 +137,7 @@ def render_settings(layout: TrialLayout, workspace: Path, *, api_key: bool) -> s
             "allowUnsandboxedCommands": False,
             "autoAllowBashIfSandboxed": True,
             "filesystem": {
-                "allowWrite": [str(workspace), str(layout.tmp)],
+                "allowWrite": writable,
                 "denyRead": [str(secret_dir)],
             },
             "network": {"allowedDomains": []},
@@ -137,11 +156,13 @@ def sandbox_argv(
     executable_tree: Path,
     extra_read: Sequence[Path],
     hidden: Sequence[Path],
+    judge: bool = False,
 ) -> list[str]:
     """bubblewrap arguments that run a command seeing only what a trial needs.
 
     ``hidden`` are protected roots lying inside a mounted tree: covered by an empty tmpfs (a
-    directory) or ``/dev/null`` (a file).
+    directory) or ``/dev/null`` (a file). A judge's workspace is mounted read-only: only its
+    private root is writable.
     """
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 (a fresh tmpfs)
@@ -156,7 +177,7 @@ def sandbox_argv(
     for extra in (executable_tree, *extra_read):
         argv += ["--ro-bind", str(extra), str(extra)]
     argv += ["--bind", str(layout.root), str(layout.root)]
-    argv += ["--bind", str(workspace), str(workspace)]
+    argv += ["--ro-bind" if judge else "--bind", str(workspace), str(workspace)]
     for path in hidden:
         if path.is_dir():
             argv += ["--tmpfs", str(path)]

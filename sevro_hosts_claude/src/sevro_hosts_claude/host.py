@@ -52,6 +52,7 @@ from sevro_core.api import (
 from sevro_hosts_claude import binary as binaries
 from sevro_hosts_claude.configuration import (
     CREDENTIALS,
+    JUDGE_FLAGS,
     PERMISSION_MODE,
     RUNTIME_TREES,
     TOOLS,
@@ -123,12 +124,22 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
 
     def redacted_isolation(self) -> dict[str, JsonValue]:
-        return {
-            "tools": list(TOOLS),
+        isolation: dict[str, JsonValue] = {
+            "tools": [] if self.judge else list(TOOLS),
             # As root Claude Code refuses bypassPermissions; dontAsk is used for everyone.
             "permissionMode": PERMISSION_MODE,
             "sandbox": {"outer": "bubblewrap", "inner": "claude-code", "commandNetwork": False},
         }
+        if self.judge:
+            isolation["judge"] = {
+                "tools": "none",
+                "flags": list(JUDGE_FLAGS),
+                "mcpServers": "none",
+                "settingSources": [],
+                "workspace": "read",
+                "fixtureEnvironment": False,
+            }
+        return isolation
 
     def trial(self, request: HostRequest) -> ClaudeTrial:
         return ClaudeTrial(self, request)
@@ -162,13 +173,14 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         key = self.api_key()
         if key is not None:
             write_private(layout.api_key_file, key.encode())
-        text = render_settings(layout, workspace, api_key=key is not None)
+        text = render_settings(layout, workspace, api_key=key is not None, judge=self.judge)
         write_private(layout.settings_file, text.encode())
         path = DEFAULT_PATH
         extra_read: list[Path] = []
-        if request.fixture_bin_dir is not None:
-            path = f"{request.fixture_bin_dir}:{path}"
-            extra_read.append(request.fixture_bin_dir)
+        fixture_bin = self.fixture_bin_dir
+        if fixture_bin is not None:
+            path = f"{fixture_bin}:{path}"
+            extra_read.append(fixture_bin)
         self.env = {
             "PATH": path,
             "HOME": str(layout.home),
@@ -177,7 +189,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             "LANG": "C.UTF-8",
             "SHELL": "/bin/bash",
             **_QUIET_ENV,
-            **request.environment,
+            **self.fixture_environment,
         }
         if host.config.base_url is not None:
             self.env["ANTHROPIC_BASE_URL"] = host.config.base_url
@@ -190,6 +202,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             executable_tree=host.binary.tree,
             extra_read=extra_read,
             hidden=self._hidden(extra_read),
+            judge=self.judge,
         )
         self.session = str(uuid.uuid4())
 
@@ -209,8 +222,12 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         host = self.host
         assert self.session is not None
         argv = [str(host.binary.native), "-p", "--output-format", "stream-json", "--verbose"]
-        argv += ["--permission-mode", PERMISSION_MODE, "--tools", ",".join(TOOLS)]
-        argv += ["--allowedTools", ",".join(TOOLS), "--setting-sources", "project"]
+        argv += ["--permission-mode", PERMISSION_MODE]
+        if self.judge:  # one prompt (the skeleton refuses more): nothing to resume
+            argv += JUDGE_FLAGS
+        else:
+            argv += ["--tools", ",".join(TOOLS), "--allowedTools", ",".join(TOOLS)]
+            argv += ["--setting-sources", "project"]
         argv += ["--settings", str(self.layout.settings_file), "--strict-mcp-config"]
         argv += ["--mcp-config", '{"mcpServers":{}}', "--no-chrome"]
         if host.model is not None:

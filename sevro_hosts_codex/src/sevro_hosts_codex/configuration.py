@@ -21,6 +21,34 @@ from sevro_core.api import ENV_NAME, AgentCliConfig, ConfigurationError, Credent
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
+JUDGE_DISABLED_FEATURES = (
+    "shell_tool",
+    "view_image",
+    "goals",
+    "multi_agent",
+    "image_generation",
+    "apps",
+    "plugins",
+    "hooks",
+    "tool_suggest",
+    "sleep_tool",
+    "browser_use",
+    "computer_use",
+    "memories",
+)
+"""Features a judge's Codex runs without (``--disable``): every one that offers the model a tool
+or loads something that could (0.171.0 offers ``exec_command``, ``write_stdin``,
+``view_image``, ``multi_agent_v1`` and the goal tools through them). An unknown name makes Codex
+refuse to start, so a renamed feature fails loudly instead of being silently kept."""
+JUDGE_OVERRIDES = (
+    'web_search="disabled"',
+    "tools.experimental_request_user_input.enabled=false",
+    "tools.update_plan.enabled=false",
+    "skills.include_instructions=false",
+    "project_doc_max_bytes=0",
+)
+"""``-c`` overrides for a judge: no web search, no user-input or plan tool, no skill listing and
+no project instructions (``--strict-config`` refuses any key this Codex does not know)."""
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "stallTimeoutSeconds", "prices"}
 _PROVIDER_KEYS = {
@@ -155,8 +183,11 @@ def render_config_toml(
     executable_tree: Path,
     denied: Sequence[Path],
     command_env: Mapping[str, str],
+    judge: bool = False,
 ) -> str:
-    """The trial's ``config.toml``: provider, permission profile, no inherited environment."""
+    """The trial's ``config.toml``: provider, permission profile, no inherited environment.
+
+    A judge's profile grants the workspace (empty, its own) for reading only."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -212,7 +243,7 @@ def render_config_toml(
         *(f'{q(str(path))} = "deny"' for path in denied),
         "",
         f'[permissions.{PROFILE}.filesystem.":workspace_roots"]',
-        '"." = "write"',
+        f'"." = "{"read" if judge else "write"}"',
         "",
         f"[permissions.{PROFILE}.network]",
         "enabled = false",

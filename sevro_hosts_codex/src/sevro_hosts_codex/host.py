@@ -45,6 +45,8 @@ from sevro_core.api import (
 from sevro_hosts_codex import binary as binaries
 from sevro_hosts_codex.configuration import (
     CREDENTIALS,
+    JUDGE_DISABLED_FEATURES,
+    JUDGE_OVERRIDES,
     CodexConfig,
     TrialLayout,
     parse,
@@ -106,14 +108,24 @@ class CodexHost(AgentCliHost[CodexConfig]):
 @frozen(kw_only=True)
 class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     def redacted_isolation(self) -> dict[str, JsonValue]:
-        return {
+        isolation: dict[str, JsonValue] = {
             "sandbox": {
                 "permissions": "sevro",
                 "network": False,
-                "workspace": "write",
+                "workspace": "read" if self.judge else "write",
                 "pidNamespace": bool(self.pid_namespace),
             },
         }
+        if self.judge:
+            isolation["judge"] = {
+                "tools": "none",
+                "disabledFeatures": list(JUDGE_DISABLED_FEATURES),
+                "overrides": list(JUDGE_OVERRIDES),
+                "mcpServers": "none",
+                "approvals": "never",
+                "fixtureEnvironment": False,
+            }
+        return isolation
 
     def trial(self, request: HostRequest) -> CodexTrial:
         return CodexTrial(self, request)
@@ -145,22 +157,23 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return (layout.codex_home, layout.home, layout.tmp, layout.bin)
 
     def configure_trial(self) -> None:
-        request, layout, host = self.request, self.layout, self.host
+        layout, host = self.layout, self.host
         os.symlink(host.binary.native, layout.bin / SANDBOX_HELPER)
         path = f"{layout.bin}:{DEFAULT_PATH}"
         command_path = DEFAULT_PATH
-        if request.fixture_bin_dir is not None:
-            path = f"{request.fixture_bin_dir}:{path}"
-            command_path = f"{request.fixture_bin_dir}:{command_path}"
+        fixture_bin = self.fixture_bin_dir
+        if fixture_bin is not None:
+            path = f"{fixture_bin}:{path}"
+            command_path = f"{fixture_bin}:{command_path}"
         base = {"HOME": str(layout.home), "TMPDIR": str(layout.tmp), "LANG": "C.UTF-8"}
-        command_env = {"PATH": command_path, **base, **request.environment}
+        command_env = {"PATH": command_path, **base, **self.fixture_environment}
         self.env = {
             "PATH": path,
             "HOME": str(layout.home),
             "CODEX_HOME": str(layout.codex_home),
             "TMPDIR": str(layout.tmp),
             "LANG": "C.UTF-8",
-            **request.environment,
+            **self.fixture_environment,
         }
         self._credentials()
         try:
@@ -172,6 +185,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 executable_tree=host.binary.tree,
                 denied=self._denied(),
                 command_env=command_env,
+                judge=self.judge,
             )
         except ValueError as exc:
             raise HostFailure(str(exc)) from None
@@ -212,8 +226,11 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         common = ["--json", "--strict-config", "--skip-git-repo-check", "--ignore-rules"]
         native = str(self.host.binary.native)
         if number == 1:
+            # A judge answers one prompt (the skeleton refuses more), so it is never resumed.
+            restricted = judge_flags() if self.judge else []
             ephemeral = ["--ephemeral"] if len(self.request.prompts) == 1 else []
-            return [native, "exec", *common, *ephemeral, "-C", str(self.request.workspace), "-"]
+            workspace = ["-C", str(self.request.workspace), "-"]
+            return [native, "exec", *common, *restricted, *ephemeral, *workspace]
         assert self.session is not None
         return [native, "exec", "resume", *common, self.session, "-"]
 
@@ -280,6 +297,12 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             cost_usd=round(cost, 9),
             complete=True,
         )
+
+
+def judge_flags() -> list[str]:
+    """What keeps a judge's Codex from offering the model any tool (see ``JUDGE_*``)."""
+    flags = [arg for feature in JUDGE_DISABLED_FEATURES for arg in ("--disable", feature)]
+    return flags + [arg for override in JUDGE_OVERRIDES for arg in ("-c", override)]
 
 
 def _call(turn: int, ordinal: int, kind: str, data: Mapping[str, Any]) -> dict[str, JsonValue]:

@@ -99,9 +99,13 @@ from sevro_core.vocabulary import (
     CONTINUATION_CAPABILITY,
     FILE_READS_OBSERVATION,
     FILES_CHANGED_OBSERVATION,
+    JUDGE_ROLES,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
 )
+
+CANDIDATE = "candidate"
+"""The role of the agent under test; every other role is a judge's (``JUDGE_ROLES``)."""
 
 __all__ = [
     "COMMANDS_OBSERVATION",
@@ -445,6 +449,10 @@ class AgentCliHost(Generic[ConfigT]):
         return self.credential_flags.check(config.credentials)
 
     def configure(self, options: HostOptions) -> ConfiguredAgentCliHost[ConfigT]:
+        if options.role != CANDIDATE and options.role not in JUDGE_ROLES:
+            raise ConfigurationError(
+                f"unknown role {options.role!r} (one of {', '.join((CANDIDATE, *JUDGE_ROLES))})"
+            )
         config = self.parse_config(options.config, options.settings)
         try:
             binary = self.locate(config.bin)
@@ -474,6 +482,7 @@ class AgentCliHost(Generic[ConfigT]):
             protected_roots=tuple(p.resolve() for p in options.protected_roots),
             pid_namespace=pid_namespace,
             capabilities=self.capabilities,
+            role=options.role,
             **extra,
         )
 
@@ -528,6 +537,14 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
     pid_namespace: tuple[str, ...] = ()
     """Prefix that runs each turn in its own PID namespace (empty when not asked for)."""
     capabilities: frozenset[str]
+    role: str = CANDIDATE
+    """``candidate``, or the judge role this configuration plays: a judge's CLI gets no tools,
+    no MCP servers, no skills and nothing writable but its private home (each host applies
+    that in its own argv and configuration, and records it in :meth:`redacted_isolation`)."""
+
+    @property
+    def judge(self) -> bool:
+        return self.role != CANDIDATE
 
     @property
     def skill_places(self) -> SkillPlaces:
@@ -546,6 +563,9 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
                 else None
             ),
             "protectedRoots": [str(p) for p in self.protected_roots],
+            # Only a judge names its role: a candidate's configuration (and identity) is as it
+            # was before judges existed.
+            **({"role": self.role} if self.judge else {}),
             **self.redacted_isolation(),
         }
 
@@ -592,6 +612,21 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     @property
     def name(self) -> str:
         return self.host.plugin.name
+
+    @property
+    def judge(self) -> bool:
+        """Whether this trial is a judge's call (no tools, passive, read-only workspace)."""
+        return self.host.judge
+
+    @property
+    def fixture_environment(self) -> Mapping[str, str]:
+        """The fixture's environment for the CLI; a judge gets none of the candidate's."""
+        return {} if self.judge else self.request.environment
+
+    @property
+    def fixture_bin_dir(self) -> Path | None:
+        """The fixture's tools directory for PATH; a judge gets none of the candidate's."""
+        return None if self.judge else self.request.fixture_bin_dir
 
     @property
     def skills_dir(self) -> str:
@@ -694,6 +729,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def prepare(self) -> None:
         """The private layout, checked against the protected roots, then the host's files."""
+        self.check_role()
         for directory in self.private_dirs():
             directory.mkdir(mode=0o700, exist_ok=True)
         request = self.request
@@ -701,6 +737,19 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             if inside(root, request.workspace) or inside(root, request.private_root):
                 raise HostFailure(f"protected root {root} lies inside the trial's own directories")
         self.configure_trial()
+
+    def check_role(self) -> None:
+        """Refuse a request for another role than the host was configured for (a candidate's
+        configuration never answers as a judge, nor a judge's as a candidate), and a judge
+        request that is not exactly one prompt (a judge keeps no session to resume)."""
+        request, role = self.request, self.host.role
+        if request.role != role:
+            raise HostFailure(
+                f"{self.name} host configured for role {role!r} was asked to run as "
+                f"{request.role!r}"
+            )
+        if self.judge and len(request.prompts) != 1:
+            raise HostFailure(f"the {role} judge answers one prompt, not {len(request.prompts)}")
 
     def command(self, number: int) -> list[str]:
         return [*self.host.pid_namespace, *self.argv(number)]

@@ -89,6 +89,23 @@ class RecordedRequest:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    @property
+    def tools(self) -> tuple[str, ...] | None:
+        """The names of the tools the request offered the model (a function's ``name``, or the
+        ``type`` of a hosted tool such as ``web_search``), in order; None when the body is no
+        JSON object or its ``tools`` is missing or no list, so "no tools" is never assumed."""
+        try:
+            body = self.json()
+        except ValueError:
+            return None
+        offered = body.get("tools") if isinstance(body, dict) else None
+        if not isinstance(offered, list):
+            return None
+        return tuple(
+            str(tool.get("name") or tool.get("type")) if isinstance(tool, dict) else repr(tool)
+            for tool in offered
+        )
+
 
 class ModelProtocol(Protocol):
     """One model API: which requests it answers and how a ``Reply`` looks on its wire."""

@@ -1,0 +1,112 @@
+"""Codex and Claude Code as ``sevro.semantic`` judges in a real ``sevro run``.
+
+The candidate (the same agent CLI, its own mock model) answers with text that tries to dictate
+the verdict; the judge (``--semantic-host``, its own mock model) answers ``fail``, and the
+check fails (exit 1) however the candidate asked; a malformed, wrong-id or extra-key reply is a
+grading error (exit 3), never a pass. The judge's request offers the model no tool, quotes the
+injection as data, and its usage is recorded per role apart from the candidate's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import CliResult, SevroProject
+from sevro_core.testing.mockmodel import Message, MockModelServer, reply
+from sevro_hosts_claude.testing import require_claude
+from sevro_hosts_codex.testing import require_codex
+from tests.hosts_claude.helpers import PROTOCOLS, claude_args
+from tests.hosts_claude.helpers import host_config as claude_config
+from tests.hosts_codex.helpers import INJECTION, JUDGE_REPLIES, run_codex, trial
+from tests.hosts_codex.helpers import host_config as codex_config
+
+pytestmark = pytest.mark.slow
+
+CHECK = {
+    "id": "c1",
+    "grader": "sevro.semantic",
+    "configuration": {"proposition": "The answer shows tests were added."},
+}
+ANSWER = f"Done.\n{INJECTION}"
+FAIL = JUDGE_REPLIES["correct"]  # {"checks":[{"id":"c1","verdict":"fail",...}]}
+
+
+def _case(project: SevroProject) -> Path:
+    return project.case(checks=[CHECK])
+
+
+def _judged(project: SevroProject, judge: MockModelServer) -> dict[str, Any]:
+    evidence: dict[str, Any] = trial(project)["evidence"]
+    (sent,) = [r for r in judge.requests if r not in judge.unexpected]
+    assert sent.tools == (), sent.tools  # the judge's CLI offered its model nothing
+    assert json.dumps(INJECTION)[1:-1] in sent.body.decode()  # quoted, as data
+    (call,) = evidence["judges"]["calls"]
+    assert call["role"] == "semantic" and call["route"]["model"] == "mock-model"
+    usage = evidence["judges"]["usage"]["semantic"]
+    assert usage["complete"] is True and usage["inputTokens"] == 100  # the judge's own
+    return evidence
+
+
+def _codex_run(
+    project: SevroProject, codex: str, mock_model: Callable[..., Any], judge_text: str
+) -> tuple[CliResult, MockModelServer]:
+    candidate = mock_model([reply(Message(ANSWER))])
+    judge = mock_model([reply(Message(judge_text))])
+    judge_config = codex_config(project, judge).rename(project.root / "judge-codex.json")
+    done = run_codex(
+        project, codex, candidate, _case(project),
+        "--semantic-host", "codex", "--semantic-host-config", judge_config,
+        "--semantic-model", "mock-model",
+    )  # fmt: skip
+    return done, judge
+
+
+def _claude_run(
+    project: SevroProject, claude: str, mock_model: Callable[..., Any], judge_text: str
+) -> tuple[CliResult, MockModelServer]:
+    from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV
+
+    candidate = mock_model([reply(Message(ANSWER))], protocols=PROTOCOLS)
+    judge = mock_model([reply(Message(judge_text))], protocols=PROTOCOLS)
+    judge_config = claude_config(project, judge).rename(project.root / "judge-claude.json")
+    done = project.run(
+        _case(project), *claude_args(project, claude, candidate),
+        "--semantic-host", "claude", "--semantic-host-config", judge_config,
+        "--semantic-model", "mock-model",
+        env={API_KEY_ENV: API_KEY}, timeout=180,
+    )  # fmt: skip
+    return done, judge
+
+
+RUNS = {"codex": (require_codex, _codex_run), "claude": (require_claude, _claude_run)}
+
+
+@pytest.mark.parametrize("host", sorted(RUNS))
+def test_an_injected_pass_does_not_move_the_judge_the_check_fails(
+    sevro_project: SevroProject, mock_model: Callable[..., Any], host: str
+) -> None:
+    require, run = RUNS[host]
+    done, judge = run(sevro_project, require(), mock_model, FAIL)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    evidence = _judged(sevro_project, judge)
+    (check,) = evidence["checks"]
+    assert check["status"] == "failed" and "no tests were added" in check["detail"]
+    assert evidence["usage"]["inputTokens"] == 100  # the candidate's, counted apart
+
+
+@pytest.mark.parametrize("kind", ["malformed", "wrong-id", "extra-key"])
+@pytest.mark.parametrize("host", sorted(RUNS))
+def test_a_bad_judge_reply_is_a_grading_error_never_a_pass(
+    sevro_project: SevroProject, mock_model: Callable[..., Any], host: str, kind: str
+) -> None:
+    require, run = RUNS[host]
+    done, judge = run(sevro_project, require(), mock_model, JUDGE_REPLIES[kind])
+    assert done.exit_code == 3, done.stdout + done.stderr
+    evidence = _judged(sevro_project, judge)
+    assert evidence["grading"]["status"] == "error", evidence["grading"]
+    assert evidence["task"]["verdict"] != "passed"
