@@ -53,6 +53,9 @@ class Case:
     """The prompts of a case declared with ``turns`` (then ``prompt`` is the first of them)."""
     source: str = ""
     pointer: str = ""
+    expected_output: str | None = None
+    """What a good result looks like, in words (skill-creator ``expected_output``), for the
+    advisory reviewer only: no check grades it, so it is not in the case digest."""
 
     @property
     def prompts(self) -> tuple[str, ...]:

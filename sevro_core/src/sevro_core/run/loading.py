@@ -37,6 +37,7 @@ _converter.register_structure_hook(
         required_evidence=override(rename="requiredEvidence"),
         source=override(omit=True),
         pointer=override(omit=True),
+        expected_output=override(omit=True),
     ),
 )
 _converter.register_structure_hook(
