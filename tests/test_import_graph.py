@@ -35,6 +35,7 @@ LAYERS = (
     "isolation",
     "fixtures",
     "store",
+    "judges",
     "experiments",
     "run",
     "reporting",

@@ -26,6 +26,8 @@ def test_typed_accessors_find_each_kind_and_nothing_else() -> None:
         "sandbox": registry.sandboxes(),
         "verdict-policy": registry.verdict_policies(),
         "reporter": registry.reporters(),
+        "reviewer": registry.reviewers(),
+        "rubric": registry.rubrics(),
     }
     assert set(listings) == {kind for kind, _ in KINDS}
     for kind, listing in listings.items():

@@ -55,7 +55,7 @@ def test_trial_evidence_bounds_hold_host_and_fixture_evidence() -> None:
         + limits.MAX_OBSERVATIONS_PER_CHECK * limits.MAX_CHECKS_PER_CASE
     )
     assert evidence["artifactRefs"]["maxItems"] == (
-        limits.MAX_ARTIFACTS + limits.MAX_FIXTURE_ARTIFACTS
+        limits.MAX_ARTIFACTS + limits.MAX_FIXTURE_ARTIFACTS + 2 * limits.MAX_JUDGE_CALLS_PER_TRIAL
     )
     for name in ("fixture-generated.v1", "fixture-repository.v1"):
         assert load_schema(name)["$id"] == f"urn:sevro:schema:{name}"

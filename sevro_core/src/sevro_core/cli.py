@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from sevro_core.limits import DEFAULT_JOBS, DEFAULT_STATUS_INTERVAL_SECONDS
+from sevro_core.vocabulary import ADVISORY_ROLE, COMPARATOR_ROLE, SEMANTIC_ROLE
 
 
 class _PluginCommandGroup(TyperGroup):
@@ -203,6 +204,41 @@ FailOnRegressionOpt = Annotated[
     bool,
     typer.Option("--fail-on-regression", help="Exit 1 when a comparison's verdict is regressed."),
 ]
+
+
+def _judge_opt(role: str, what: str) -> Any:
+    """One judge-route option (``--semantic-host``, ``--advisory-model``, ...)."""
+    help_text = {
+        "host": f"Host that plays the {role} judge (docs/judges.md); any installed host.",
+        "model": f"Model of the {role} judge.",
+        "effort": f"Reasoning effort of the {role} judge.",
+        "host-config": f"Configuration JSON of the {role} judge's host (default: --host-config "
+        "when it is the candidate's host).",
+    }[what]
+    return typer.Option(f"--{role}-{what}", help=help_text, show_default=False)
+
+
+SemanticHostOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "host")]
+SemanticModelOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "model")]
+SemanticEffortOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "effort")]
+SemanticConfigOpt = Annotated[Path | None, _judge_opt(SEMANTIC_ROLE, "host-config")]
+AdvisoryHostOpt = Annotated[str | None, _judge_opt(ADVISORY_ROLE, "host")]
+AdvisoryModelOpt = Annotated[str | None, _judge_opt(ADVISORY_ROLE, "model")]
+AdvisoryEffortOpt = Annotated[str | None, _judge_opt(ADVISORY_ROLE, "effort")]
+AdvisoryConfigOpt = Annotated[Path | None, _judge_opt(ADVISORY_ROLE, "host-config")]
+AdvisoryExcludeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--advisory-exclude",
+        metavar="REL",
+        help="Workspace path the advisory reviewer never sees (repeatable).",
+        show_default=False,
+    ),
+]
+ComparatorHostOpt = Annotated[str | None, _judge_opt(COMPARATOR_ROLE, "host")]
+ComparatorModelOpt = Annotated[str | None, _judge_opt(COMPARATOR_ROLE, "model")]
+ComparatorEffortOpt = Annotated[str | None, _judge_opt(COMPARATOR_ROLE, "effort")]
+ComparatorConfigOpt = Annotated[Path | None, _judge_opt(COMPARATOR_ROLE, "host-config")]
 ThresholdOpt = Annotated[
     float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
 ]
@@ -364,6 +400,19 @@ def run(
     group: GroupOpt = None,
     variant: VariantOpt = None,
     fail_on_regression: FailOnRegressionOpt = False,
+    semantic_host: SemanticHostOpt = None,
+    semantic_model: SemanticModelOpt = None,
+    semantic_effort: SemanticEffortOpt = None,
+    semantic_host_config: SemanticConfigOpt = None,
+    advisory_host: AdvisoryHostOpt = None,
+    advisory_model: AdvisoryModelOpt = None,
+    advisory_effort: AdvisoryEffortOpt = None,
+    advisory_host_config: AdvisoryConfigOpt = None,
+    advisory_exclude: AdvisoryExcludeOpt = None,
+    comparator_host: ComparatorHostOpt = None,
+    comparator_model: ComparatorModelOpt = None,
+    comparator_effort: ComparatorEffortOpt = None,
+    comparator_host_config: ComparatorConfigOpt = None,
     trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
     jobs: JobsOpt = DEFAULT_JOBS,

@@ -15,10 +15,12 @@ from attrs import frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.judges.routes import JudgeSettings
 from sevro_core.limits import MAX_JOBS, MAX_TRIALS
 from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.run.planning import RunSettings
+from sevro_core.vocabulary import JUDGE_ROLES
 
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
@@ -60,6 +62,19 @@ class RunFlags:
     verbose: int
     group: str | None = None
     variant: str | None = None
+    semantic_host: str | None = None
+    semantic_model: str | None = None
+    semantic_effort: str | None = None
+    semantic_host_config: Path | None = None
+    advisory_host: str | None = None
+    advisory_model: str | None = None
+    advisory_effort: str | None = None
+    advisory_host_config: Path | None = None
+    advisory_exclude: list[str] | None = None
+    comparator_host: str | None = None
+    comparator_model: str | None = None
+    comparator_effort: str | None = None
+    comparator_host_config: Path | None = None
 
 
 def positive_int(value: int, flag: str, maximum: int) -> int:
@@ -128,7 +143,54 @@ def run_settings(
         network=NETWORK_LOCAL_HTTP if flags.local_http else NETWORK_NONE,
         protected_roots=protected,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
+        judges=judge_settings(flags),
     )
+
+
+def judge_settings(flags: RunFlags) -> JudgeSettings:
+    """The judge routes and options the flags choose; a judge option without its judge's
+    ``--<role>-host`` is refused (exit 64)."""
+    from sevro_core.judges.routes import JudgeRouteSpec
+
+    specs = []
+    for role in JUDGE_ROLES:
+        host = getattr(flags, f"{role}_host")
+        extras = [
+            f"--{role}-{what.replace('_', '-')}"
+            for what in ("model", "effort", "host_config")
+            if getattr(flags, f"{role}_{what}") is not None
+        ]
+        if host is None:
+            if extras:
+                raise InvocationError(f"{extras[0]} needs --{role}-host")
+            continue
+        if not host.strip():
+            raise InvocationError(f"--{role}-host must name an installed host")
+        config_path: Path | None = getattr(flags, f"{role}_host_config")
+        specs.append(
+            JudgeRouteSpec(
+                role=role,
+                host=host,
+                model=getattr(flags, f"{role}_model"),
+                effort=getattr(flags, f"{role}_effort"),
+                config=_host_config(config_path),
+                config_source=str(config_path) if config_path is not None else None,
+            )
+        )
+    return JudgeSettings(
+        routes=tuple(specs), advisory_exclude=_advisory_exclude(flags.advisory_exclude or [])
+    )
+
+
+def _advisory_exclude(paths: list[str]) -> tuple[str, ...]:
+    """Workspace-relative POSIX paths, sorted and unique."""
+    for path in paths:
+        parts = path.split("/")
+        if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise InvocationError(
+                f"--advisory-exclude {path!r} must be a relative path inside the workspace"
+            )
+    return tuple(sorted(set(paths)))
 
 
 def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, list[Case]]:
@@ -170,6 +232,7 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
             trials=design.repetitions,
             experiment=design,
             fail_on_regression=flags.fail_on_regression,
+            judges=merged_judges(settings.judges, design.judges, design.source),
         ),
         cases,
     )
@@ -193,6 +256,29 @@ def _imported_inputs(
         return load_trigger_experiment(triggers, flags.skill or [], flags.baseline, flags.trials)
     evals = eval_set_file(flags.cases)
     return load_eval_experiment(evals, flags) if evals is not None else None
+
+
+def merged_judges(
+    flags: JudgeSettings, file: JudgeSettings | None, source: str | None
+) -> JudgeSettings:
+    """The experiment file's judges with the flags' added; a role set by both is refused
+    (exit 64) rather than one silently winning."""
+    if file is None:
+        return flags
+    from attrs import evolve
+
+    both = sorted({s.role for s in flags.routes} & {s.role for s in file.routes})
+    if both:
+        raise InvocationError(
+            f"the {both[0]} judge is set both by --{both[0]}-host and in the experiment file",
+            source=source,
+            pointer=f"/judges/{both[0]}",
+        )
+    return evolve(
+        file,
+        routes=file.routes + flags.routes,
+        advisory_exclude=tuple(sorted({*file.advisory_exclude, *flags.advisory_exclude})),
+    )
 
 
 def _host_config(path: Path | None) -> Mapping[str, JsonValue] | None:

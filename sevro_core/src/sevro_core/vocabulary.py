@@ -63,6 +63,7 @@ ADVISORY_ROLE = "advisory"
 COMPARATOR_ROLE = "comparator"
 """The blinded pairwise comparator of an experiment's paired trials."""
 JUDGE_ROLES = (SEMANTIC_ROLE, ADVISORY_ROLE, COMPARATOR_ROLE)
-JUDGE_CAPABILITY_PREFIX = "sevro.judge."
-"""``sevro.judge.<role>``: provided to capability negotiation when the run has that judge."""
-SEMANTIC_JUDGE_CAPABILITY = JUDGE_CAPABILITY_PREFIX + SEMANTIC_ROLE
+JUDGE_PREFIX = "sevro.judge."
+"""``sevro.judge.<role>`` is provided to capability negotiation when the run has that judge;
+``sevro.judge.<role>.<n>.prompt`` and ``.reply`` are the artifacts of a trial's judge calls."""
+SEMANTIC_JUDGE_CAPABILITY = JUDGE_PREFIX + SEMANTIC_ROLE

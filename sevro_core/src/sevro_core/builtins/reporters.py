@@ -125,7 +125,30 @@ class MarkdownReporter:
             }
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
+        lines += _judge_usage_section(report["rows"])
         return "\n".join(lines) + "\n"
+
+
+def _judge_usage_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the judges cost, apart from the candidate's usage (nothing when no judge ran)."""
+    table = [
+        [
+            unit_key(r["caseId"], r.get("arm")),
+            role,
+            usage["calls"],
+            usage["inputTokens"],
+            usage["outputTokens"],
+            _cost(usage["costUsd"]),
+        ]
+        for r in rows
+        for role, usage in sorted(r.get("judgeUsage", {}).items())
+    ]
+    if not table:
+        return []
+    lines = ["", "## Judge usage", "", "Kept apart from the candidate's usage above.", ""]
+    return lines + _table(
+        ["case", "judge", "trials", "input tokens", "output tokens", "cost"], table
+    )
 
 
 def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:

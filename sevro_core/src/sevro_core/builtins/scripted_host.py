@@ -119,6 +119,8 @@ class ScriptedHost:
         found = describe_first_error(validator("scripted-host.v1").iter_errors(config))
         if found is not None:
             raise ConfigurationError(found[1], found[0])
+        if options.role != "candidate":
+            return _configure_judge(options, config)
         scripts: dict[str, _Script] = {}
         for case_id, script in dict(config.get("cases", {})).items():
             scripts[case_id] = _compile_script(script, join_pointer("/cases", case_id))
@@ -134,6 +136,56 @@ class ScriptedHost:
         )
         return ConfiguredScriptedHost(
             route=route, scripts=scripts, default=default, config=dict(config)
+        )
+
+
+def _configure_judge(options: HostOptions, config: Mapping[str, Any]) -> ConfiguredHost:
+    rules = config.get("judges", {}).get(options.role)
+    if rules is None:
+        raise ConfigurationError(
+            f"the scripted host as the {options.role} judge needs 'judges.{options.role}' "
+            "rules in its configuration (see docs/hosts/scripted.md)"
+        )
+    route = Route(
+        host=HOST_ID,
+        model=options.model or str(config.get("model", "scripted")),
+        effort=options.effort or "none",
+    )
+    judged = tuple((rule.get("promptContains"), rule["reply"]) for rule in rules)
+    return ScriptedJudge(route, options.role, judged, {"judges": {options.role: list(rules)}})
+
+
+@frozen
+class ScriptedJudge:
+    """The scripted host playing a judge: a deterministic reply chosen by the prompt's text.
+
+    It touches nothing (its workspace is empty and it runs no command), so demos and tests show
+    every judge path, including malformed and injected replies, without a model."""
+
+    route: Route
+    role: str
+    rules: tuple[tuple[str | None, str], ...]
+    config: Mapping[str, JsonValue]
+    capabilities: frozenset[str] = frozenset()
+
+    def redacted_configuration(self) -> JsonValue:
+        return dict(self.config)
+
+    def check_case(self, case: Case) -> None:
+        del case  # a judge runs the prompts it is given, whatever the case
+
+    def run(self, request: HostRequest) -> HostResult:
+        prompt = request.prompts[0] if request.prompts else ""
+        for contains, reply in self.rules:
+            if contains is None or contains in prompt:
+                return HostResult(
+                    final_message=reply, complete=True, usage=UNKNOWN_USAGE, turns_completed=1
+                )
+        return HostResult(
+            final_message=None,
+            complete=False,
+            execution_failed=True,
+            error=f"no judges.{self.role} rule of the scripted host matches this prompt",
         )
 
 

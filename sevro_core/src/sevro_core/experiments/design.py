@@ -32,6 +32,7 @@ from sevro_core.experiments.sources import (
     read_source,
 )
 from sevro_core.fixtures.git import Git, GitError, find_git
+from sevro_core.judges.routes import JudgeSettings
 
 
 @frozen
@@ -46,6 +47,8 @@ class ExperimentDesign:
     ``experiment.skillEval``), None for sevro's own forms."""
     trigger_set: Mapping[str, Any] | None = None
     """A skill-creator trigger eval set's queries (``triggerSet`` in ``run.json``), or None."""
+    judges: JudgeSettings | None = None
+    """The experiment file's judges (``judges``), or None."""
 
     def arm(self, arm_id: str) -> ResolvedArm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -82,6 +85,7 @@ def design_from_file(experiment: Experiment, repetitions: int | None) -> Experim
         comparisons=experiment.comparisons,
         repetitions=repetitions or experiment.repetitions,
         source=str(experiment.source),
+        judges=experiment.judges,
     )
 
 

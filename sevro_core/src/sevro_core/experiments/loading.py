@@ -24,7 +24,15 @@ from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.sources import Source, parse_source
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.formats.schemas import load_schema, validate_input
-from sevro_core.limits import MAX_CASE_FILE_BYTES
+from sevro_core.judges.routes import (
+    COMPARE_WHEN,
+    DEFAULT_REVIEWER,
+    DEFAULT_RUBRIC,
+    JudgeRouteSpec,
+    JudgeSettings,
+)
+from sevro_core.limits import MAX_CASE_FILE_BYTES, MAX_HOST_CONFIG_BYTES
+from sevro_core.vocabulary import ADVISORY_ROLE, COMPARATOR_ROLE, JUDGE_ROLES
 
 FORMAT = "sevro.experiment.v1"
 SCHEMA = "experiment.v1"
@@ -70,6 +78,8 @@ class Experiment:
     """Canonical paths of case files or directories, and inline cases, in file order."""
     repetitions: int
     comparisons: tuple[Comparison, ...]
+    judges: JudgeSettings | None = None
+    """The file's ``judges`` block, or None when it declares no judge."""
 
     def arm(self, arm_id: str) -> Arm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -92,7 +102,63 @@ def load_experiment(path: Path) -> Experiment:
         cases=tuple(_case(item, index, base, path) for index, item in enumerate(document["cases"])),
         repetitions=document.get("repetitions", DEFAULT_REPETITIONS),
         comparisons=_comparisons(document, path),
+        judges=_judges(document.get("judges"), base, path),
     )
+
+
+def _judges(block: Mapping[str, Any] | None, base: Path, path: Path) -> JudgeSettings | None:
+    """The ``judges`` block as settings: each role's route, with its host configuration read."""
+    if not block:
+        return None
+    specs = []
+    for role in JUDGE_ROLES:
+        spec = block.get(role)
+        if spec is None:
+            continue
+        config, config_source = None, None
+        if "hostConfig" in spec:
+            config_path = (base / spec["hostConfig"]).resolve()
+            pointer = join_pointer("/judges", role, "hostConfig")
+            config = _host_config(config_path, path, pointer)
+            config_source = str(config_path)
+        specs.append(
+            JudgeRouteSpec(
+                role=role,
+                host=spec["host"],
+                model=spec.get("model"),
+                effort=spec.get("effort"),
+                config=config,
+                config_source=config_source,
+            )
+        )
+    advisory = block.get(ADVISORY_ROLE, {})
+    comparator = block.get(COMPARATOR_ROLE, {})
+    required = comparator.get("requireCalibratedJudge")
+    if required is not None and isinstance(required.get("calibration"), str):
+        required = {**required, "calibration": str((base / required["calibration"]).resolve())}
+    return JudgeSettings(
+        routes=tuple(specs),
+        advisory_exclude=tuple(sorted(advisory.get("exclude", ()))),
+        reviewer=advisory.get("reviewer", DEFAULT_REVIEWER),
+        rubric=comparator.get("rubric", DEFAULT_RUBRIC),
+        compare_when=comparator.get("when", COMPARE_WHEN[0]),
+        require_calibrated_judge=required,
+    )
+
+
+def _host_config(config_path: Path, path: Path, pointer: str) -> Mapping[str, Any]:
+    if not config_path.is_file():
+        raise InvocationError(
+            f"judge host configuration {str(config_path)[:300]} does not exist",
+            source=path,
+            pointer=pointer,
+        )
+    config = read_json_file(config_path, MAX_HOST_CONFIG_BYTES, what="judge host configuration")
+    if not isinstance(config, dict):
+        raise InvocationError(
+            "a judge host configuration holds one JSON object", source=path, pointer=pointer
+        )
+    return config
 
 
 _SLUG_RE = re.compile(load_schema(SCHEMA)["$defs"]["slug"]["pattern"])

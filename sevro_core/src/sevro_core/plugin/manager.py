@@ -159,6 +159,12 @@ class Registry:
     def reporters(self) -> Mapping[str, Reporter]:
         return self.objects["reporter"]
 
+    def reviewers(self) -> Mapping[str, Reviewer]:
+        return self.objects["reviewer"]
+
+    def rubrics(self) -> Mapping[str, Rubric]:
+        return self.objects["rubric"]
+
     def get(self, kind: str, object_id: str) -> Any | None:
         return self.objects[kind].get(object_id)
 

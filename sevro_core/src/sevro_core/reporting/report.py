@@ -222,6 +222,7 @@ _REPORTED_EVIDENCE = (
     "requiredEvidence",
     "usage",
     "durations",
+    "judges",
 )
 """What rows, failure reasons and experiment statistics read (with the ``sevro.skills``
 observation): all a verified trial is reduced to (small to return)."""
@@ -384,7 +385,26 @@ def _row(
         else None,
         "routes": list(run["routes"]),
         "trialFiles": [t["artifactPath"] for t in case["trials"] if t["artifactPath"]],
+        "judgeUsage": _judge_usage(evidences),
     }
+
+
+def _judge_usage(evidences: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Judge tokens and cost per role over the case's trials, apart from the candidate's;
+    a figure unknown for any call of a role is unknown (None), never 0."""
+    by_role: dict[str, list[Mapping[str, Any]]] = {}
+    for evidence in evidences:
+        for role, usage in ((evidence.get("judges") or {}).get("usage") or {}).items():
+            by_role.setdefault(role, []).append(usage)
+    out: dict[str, Any] = {}
+    for role, usages in sorted(by_role.items()):
+        known = all(u["complete"] for u in usages)
+        out[role] = {
+            key: _sum_known([u[key] for u in usages]) if known else None
+            for key in ("inputTokens", "outputTokens", "costUsd")
+        }
+        out[role]["calls"] = sum(1 for _ in usages)
+    return out
 
 
 def _runs_in_root(root: Path, on_note: Callable[[str], object]) -> list[Path]:

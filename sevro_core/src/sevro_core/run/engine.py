@@ -21,6 +21,7 @@ from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
 from sevro_core.isolation.sandbox import Isolation
+from sevro_core.judges.session import JudgeSession
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_ARTIFACTS,
@@ -129,8 +130,11 @@ def execute_trial(
     observations.update((o.id, o) for o in report.observations)
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
+    judges = _judge_session(run)
     if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(run, host_result, observations, isolation, baseline)
+        outcomes, grader_error = _grade(
+            run, host_result, observations, _Grading(isolation, baseline, judges)
+        )
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
@@ -156,8 +160,31 @@ def execute_trial(
         required=required,
         states=states,
         error=error,
+        judges=judges,
     )
     return _persist(run, findings)
+
+
+def _judge_session(run: _Trial) -> JudgeSession | None:
+    """The trial's judges (None when the run has none): each call in its own empty workspace."""
+    if not run.plan.judges.routes:
+        return None
+    return JudgeSession(
+        run.plan.judges,
+        run.plan.sandbox,
+        run.cancel,
+        label=(run.planned.case.id, run.trial),
+        workspace_root=run.plan.settings.workspace_root,
+    )
+
+
+@frozen
+class _Grading:
+    """What grading needs beyond the host's result: the sandbox, the baseline, the judges."""
+
+    isolation: Isolation
+    baseline: Mapping[str, Any]
+    judges: JudgeSession | None
 
 
 def _recorder(planned: PlannedCase, workspace: Path, private: Path) -> TurnRecorder:
@@ -434,31 +461,19 @@ def _grade(
     run: _Trial,
     result: HostResult | None,
     observations: dict[str, Observation],
-    isolation: Isolation,
-    baseline: Mapping[str, Any],
+    grading: _Grading,
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     """Grade in stage order; observations that graders record join ``observations``."""
-    planned, cancel = run.planned, isolation.cancel
+    planned, cancel = run.planned, grading.isolation.cancel
     assert result is not None  # only a completed execution is graded
-    view = TrialView(
-        case_id=planned.case.id,
-        trial=run.trial,
-        final_message=result.final_message,
-        final_message_complete=observations[FINAL_MESSAGE_OBSERVATION].completeness
-        is Completeness.COMPLETE,
-        observations=observations,
-        workspace=isolation.workspace,
-        baseline=baseline,
-        fixture_bin_dir=isolation.fixture_bin_dir,
-        isolation=isolation,
-    )
+    view = _final_view(run, result, observations, grading)
     by_id: dict[str, CheckOutcome] = {}
     error: dict[str, str] | None = None
     for check in planned.graded_checks:
         if cancel.cancelled:
             break
         declaration = check.declaration
-        seen = view if declaration.turn is None else run.turns.view(view, result, declaration.turn)
+        seen = _view_for(run, view, result, declaration)
         if isinstance(seen, str):
             by_id[declaration.id] = CheckOutcome(
                 declaration.id, declaration.grader, CheckStatus.UNAVAILABLE, detail=seen
@@ -491,6 +506,43 @@ def _grade(
         )
     ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
     return ordered, error
+
+
+def _final_view(
+    run: _Trial, result: HostResult, observations: dict[str, Observation], grading: _Grading
+) -> TrialView:
+    """What checks of the final state see; ``checks`` are those graded against it."""
+    isolation, case = grading.isolation, run.planned.case
+    return TrialView(
+        case_id=case.id,
+        trial=run.trial,
+        final_message=result.final_message,
+        final_message_complete=observations[FINAL_MESSAGE_OBSERVATION].completeness
+        is Completeness.COMPLETE,
+        observations=observations,
+        workspace=isolation.workspace,
+        baseline=grading.baseline,
+        fixture_bin_dir=isolation.fixture_bin_dir,
+        isolation=isolation,
+        judges=grading.judges,
+        checks=tuple(c.declaration for c in run.planned.checks if c.declaration.turn is None),
+        prompts=tuple(render_prompt(p, run.workspace) for p in case.prompts),
+    )
+
+
+def _view_for(
+    run: _Trial, view: TrialView, result: HostResult, declaration: CheckDeclaration
+) -> TrialView | str:
+    """The view a check grades: the final one, or its turn's (with that turn's checks)."""
+    if declaration.turn is None:
+        return view
+    seen = run.turns.view(view, result, declaration.turn)
+    if isinstance(seen, str):
+        return seen
+    same = tuple(
+        c.declaration for c in run.planned.checks if c.declaration.turn == declaration.turn
+    )
+    return evolve(seen, checks=same)
 
 
 def _turn_detail(declaration: CheckDeclaration, detail: str | None) -> str | None:

@@ -28,6 +28,13 @@ from sevro_core.isolation.sandbox import (
     announce,
     select_sandbox,
 )
+from sevro_core.judges.routes import (
+    NO_JUDGE_SETTINGS,
+    NO_JUDGES,
+    JudgeRoutes,
+    JudgeSettings,
+    configure_judges,
+)
 from sevro_core.models import (
     Case,
     CheckDeclaration,
@@ -53,9 +60,12 @@ from sevro_core.plugin.protocols import (
 )
 from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
 from sevro_core.vocabulary import (
+    ADVISORY_ROLE,
+    COMPARATOR_ROLE,
     CONTINUATION_CAPABILITY,
     ENFORCED_CAPABILITY,
     FINAL_MESSAGE_OBSERVATION,
+    JUDGE_PREFIX,
     SANDBOX_CAPABILITY,
 )
 
@@ -89,6 +99,8 @@ class RunSettings:
     """The arms to compare (``trials`` is then the repetitions per arm and case)."""
     fail_on_regression: bool = False
     """Exit 1 when a comparison regressed (and the run would otherwise exit 0)."""
+    judges: JudgeSettings = NO_JUDGE_SETTINGS
+    """Judge routes (``--semantic-host`` ...) and what the advisory and comparator judges use."""
 
 
 @frozen
@@ -147,6 +159,7 @@ class RunPlan:
     graders_active: tuple[Mapping[str, str], ...]
     sandbox: SandboxSelection
     arms: tuple[PlannedArm, ...] = ()
+    judges: JudgeRoutes = NO_JUDGES
 
     @property
     def route(self) -> Route:
@@ -154,9 +167,10 @@ class RunPlan:
 
     @property
     def routes(self) -> list[Route]:
-        """Every distinct route the run uses (one per arm host, model and effort)."""
+        """Every distinct route the run uses (one per arm host, model and effort), then its
+        judges' (one per role)."""
         routes = [self.host.route] if not self.arms else [a.host.route for a in self.arms]
-        return list(dict.fromkeys(routes))
+        return list(dict.fromkeys(routes)) + self.judges.route_list()
 
     def host_for(self, planned: PlannedCase) -> ConfiguredHost:
         return planned.arm.host if planned.arm is not None else self.host
@@ -178,6 +192,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     host_plugin, host = _configure_host(registry, settings, settings.host, settings.host_options)
     config_source = settings.host_options.config_source or "--host-config"
     arms = _plan_arms(registry, settings)
+    judges = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
         if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
             raise InvocationError(
@@ -188,14 +203,14 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     sandbox = select_sandbox(
         registry, settings.sandbox, settings.network, protected_roots(settings, cases, registry)
     )
-    context = FixtureContext(sources=settings.case_sources)
+    around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
     planned = tuple(
         unit
         for case in cases
-        for unit in _plan_units(case, registry, host, arms, config_source, sandbox, context)
+        for unit in _plan_units(case, registry, host, arms, config_source, around)
     )
     graders_active = _graders_active(registry, planned)
-    configuration = _configuration(settings, host, policy, sandbox, arms)
+    configuration = _configuration(settings, host, policy, sandbox, arms, judges)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
         IdentityInputs(
@@ -229,7 +244,44 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         graders_active=graders_active,
         sandbox=sandbox,
         arms=arms,
+        judges=judges,
     )
+
+
+@frozen
+class _Surroundings:
+    """What every case is planned against besides its host: the sandbox, the fixture context
+    and the judges the run configured."""
+
+    sandbox: SandboxSelection
+    context: FixtureContext
+    judges: JudgeRoutes
+
+
+def _plan_judges(registry: Registry, run: RunSettings, host_id: str) -> JudgeRoutes:
+    """Configure the judge routes; judge options need their judge, and name an installed
+    reviewer and rubric (exit 64)."""
+    judges = configure_judges(registry, run.judges.routes, (host_id, run.host_options))
+    settings = run.judges
+    if settings.advisory_exclude and judges.get(ADVISORY_ROLE) is None:
+        raise InvocationError("--advisory-exclude needs an advisory judge (--advisory-host)")
+    if judges.get(ADVISORY_ROLE) is not None and registry.reviewer(settings.reviewer) is None:
+        raise InvocationError(
+            f"advisory reviewer {settings.reviewer!r} is not installed; installed reviewers: "
+            f"{', '.join(registry.ids('reviewer')) or 'none'}"
+        )
+    if judges.get(COMPARATOR_ROLE) is not None:
+        if run.experiment is None:
+            raise InvocationError(
+                "a comparator judge compares the arms of an experiment; this run has none "
+                "(pass --baseline or an experiment file)"
+            )
+        if registry.rubric(settings.rubric) is None:
+            raise InvocationError(
+                f"comparator rubric {settings.rubric!r} is not installed; installed rubrics: "
+                f"{', '.join(registry.ids('rubric')) or 'none'}"
+            )
+    return judges
 
 
 def _configure_host(
@@ -272,16 +324,15 @@ def _plan_units(
     host: ConfiguredHost,
     arms: Sequence[PlannedArm],
     config_source: str,
-    sandbox: SandboxSelection,
-    context: FixtureContext,
+    around: _Surroundings,
 ) -> list[PlannedCase]:
     """The case planned once per arm (its own host), or once when there are no arms."""
     _check_arm_names(case, arms)
     if not arms:
-        return [_plan_case(case, registry, host, config_source, sandbox, context)]
+        return [_plan_case(case, registry, host, config_source, around)]
     units = []
     for arm in arms:
-        planned = _plan_case(case, registry, arm.host, config_source, sandbox, context)
+        planned = _plan_case(case, registry, arm.host, config_source, around)
         checks = tuple(c for c in planned.checks if c.declaration.arm in (None, arm.id))
         units.append(evolve(planned, arm=arm, checks=checks))
     return units
@@ -310,6 +361,7 @@ def protected_roots(
     inputs = [Path(case.source).resolve() for case in cases if case.source]
     if settings.host_options.config_source:
         inputs.append(Path(settings.host_options.config_source).resolve())
+    inputs += [Path(s.config_source).resolve() for s in settings.judges.routes if s.config_source]
     if settings.experiment is not None:
         inputs.extend(settings.experiment.input_paths())
     roots = engine_roots(
@@ -414,10 +466,10 @@ def _plan_case(
     registry: Registry,
     host: ConfiguredHost,
     config_source: str,
-    sandbox: SandboxSelection,
-    context: FixtureContext,
+    around: _Surroundings,
 ) -> PlannedCase:
-    provider_id, fixture = compile_fixture(case, registry, context)
+    sandbox = around.sandbox
+    provider_id, fixture = compile_fixture(case, registry, around.context)
     if len(case.prompts) > 1 and CONTINUATION_CAPABILITY not in host.capabilities:
         key = "turns" if case.turns else "followUpPrompt"
         raise _refusal(
@@ -425,7 +477,13 @@ def _plan_case(
             f"host {host.route.host} cannot continue a session, so it cannot run {key}",
             key,
         )
-    provided = ENGINE_PROVIDES | host.capabilities | fixture.capabilities | sandbox.capabilities
+    provided = (
+        ENGINE_PROVIDES
+        | host.capabilities
+        | fixture.capabilities
+        | sandbox.capabilities
+        | around.judges.capabilities
+    )
     checks = _negotiate_checks(case, compile_checks(case, registry), provided, host, sandbox)
     try:
         host.check_case(case)
@@ -478,6 +536,17 @@ def _negotiate_checks(
                 IsolationUnavailable(check.grader.id, sandbox.problem),
             )
             continue
+        judges = [m.removeprefix(JUDGE_PREFIX) for m in missing]
+        if missing and all(m.startswith(JUDGE_PREFIX) for m in missing):
+            raise _refusal(
+                case,
+                f"grader {check.grader.id} needs a {' and a '.join(judges)} judge, and this run "
+                f"has none: pass {' and '.join(f'--{j}-host' for j in judges)} "
+                "(see docs/judges.md)",
+                "checks",
+                index,
+                "grader",
+            )
         if missing:
             raise _refusal(
                 case,
@@ -506,6 +575,7 @@ def _configuration(
     policy: VerdictPolicy,
     sandbox: SandboxSelection,
     arms: Sequence[PlannedArm],
+    judges: JudgeRoutes,
 ) -> dict[str, Any]:
     redacted: dict[str, Any] = {
         "condition": settings.condition,
@@ -517,6 +587,11 @@ def _configuration(
         "hostConfiguration": {"candidate": host.redacted_configuration()},
         "sandbox": sandbox.configuration(),
     }
+    if judges.routes:
+        redacted["judges"] = {
+            **judges.configuration(),
+            "settings": settings.judges.configuration(),
+        }
     if arms:
         # what each arm evaluates (its fingerprint) and how (its host's configuration): the
         # arm is part of the configuration, so runs of different arms differ only here

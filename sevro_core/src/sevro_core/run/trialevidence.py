@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import frozen
 
+from sevro_core.judges.session import JudgeSession
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
 from sevro_core.models import (
     UNKNOWN_USAGE,
@@ -62,6 +63,8 @@ class TrialFindings:
     states: TrialStates
     error: tuple[str, str] | None
     """The execution error (code, message), if the trial did not complete."""
+    judges: JudgeSession | None = None
+    """The trial's judge calls (prompts, replies, usage per role), when the run has judges."""
 
 
 def _write_blobs(
@@ -77,10 +80,21 @@ def _write_blobs(
             f"trial-{trial}-raw.txt",
             result.final_message.encode("utf-8", "surrogatepass"),
         )
-    for artifact in (*(result.artifacts if result is not None else ()), *findings.report.artifacts):
+    judged = findings.judges.artifacts() if findings.judges is not None else ()
+    host = result.artifacts if result is not None else ()
+    for artifact in (*host, *findings.report.artifacts, *judged):
         ref = store.write_blob(case_id, f"trial-{trial}-{artifact.id}.bin", artifact.content)
         artifact_refs.append({"id": artifact.id, **ref})
     return raw, artifact_refs
+
+
+def _routes(findings: TrialFindings) -> list[dict[str, str]]:
+    """The candidate's route, then each judge route the trial asked (one per role)."""
+    routes = [findings.plan.host_for(findings.planned).route.to_json()]
+    if findings.judges is not None:
+        asked = {call.role: call.reply.route.to_json() for call in findings.judges.calls}
+        routes += [route for _, route in sorted(asked.items())]
+    return routes
 
 
 def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, Any]:
@@ -99,7 +113,8 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
     durations = {**findings.durations, "totalMs": elapsed_ms(findings.t0, time.monotonic())}
     final = findings.observations[FINAL_MESSAGE_OBSERVATION]
     grader_error = findings.grader_error
-    return {
+    judges = findings.judges.evidence() if findings.judges is not None else None
+    evidence = {
         "caseId": planned.case.id,
         "trial": findings.trial,
         "attempt": store.attempt,
@@ -124,7 +139,7 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
         "checks": [o.to_json() for o in findings.outcomes],
         "requiredEvidence": [dict(r) for r in findings.required],
         "metrics": [],
-        "routes": [plan.host_for(planned).route.to_json()],
+        "routes": _routes(findings),
         "usage": (result.usage if result is not None else UNKNOWN_USAGE).to_json(),
         "turnsCompleted": result.turns_completed if result is not None else 0,
         "durations": durations,
@@ -136,6 +151,9 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
         "startedAt": findings.started_at,
         "finishedAt": timestamp(),
     }
+    if judges is not None:
+        evidence["judges"] = judges
+    return evidence
 
 
 def trial_document(
