@@ -554,7 +554,7 @@ def test_the_skill_creator_evals_example_maps_what_the_docs_claim(
         assert len(matching) == 1, (route, matching)
 
 
-@pytest.mark.xfail(reason="waits for judge routes", strict=False)
+@pytest.mark.xfail(reason="waits for the sevro.semantic grader", strict=True)
 def test_the_skill_creator_evals_example_grades_each_expectation(
     sevro_project: SevroProject,
 ) -> None:
