@@ -181,8 +181,12 @@ REAL_CLI = {
 }
 
 
+JUDGED = {"docs/graders.md#explains-ci-failure"}
+"""Cases whose checks need a judge: controlled by their own test, with the scripted host judging."""
+
+
 def test_every_documented_case_has_controls() -> None:
-    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI
+    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI | JUDGED
     assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
@@ -216,6 +220,51 @@ def test_documented_case_passes_only_when_the_host_does_what_it_claims(
     assert (code, task) == (1, "failed"), failed.stdout + failed.stderr
     assert {c for c, status in checks.items() if status != "passed"} == CAUGHT_BY[where], checks
     assert {c for c, status in checks.items() if status == "failed"} == CAUGHT_BY[where], checks
+
+
+# ---- the sevro.semantic example, with the scripted host as the (simulated) judge ----------
+
+SEMANTIC_JUDGE = {
+    "judges": {
+        "semantic": [
+            {
+                "promptContains": "clean environment",
+                "reply": '{"checks":[{"id":"gives-a-reason","verdict":"pass",'
+                '"reason":"It names a missing local file in a clean CI environment."}]}',
+            },
+            {
+                "reply": '{"checks":[{"id":"gives-a-reason","verdict":"fail",'
+                '"reason":"It gives no cause."}]}'
+            },
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "task"),
+    [
+        (
+            "Because CI starts from a clean environment, a file only your machine has is missing.",
+            0,
+            "passed",
+        ),
+        ("It can happen sometimes.", 1, "failed"),
+    ],
+    ids=["gives-a-cause", "restates"],
+)
+def test_the_semantic_example_checks_what_it_claims(
+    answer: str, code: int, task: str, sevro_project: SevroProject
+) -> None:
+    case = documented_cases()["docs/graders.md#explains-ci-failure"]
+    case_file = sevro_project.write_json("case.json", case)
+    host = sevro_project.script(default=[[{"reply": {"text": answer}}]])
+    judge = sevro_project.write_json("judge.json", SEMANTIC_JUDGE)
+    done = sevro_project.run(
+        case_file, "--host-config", host, "--semantic-host", "scripted",
+        "--semantic-host-config", judge,
+    )  # fmt: skip
+    assert _task(done) == (code, task, {"gives-a-reason": task}), done.stdout + done.stderr
 
 
 # ---- the Codex and Claude examples, on the real CLIs with the mock model ------------------
@@ -554,7 +603,6 @@ def test_the_skill_creator_evals_example_maps_what_the_docs_claim(
         assert len(matching) == 1, (route, matching)
 
 
-@pytest.mark.xfail(reason="waits for the sevro.semantic grader", strict=True)
 def test_the_skill_creator_evals_example_grades_each_expectation(
     sevro_project: SevroProject,
 ) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from sevro_core.fixtures.workspace import (
     WorkspaceEscapeError,
     create_workspace,
+    list_confined,
     read_confined,
     remove_tree,
     write_confined,
@@ -70,6 +72,30 @@ def test_read_confined_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
         read_confined(ws, "pipe", 100)
 
 
+def test_list_confined_lists_without_following_links_and_bounds(tmp_path: Path) -> None:
+    ws = create_workspace(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("s")
+    (ws / "docs" / "sub").mkdir(parents=True)
+    (ws / "docs" / "b.md").write_text("b")
+    (ws / "docs" / "a.md").write_text("a")
+    (ws / "docs" / "link.md").symlink_to(outside / "secret.md")
+    (ws / "out").symlink_to(outside)
+    found = list_confined(ws, "docs", 10)
+    assert found is not None
+    assert [name for name, _ in found] == ["a.md", "b.md", "link.md", "sub"]
+    modes = dict(found)
+    assert stat.S_ISREG(modes["a.md"]) and stat.S_ISDIR(modes["sub"])
+    assert stat.S_ISLNK(modes["link.md"])  # the link itself, not its target
+    assert list_confined(ws, "docs", 3) is None
+    assert [name for name, _ in list_confined(ws, "", 10) or []] == ["docs", "out"]
+    with pytest.raises(WorkspaceEscapeError):
+        list_confined(ws, "out", 10)
+    with pytest.raises(FileNotFoundError):
+        list_confined(ws, "missing", 10)
+
+
 @pytest.mark.parametrize("relative", ["../x", "a/../../x", "/etc/passwd", "a//b", "./a", ".."])
 def test_confined_access_refuses_paths_that_are_not_plain(tmp_path: Path, relative: str) -> None:
     ws = create_workspace(tmp_path)
@@ -78,6 +104,8 @@ def test_confined_access_refuses_paths_that_are_not_plain(tmp_path: Path, relati
         read_confined(ws, relative, 10)
     with pytest.raises(WorkspaceEscapeError):
         write_confined(ws, relative, b"no")
+    with pytest.raises(WorkspaceEscapeError):
+        list_confined(ws, relative, 10)
     assert (tmp_path / "x").read_text() == "outside"
 
 

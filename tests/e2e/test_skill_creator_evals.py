@@ -96,7 +96,6 @@ def test_a_bad_set_is_refused_before_anything_runs(
     assert_refused(done, fragment, project)
 
 
-@pytest.mark.xfail(reason="waits for the sevro.semantic grader", strict=True)
 def test_each_eval_runs_with_and_without_the_skill_graded_by_the_semantic_judge(
     project: SevroProject,
 ) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_graders import jsondoc, jsregex, plugin, shell_grader
+from sevro_judges import plugin as judges_plugin
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
 EXPECTATIONS = DOC.with_name("expectations.md")
@@ -20,8 +21,10 @@ JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def graders() -> dict[str, Any]:
+    """The built-in graders documented here: sevro-graders' and sevro-judges' sevro.semantic."""
     found: list[Any] = []
     plugin.sevro_register_graders(found.append)
+    judges_plugin.sevro_register_graders(found.append)
     return {grader.id: grader for grader in found}
 
 

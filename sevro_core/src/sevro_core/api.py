@@ -27,7 +27,12 @@ from sevro_core.fixtures.overlay import (
 )
 from sevro_core.fixtures.paths import check_collisions, check_git_path, check_relative_path
 from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
-from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined, write_confined
+from sevro_core.fixtures.workspace import (
+    WorkspaceEscapeError,
+    list_confined,
+    read_confined,
+    write_confined,
+)
 from sevro_core.formats.jsonio import JsonValue, parse_json_text
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.hosts.agentcli import (
@@ -271,6 +276,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "check_collisions",
     "check_git_path",
     "check_relative_path",
+    "list_confined",
     "read_confined",
     "snapshot",
     "write_confined",

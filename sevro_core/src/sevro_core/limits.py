@@ -91,6 +91,18 @@ MAX_PATH_GLOB_ENTRIES = 65_536
 """Workspace entries a ``sevro.path`` glob walks before it stops (then, unmatched: unavailable)."""
 REGEX_CHECK_TIMEOUT_SECONDS = 5.0
 
+# Semantic checks (sevro.semantic): what a check declares, what the judge reads and answers
+MAX_SEMANTIC_PROPOSITION_BYTES = 8 * KIB
+"""One ``sevro.semantic`` proposition, UTF-8 (beyond: refused before the run)."""
+MAX_SEMANTIC_ARTIFACT_BYTES = 64 * KIB
+"""The workspace file an ``artifactPath`` check puts before the judge (beyond: ``unavailable``)."""
+MAX_SEMANTIC_GLOB_ENTRIES = 65_536
+"""Entries of the directory an ``artifactPath`` with ``*`` lists (beyond: ``unavailable``)."""
+MAX_SEMANTIC_REPLY_BYTES = 1 * MIB
+"""The semantic judge's reply, UTF-8 (beyond: a grading error, never a verdict)."""
+MAX_SEMANTIC_REASON_CHARS = 4096
+"""One verdict's reason in the judge's reply (beyond: a grading error)."""
+
 # Sandbox
 MAX_PROTECTED_ROOTS = 64
 SANDBOX_PROBE_TIMEOUT_SECONDS = 10.0

@@ -1,10 +1,17 @@
-"""Registers sevro's reviewers and rubrics (entry point ``judges`` in group ``sevro``)."""
+"""Registers sevro's judge-backed plugins (entry point ``judges`` in group ``sevro``): the
+``sevro.semantic`` grader, the advisory reviewer and the comparator rubrics."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from sevro_core.api import Reviewer, Rubric, hookimpl
+from sevro_core.api import Grader, Reviewer, Rubric, hookimpl
+from sevro_judges.semantic_grader import SemanticGrader
+
+
+@hookimpl
+def sevro_register_graders(register: Callable[[Grader], None]) -> None:
+    register(SemanticGrader())
 
 
 @hookimpl
