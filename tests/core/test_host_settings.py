@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer
 
@@ -38,8 +39,9 @@ def test_reserved_flags_are_the_core_commands_own() -> None:
     group = typer.main.get_group(app)
     ctx = group.make_context("sevro", ["run", "--help"], resilient_parsing=True)
     flags = {o for p in group.params for o in p.opts if o.startswith("--")}
-    for name in ("run", "doctor"):
-        command = group.commands[name]
+    judge = group.commands["judge"]
+    assert isinstance(judge, click.Group)
+    for command in (group.commands["run"], group.commands["doctor"], judge.commands["calibrate"]):
         flags |= {o for p in command.params for o in p.opts if o.startswith("--")}
     flags.add(ctx.help_option_names[-1])
     assert flags == RESERVED_FLAGS

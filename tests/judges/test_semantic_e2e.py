@@ -81,6 +81,8 @@ def test_the_judges_verdicts_decide_and_each_source_is_one_call(
     }
     assert checks["names-file"]["detail"] == "No file is named."
     calls = evidence["judges"]["calls"]
+    for check in (c for c in checks.values() if c["grader"] == "sevro.semantic"):
+        assert check["evidenceRefs"][-2:] in [c["artifacts"] for c in calls]  # its judge call
     assert sorted(c["purpose"] for c in calls) == [
         "sevro.semantic:artifact:NOTES.md",
         "sevro.semantic:response",

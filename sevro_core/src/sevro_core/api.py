@@ -80,6 +80,7 @@ from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.isolation.doctor import sandbox_check
 from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
 from sevro_core.isolation.sandbox import Isolation, IsolationError
+from sevro_core.judges.comparator import PairJudgement, judge_pair
 from sevro_core.models import (
     UNKNOWN_USAGE,
     Artifact,
@@ -137,6 +138,7 @@ from sevro_core.plugin.protocols import (
     WorkspaceProbe,
 )
 from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.reporting.skilleval import render_skilleval
@@ -309,6 +311,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "find_git",
     "write_files",
     "write_identity",
+    # ---- judges: the blinded AB/BA pairwise comparator (calibration drives it directly)
+    "PairJudgement",
+    "judge_pair",
     # ---- doctor and reports
     "CredentialLocations",
     "SkillPlaces",
@@ -317,6 +322,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "sandbox_check",
     "trial_ranges",
     "render_experiment_statistics",
+    "render_judge_calibration",
     "render_skilleval",
     "unit_key",
     # ---- agent-CLI hosts: the skeleton a host that drives a coding-agent CLI subclasses

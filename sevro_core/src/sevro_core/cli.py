@@ -695,6 +695,118 @@ def doctor(
     raise typer.Exit(0 if all(r.ok for r in results) else 1)
 
 
+judge_app = typer.Typer(
+    name="judge",
+    help="Judges: calibrate a judge against labelled items.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(judge_app)
+
+
+@judge_app.command("calibrate", cls=_HostSettingsCommand)
+def judge_calibrate(
+    corpus: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A sevro.judge-corpus.v1 file (default: the small corpus sevro ships).",
+            show_default=False,
+        ),
+    ] = None,
+    host: HostOpt = "scripted",
+    host_config: HostConfigOpt = None,
+    model: ModelOpt = None,
+    effort: EffortOpt = None,
+    host_setting: HostSettingOpt = None,
+    rubric: Annotated[
+        str | None,
+        typer.Option(help="The comparator rubric for pairs (default: the one installed)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the sevro.judge-calibration.v1 record here."),
+    ] = None,
+    sandbox: SandboxOpt = "auto",
+    as_json: JsonOpt = False,
+    plugin: PluginOpt = None,
+    log_format: LogFormatOpt = "console",
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Run a judge over a labelled corpus and report how far it agrees with the gold labels:
+    agreement, balanced accuracy, Cohen's kappa, order disagreement, injection and length probes.
+    Exit 0 when it ran (the figures are information), 64 on bad input, 70 on a failure."""
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.judges.calibrationsetup import CalibrationChoices, prepare_calibration
+        from sevro_core.plugin.protocols import HostOptions
+
+        _setup_logging(log_format, verbose)
+        registry = _loaded_registry()
+        options = HostOptions(
+            config=_judge_host_config(host_config),
+            config_source=str(host_config) if host_config else None,
+            model=model,
+            effort=effort,
+            settings=_host_settings(registry, host, host_setting),
+        )
+        _check_output(output)
+        choices = CalibrationChoices(corpus, host, options, rubric, sandbox, output)
+        setup = prepare_calibration(registry, choices)
+    except InvocationError as exc:
+        _fail(exc, as_json=as_json)
+    try:
+        document = _calibrate(setup, output)
+    except Exception as exc:  # InvocationError 64, anything else 70: one line either way
+        _fail(exc, as_json=as_json)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        from sevro_core.reporting.calibration import render_calibration
+
+        sys.stdout.write(render_calibration(document))
+
+
+def _judge_host_config(path: Path | None) -> Any:
+    from sevro_core.formats.jsonio import read_json_file
+    from sevro_core.limits import MAX_HOST_CONFIG_BYTES
+
+    if path is None:
+        return None
+    config = read_json_file(path, MAX_HOST_CONFIG_BYTES, what="host configuration")
+    if not isinstance(config, dict):
+        from sevro_core.errors import InvocationError
+
+        raise InvocationError("host configuration must be a JSON object", source=path)
+    return config
+
+
+def _check_output(output: Path | None) -> None:
+    """``--output`` names a file to (re)write in an existing directory: refused before running."""
+    from sevro_core.errors import InvocationError
+
+    if output is None:
+        return
+    if output.is_dir() or not output.parent.is_dir():
+        raise InvocationError(
+            "--output must name a file in an existing directory", source=str(output)
+        )
+
+
+def _calibrate(setup: Any, output: Path | None) -> Any:
+    from sevro_core.formats.jsonio import write_json_atomic
+    from sevro_core.judges.calibrationsetup import run_calibration
+    from sevro_core.versions import core_version
+
+    document = run_calibration(setup, core_version())
+    if output is not None:
+        write_json_atomic(output, document)
+    return document
+
+
 def _doctor_lines(host_id: str, results: list[Any]) -> str:
     """One line per check, a fix under each failure; a host without checks says so."""
     lines = [f"sevro doctor: {host_id}"]

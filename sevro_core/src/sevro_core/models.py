@@ -237,6 +237,9 @@ class JudgeReply:
     route: Route
     error: str | None = None
     usage: Usage = UNKNOWN_USAGE
+    artifacts: tuple[str, ...] = ()
+    """The ids of the trial artifacts holding this call's prompt and reply, for a check's
+    ``evidence_refs`` (empty outside the engine)."""
 
     @property
     def usable(self) -> bool:

@@ -14,13 +14,17 @@ ENTRY_POINT_GROUP = (
 )
 
 
+def core_version() -> str:
+    """sevro's own version, from its installed metadata."""
+    try:
+        return metadata.version(CORE_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed as a distribution)"
+
+
 def render_versions() -> str:
     """``sevro X`` on the first line, then each plugin distribution and Python."""
-    try:
-        core = metadata.version(CORE_DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        core = "unknown (not installed as a distribution)"
-    lines = [f"sevro {core}"]
+    lines = [f"sevro {core_version()}"]
     plugins: dict[str, str] = {}
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = entry.dist

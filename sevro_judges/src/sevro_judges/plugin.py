@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sevro_core.api import Grader, Reviewer, Rubric, hookimpl
+from sevro_judges.rubric_software_engineering import SoftwareEngineeringRubric
 from sevro_judges.semantic_grader import SemanticGrader
 
 
@@ -21,4 +22,4 @@ def sevro_register_reviewers(register: Callable[[Reviewer], None]) -> None:
 
 @hookimpl
 def sevro_register_rubrics(register: Callable[[Rubric], None]) -> None:
-    del register  # the software-engineering rubric registers here (issue 16, in progress)
+    register(SoftwareEngineeringRubric())

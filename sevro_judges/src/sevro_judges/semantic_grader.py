@@ -97,7 +97,8 @@ class SemanticCheck:
             raise GradingError(f"the semantic judge gave no usable reply: {_why(reply.error)}")
         verdict, reason = parse_semantic_reply(reply.text, [p.id for p in group])[check_id]
         observation = _observation(check_id, verdict, reason, text, path)
-        refs = (observation.id,) if path else (observation.id, FINAL_MESSAGE_OBSERVATION)
+        source_refs = () if path else (FINAL_MESSAGE_OBSERVATION,)
+        refs = (observation.id, *source_refs, *reply.artifacts)
         return CheckOutcome(
             id=check_id,
             grader=GRADER_ID,

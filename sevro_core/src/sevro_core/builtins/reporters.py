@@ -153,12 +153,18 @@ def _judge_usage_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each experiment's (or --compare's) verdict, per-case table, activation and rates."""
-    from sevro_core.api import render_experiment_statistics, render_skilleval
+    from sevro_core.api import (
+        render_experiment_statistics,
+        render_judge_calibration,
+        render_skilleval,
+    )
 
     lines: list[str] = []
     for experiment in experiments:
         arms = ", ".join(f"{a['id']} = run {a['runId']}" for a in experiment["arms"])
         lines += ["", "## Experiment", "", f"Arms: {_cell(arms)}.", ""]
+        if "judgeCalibration" in experiment:
+            lines += [*render_judge_calibration(experiment["judgeCalibration"]), ""]
         lines += render_experiment_statistics(experiment["statistics"])
         if "skillEval" in experiment:
             lines += ["", *render_skilleval(experiment["skillEval"], experiment["statistics"])]

@@ -30,8 +30,16 @@ from sevro_core.experiments.statistics import (
     pass_at_k,
     pass_hat_k,
     pass_rate,
+    sign_test,
     transitions,
     wilson_interval,
+)
+from sevro_core.judges.comparator import (
+    BOTH_PASSED,
+    JUDGE_ERROR,
+    POSITION_BIAS,
+    PairJudgement,
+    eligible,
 )
 from sevro_core.vocabulary import SKILLS_OBSERVATION
 
@@ -316,11 +324,13 @@ def _comparison(
     cases: Sequence[str],
     index: Mapping[tuple[str, str, int], ArmTrial],
     repetitions: Sequence[int],
+    judging: ComparatorJudging | None = None,
 ) -> dict[str, Any]:
     paired = {case: _pairs(index, control, treatment, case, repetitions) for case in cases}
     compared = compare_cases({case: [p.pair for p in ps] for case, ps in paired.items()})
     pooled = compared.difference
     every = [p for ps in paired.values() for p in ps]
+    judged = {} if judging is None else {"judged": _judged(paired, repetitions, judging)}
     return {
         "control": control,
         "treatment": treatment,
@@ -348,7 +358,88 @@ def _comparison(
             "treatment": _activation([p.treatment for p in every if p.treatment]),
         },
         "deltas": _deltas(every),
+        **judged,
     }
+
+
+@frozen
+class ComparatorJudging:
+    """How the blinded comparator judged one comparison's pairs: the rubric and judge route
+    it used, which pairs were eligible (``when``), whether the judge was calibrated, and each
+    judged pair's :class:`PairJudgement` by (case id, repetition)."""
+
+    rubric_id: str
+    rubric_version: str
+    route: Mapping[str, str]
+    """The comparator judge's route (``Route.to_json``)."""
+    judgements: Mapping[tuple[str, int], PairJudgement]
+    when: str = BOTH_PASSED
+    calibration: Mapping[str, Any] | None = None
+    """What a calibration of this judge and rubric found; None when it was not calibrated."""
+
+
+def _eligible_pairs(
+    paired: Mapping[str, Sequence[_Paired]], repetitions: Sequence[int], when: str
+) -> list[tuple[str, int]]:
+    return [
+        (case, r)
+        for case, pairs in paired.items()
+        for r, p in zip(repetitions, pairs, strict=True)
+        if eligible(p.pair.control, p.pair.treatment, when)
+    ]
+
+
+def _judged_tally(
+    eligible_pairs: Sequence[tuple[str, int]], judging: ComparatorJudging
+) -> dict[str, Any]:
+    """The judged block's counts and pairs (judgements of pairs that were not eligible are
+    not counted: the objective result decided those)."""
+    judged = [(key, judging.judgements[key]) for key in eligible_pairs if key in judging.judgements]
+    outcomes = [j.outcome for _, j in judged]
+    inconclusive = [j for _, j in judged if j.outcome == "inconclusive"]
+    return {
+        "eligiblePairs": len(eligible_pairs),
+        "judgedPairs": len(judged),
+        "wins": outcomes.count("candidate"),
+        "losses": outcomes.count("baseline"),
+        "ties": outcomes.count("tie"),
+        "inconclusive": {
+            "total": len(inconclusive),
+            "positionBias": sum(1 for j in inconclusive if POSITION_BIAS in j.flags),
+            "judgeError": sum(1 for j in inconclusive if JUDGE_ERROR in j.flags),
+        },
+        "pairs": [
+            {"caseId": case, "repetition": r, "outcome": j.outcome, "flags": list(j.flags)}
+            for (case, r), j in judged
+        ],
+    }
+
+
+def _judged(
+    paired: Mapping[str, Sequence[_Paired]],
+    repetitions: Sequence[int],
+    judging: ComparatorJudging,
+) -> dict[str, Any]:
+    """The ``judged`` block of a comparison: the comparator's outcomes, kept apart from the
+    objective results, with an exact sign test over the decisive pairs."""
+    tally = _judged_tally(_eligible_pairs(paired, repetitions, judging.when), judging)
+    wins, losses = tally["wins"], tally["losses"]
+    return {
+        "rubric": {"id": judging.rubric_id, "version": judging.rubric_version},
+        "judge": dict(judging.route),
+        "when": judging.when,
+        "calibration": None if judging.calibration is None else dict(judging.calibration),
+        **tally,
+        "signTest": {"decisive": wins + losses, "pTwoSided": sign_test(wins, losses)},
+    }
+
+
+def _judged_counts(judged: Mapping[str, Any]) -> list[Any]:
+    """What a ``judged`` block's figures rest on (its counts and pairs), for recounting."""
+    inconclusive = judged["inconclusive"]
+    numbers = [judged[k] for k in ("eligiblePairs", "judgedPairs", "wins", "losses", "ties")]
+    numbers += [inconclusive[k] for k in ("total", "positionBias", "judgeError")]
+    return [numbers, [dict(p) for p in judged["pairs"]]]
 
 
 @frozen
@@ -397,14 +488,17 @@ def experiment_statistics(
     trials: Iterable[ArmTrial],
     repetitions: int,
     cases: Sequence[str] | None = None,
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
 ) -> dict[str, Any]:
     """The ``sevro.experiment-statistics.v1`` document of these trials.
 
     ``comparisons`` are (control, treatment) arm ids; ``cases`` orders the cases (a case no
     trial names is listed with unknown numbers; cases only trials name follow, first seen
     first). Trials r = 1 … ``repetitions`` of two arms on a case pair up; a repetition one arm
-    lacks is an inconclusive pair."""
+    lacks is an inconclusive pair. A comparison ``judging`` names (by control, treatment) gets
+    a ``judged`` block: the blinded comparator's outcomes, apart from the objective ones."""
     design = _design(arms, comparisons, trials, repetitions, cases)
+    judged = judging or {}
     return {
         "format": STATISTICS_FORMAT,
         "confidence": CONFIDENCE,
@@ -412,7 +506,14 @@ def experiment_statistics(
         "cases": design.cases,
         "arms": [_arm(arm, design.cases, design.trials, repetitions) for arm in arms],
         "comparisons": [
-            _comparison(control, treatment, design.cases, design.index, design.repetitions)
+            _comparison(
+                control,
+                treatment,
+                design.cases,
+                design.index,
+                design.repetitions,
+                judged.get((control, treatment)),
+            )
             for control, treatment in comparisons
         ],
     }
@@ -449,6 +550,13 @@ def statistics_counts(statistics: Mapping[str, Any]) -> dict[str, Any]:
             for c in statistics["comparisons"]
         ],
     }
+    judged = [
+        [c["control"], c["treatment"], *_judged_counts(c["judged"])]
+        for c in statistics["comparisons"]
+        if "judged" in c
+    ]
+    if judged:
+        counts["judged"] = judged
     if "checkTransitions" in statistics:
         counts["checkTransitions"] = statistics["checkTransitions"]
     if "triggers" in statistics:
@@ -464,6 +572,7 @@ def trial_counts(
     trials: Iterable[ArmTrial],
     repetitions: int,
     cases: Sequence[str] | None = None,
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
 ) -> dict[str, Any]:
     """:func:`statistics_counts` of the document these trials give, counted without SciPy or
     statsmodels: enough to check a stored document against its verified trials cheaply."""
@@ -494,7 +603,16 @@ def trial_counts(
     def comparison_rows(control: str, treatment: str) -> list[Any]:
         return [comparison_row(control, treatment, case) for case in design.cases]
 
-    return {
+    def judged_row(control: str, treatment: str, judged: ComparatorJudging) -> list[Any]:
+        paired = {
+            case: _pairs(design.index, control, treatment, case, design.repetitions)
+            for case in design.cases
+        }
+        keys = _eligible_pairs(paired, design.repetitions, judged.when)
+        tally = _judged_tally(keys, judged)
+        return [control, treatment, *_judged_counts(tally)]
+
+    counts: dict[str, Any] = {
         "repetitions": repetitions,
         "cases": design.cases,
         "arms": [[arm, [arm_case(arm, case) for case in design.cases]] for arm in arms],
@@ -503,6 +621,14 @@ def trial_counts(
             for control, treatment in comparisons
         ],
     }
+    judged_rows = [
+        judged_row(control, treatment, (judging or {})[(control, treatment)])
+        for control, treatment in comparisons
+        if (control, treatment) in (judging or {})
+    ]
+    if judged_rows:
+        counts["judged"] = judged_rows
+    return counts
 
 
 def statistics_of_run(
@@ -511,11 +637,13 @@ def statistics_of_run(
     cases: Sequence[str] | None = None,
     *,
     counts_only: bool = False,
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
 ) -> dict[str, Any]:
     """The statistics (or, with ``counts_only``, :func:`trial_counts`) of an experiment run
     from its ``run.json``-shaped document (``arms``, ``experiment``) and its trial documents,
-    each naming its ``arm``. What ``sevro run`` stores and ``sevro report`` checks; raises
-    ValueError when the trials do not fit the arms."""
+    each naming its ``arm``, with the comparator's ``judging`` of its comparisons, if any.
+    What ``sevro run`` stores and ``sevro report`` checks; raises ValueError when the trials
+    do not fit the arms."""
     experiment = run.get("experiment") or {}
     listed = list(documents)
     repetitions = experiment.get("repetitions")
@@ -532,7 +660,9 @@ def statistics_of_run(
         repetitions,
         cases,
     )
-    document = trial_counts(*design) if counts_only else experiment_statistics(*design)
+    document = (
+        trial_counts(*design, judging) if counts_only else experiment_statistics(*design, judging)
+    )
     trigger_set = experiment.get("triggerSet")
     if trigger_set is not None:  # a skill-creator trigger eval set: its trigger statistics
         from sevro_core.experiments.triggers import trigger_counts, trigger_statistics

@@ -24,6 +24,7 @@ from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.sources import Source, parse_source
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.formats.schemas import load_schema, validate_input
+from sevro_core.judges.calibrated import check_calibration, requirement_from_json
 from sevro_core.judges.routes import (
     COMPARE_WHEN,
     DEFAULT_REVIEWER,
@@ -133,9 +134,7 @@ def _judges(block: Mapping[str, Any] | None, base: Path, path: Path) -> JudgeSet
         )
     advisory = block.get(ADVISORY_ROLE, {})
     comparator = block.get(COMPARATOR_ROLE, {})
-    required = comparator.get("requireCalibratedJudge")
-    if required is not None and isinstance(required.get("calibration"), str):
-        required = {**required, "calibration": str((base / required["calibration"]).resolve())}
+    required = _calibration(comparator.get("requireCalibratedJudge"), base, path)
     return JudgeSettings(
         routes=tuple(specs),
         advisory_exclude=tuple(sorted(advisory.get("exclude", ()))),
@@ -144,6 +143,20 @@ def _judges(block: Mapping[str, Any] | None, base: Path, path: Path) -> JudgeSet
         compare_when=comparator.get("when", COMPARE_WHEN[0]),
         require_calibrated_judge=required,
     )
+
+
+def _calibration(
+    required: Mapping[str, Any] | None, base: Path, path: Path
+) -> Mapping[str, Any] | None:
+    """``requireCalibratedJudge`` with its record resolved against the file, checked now as far
+    as it can be without the configured judge (the record, its corpus, the minima); planning
+    checks the judge identity once the comparator is configured."""
+    if required is None:
+        return None
+    where = f"{path}#{join_pointer('/judges', COMPARATOR_ROLE, 'requireCalibratedJudge')}"
+    requirement = requirement_from_json(required, base, source=where)
+    check_calibration(COMPARATOR_ROLE, requirement, None, source=where)
+    return {**required, "calibration": str(requirement.record)}
 
 
 def _host_config(config_path: Path, path: Path, pointer: str) -> Mapping[str, Any]:

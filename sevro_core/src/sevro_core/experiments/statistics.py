@@ -177,6 +177,19 @@ def exact_mcnemar(counts: Transitions) -> McNemar | None:
     )
 
 
+def sign_test(wins: int, losses: int) -> float | None:
+    """The exact two-sided sign test over decisive judged pairs: p from SciPy's
+    `binomtest(wins, wins + losses, 0.5)`. Ties and inconclusive pairs say nothing about the
+    direction and are left out before calling. None without a decisive pair (unknown, not 1)."""
+    if wins < 0 or losses < 0:
+        raise ValueError(f"counts must not be negative: {wins} wins, {losses} losses")
+    if wins + losses == 0:
+        return None
+    from scipy.stats import binomtest
+
+    return min(1.0, float(binomtest(wins, wins + losses, 0.5, alternative="two-sided").pvalue))
+
+
 @frozen
 class PairedDifference:
     """Treatment pass rate minus control pass rate over the same decided pairs, with an

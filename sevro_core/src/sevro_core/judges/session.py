@@ -14,7 +14,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.errors import GradingError
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
@@ -117,7 +117,9 @@ class JudgeSession:
         started = time.monotonic()
         reply = self._run(route, prompt)
         duration = round((time.monotonic() - started) * 1000, 3)
-        self.calls.append(JudgeCall(len(self.calls) + 1, role, purpose, prompt, reply, duration))
+        call = JudgeCall(len(self.calls) + 1, role, purpose, prompt, reply, duration)
+        reply = evolve(reply, artifacts=tuple(a.id for a in call.artifacts()))
+        self.calls.append(evolve(call, reply=reply))
         self._memo[key] = reply
         return reply
 

@@ -56,6 +56,8 @@ RESERVED_FLAGS = frozenset(
         "--resume",
         "--run-state-root",
         "--sandbox",
+        "--output",
+        "--rubric",
         "--skill",
         "--status-interval",
         "--threshold",
@@ -66,8 +68,8 @@ RESERVED_FLAGS = frozenset(
         "--workspace-root",
     }
 )
-"""The core's own flags on ``sevro``, ``run`` and ``doctor``: no host may declare one
-(tests/core/test_host_settings.py keeps this list equal to the commands' options)."""
+"""The core's own flags on ``sevro``, ``run``, ``doctor`` and ``judge calibrate``: no host may
+declare one (tests/core/test_host_settings.py keeps this list equal to the commands' options)."""
 
 _KEY_RE = re.compile(r"^[a-z][a-z0-9]*(?:\.[a-z][a-zA-Z0-9]*)+$")
 _FLAG_RE = re.compile(r"^--[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")

@@ -368,6 +368,7 @@ class JudgedResult:
     diff: str | None
     """The workspace change as a unified Git diff (bounded); None when the fixture gives none."""
     diff_truncated: bool = False
+    final_message_truncated: bool = False
 
 
 @frozen

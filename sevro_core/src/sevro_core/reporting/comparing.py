@@ -11,6 +11,7 @@ dimension that differs (exit 64).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from sevro_core.errors import InvocationError
@@ -36,13 +37,17 @@ def _arm_trials(trials: Iterable[Mapping[str, Any]], name: str | None) -> list[A
 
 
 def run_statistics(
-    run: Mapping[str, Any], result: Mapping[str, Any], trials: Iterable[Mapping[str, Any]]
+    run: Mapping[str, Any],
+    result: Mapping[str, Any],
+    trials: Iterable[Mapping[str, Any]],
+    run_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The statistics of an experiment run (one with ``arms``) from its verified trials.
 
     When ``run.json`` carries the statistics ``sevro run`` computed, every count they rest on
-    is recounted from the trials (no SciPy or statsmodels, which take seconds to import) and
-    a mismatch is refused; otherwise they are computed here."""
+    is recounted from the trials (no SciPy or statsmodels, which take seconds to import), and
+    a comparison's ``judged`` block from the pair judgements kept in ``run_dir``; a mismatch is
+    refused. Otherwise they are computed here (without judged blocks)."""
     from sevro_core.experiments.comparison import statistics_counts, statistics_of_run
 
     documents = list(trials)
@@ -50,7 +55,10 @@ def run_statistics(
         stored = _stored_statistics(run)
         if stored is None:
             return statistics_of_run(run, documents, _case_order(result))
-        counted = statistics_of_run(run, documents, _case_order(result), counts_only=True)
+        judging = _stored_judging(stored, run, run_dir)
+        counted = statistics_of_run(
+            run, documents, _case_order(result), counts_only=True, judging=judging
+        )
         if statistics_counts(stored) != counted:
             raise InvocationError(
                 f"the statistics in run.json of run {run['runId']} do not match its trial files"
@@ -58,6 +66,32 @@ def run_statistics(
         return stored
     except ValueError as exc:  # a trial without its arm, twice the same trial, unknown arms
         raise InvocationError(f"run {run['runId']} is not a consistent experiment: {exc}") from None
+
+
+def _stored_judging(
+    stored: Mapping[str, Any], run: Mapping[str, Any], run_dir: Path | None
+) -> dict[tuple[str, str], Any]:
+    """The comparator's judging of each judged comparison, as ``sevro run`` had it: the stored
+    block's rubric, judge and eligibility rule with the verified pair judgements on disk."""
+    from sevro_core.experiments.comparison import ComparatorJudging
+    from sevro_core.experiments.pairjudgements import read_pair_judgements
+
+    judging: dict[tuple[str, str], Any] = {}
+    for comparison in stored["comparisons"]:
+        judged = comparison.get("judged")
+        if judged is None:
+            continue
+        control, treatment = comparison["control"], comparison["treatment"]
+        found = {} if run_dir is None else read_pair_judgements(run_dir, run, control, treatment)
+        judging[(control, treatment)] = ComparatorJudging(
+            rubric_id=judged["rubric"]["id"],
+            rubric_version=judged["rubric"]["version"],
+            route=judged["judge"],
+            judgements=found,
+            when=judged["when"],
+            calibration=judged["calibration"],
+        )
+    return judging
 
 
 def _stored_statistics(run: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -150,6 +150,74 @@ def _number(value: float | None, unit: str = "") -> str | None:
     return f"{value:+.4f}{unit}" if unit == " USD" else f"{value:+.1f}{unit}"
 
 
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {plural or word + 's'}"
+
+
+def _calibration(calibration: Mapping[str, Any] | None) -> str:
+    if calibration is None:
+        return "not calibrated"
+    passed = calibration.get("passed")
+    if isinstance(passed, bool):
+        return "calibrated, " + ("passed" if passed else "FAILED")
+    return "calibrated"
+
+
+def judged_sentences(comparison: Mapping[str, Any]) -> list[str]:
+    """Who judged a comparison and what the blinded comparator found, in two sentences."""
+    judged = comparison["judged"]
+    judge, rubric = judged["judge"], judged["rubric"]
+    who = (
+        f"Judge: {_cell(judge['host'])}, model {_cell(judge['model'])}, effort "
+        f"{_cell(judge['effort'])}; rubric {_cell(rubric['id'])} {_cell(rubric['version'])}; "
+        f"{_calibration(judged['calibration'])}; pairs judged when "
+        f"{'both passed' if judged['when'] == 'both-passed' else 'both completed'}."
+    )
+    inconclusive = judged["inconclusive"]
+    sign = judged["signTest"]
+    found = (
+        f"{_cell(comparison['treatment'])} against {_cell(comparison['control'])}, judged: "
+        f"{_plural(judged['wins'], 'win')}, {_plural(judged['losses'], 'loss', 'losses')}, "
+        f"{_plural(judged['ties'], 'tie')}, {inconclusive['total']} inconclusive "
+        f"({inconclusive['positionBias']} position bias, {inconclusive['judgeError']} judge error) "
+        f"over {judged['judgedPairs']} judged of {judged['eligiblePairs']} eligible pairs; "
+        f"exact sign test over {sign['decisive']} decisive pairs {_p_clause(sign['pTwoSided'])}."
+    )
+    return [who, found]
+
+
+def _judged_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
+    counts: dict[str, dict[str, int]] = {}
+    for pair in comparison["judged"]["pairs"]:
+        row = counts.setdefault(
+            pair["caseId"], {"candidate": 0, "baseline": 0, "tie": 0, "inconclusive": 0}
+        )
+        row[pair["outcome"]] += 1
+    return [
+        [case, row["candidate"], row["baseline"], row["tie"], row["inconclusive"]]
+        for case, row in counts.items()
+    ]
+
+
+def _judged_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """The comparator's block, under its own heading: a model's opinion, not a check."""
+    lines = [
+        "",
+        f"#### Blinded pairwise comparison: {comparison['treatment']} against "
+        f"{comparison['control']} (model judge)",
+        "",
+        *judged_sentences(comparison),
+        "",
+        "Each pair was judged twice with the results labelled A and B in both orders; an outcome "
+        "counts only when both orders agree. These outcomes are a model's judgement, kept apart "
+        "from the objective results above.",
+        "",
+    ]
+    return lines + _table(
+        ["case", "wins", "losses", "ties", "inconclusive"], _judged_rows(comparison)
+    )
+
+
 def _comparison_lines(comparison: Mapping[str, Any]) -> list[str]:
     control, treatment = comparison["control"], comparison["treatment"]
     lines = [f"### {treatment} against {control}", "", verdict_sentence(comparison), ""]
@@ -194,6 +262,8 @@ def _comparison_lines(comparison: Mapping[str, Any]) -> list[str]:
             for key, unit in units.items()
         ],
     )
+    if "judged" in comparison:
+        lines += _judged_lines(comparison)
     return lines
 
 

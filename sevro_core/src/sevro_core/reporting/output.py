@@ -215,11 +215,14 @@ def render_summary(
         out += "note: nothing was assessed (dry run or no checks); exit 0 is not a pass\n"
     out += _failure_lines(result)
     if statistics is not None:
-        from sevro_core.reporting.experiment import verdict_sentence
+        from sevro_core.reporting.experiment import judged_sentences, verdict_sentence
 
         run_dir = escape_text(str(Path(result["evidencePath"]).parent), 4096)
         out += f"\nexperiment (details: sevro report {run_dir}):\n"
-        out += "".join(f"  {verdict_sentence(c)}\n" for c in statistics["comparisons"])
+        for comparison in statistics["comparisons"]:
+            out += f"  {verdict_sentence(comparison)}\n"
+            if "judged" in comparison:  # the model judge's opinion, on its own line
+                out += f"  {judged_sentences(comparison)[1]}\n"
         if not statistics["comparisons"]:
             out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
         if "triggers" in statistics:

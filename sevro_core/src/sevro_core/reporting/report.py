@@ -497,12 +497,19 @@ class _VerifiedRun:
     result: Mapping[str, Any]
     run: Mapping[str, Any]
     trials: Mapping[tuple[str, int], Mapping[str, Any]]
+    run_dir: Path | None = None
 
 
 def _skill_eval(run: Mapping[str, Any]) -> dict[str, Any]:
     """A skill-eval definition's selection and review questions, when the run has them."""
     origin = (run.get("experiment") or {}).get("skillEval")
     return {"skillEval": origin} if origin is not None else {}
+
+
+def _judge_calibration(run: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the run's semantic and comparator judges were calibrated, when it had any."""
+    statuses = run.get("judgeCalibration")
+    return {"judgeCalibration": statuses} if statuses else {}
 
 
 def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[str, Any]]:
@@ -517,8 +524,9 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
                     {"id": arm["id"], "runId": v.run["runId"], "source": str(v.source)}
                     for arm in v.run["arms"]
                 ],
-                "statistics": run_statistics(v.run, v.result, v.trials.values()),
+                "statistics": run_statistics(v.run, v.result, v.trials.values(), v.run_dir),
                 **_skill_eval(v.run),
+                **_judge_calibration(v.run),
             }
             for v in verified
             if v.run.get("arms")
@@ -585,7 +593,7 @@ def _build_report(
         if run is None or run_dir is None:
             continue
         trials = _trials(run, run_dir)
-        verified.append(_VerifiedRun(path, result, run, trials))
+        verified.append(_VerifiedRun(path, result, run, trials, run_dir))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)
             failures = _failures(case, trials) if details else None

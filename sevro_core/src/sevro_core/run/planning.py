@@ -28,6 +28,7 @@ from sevro_core.isolation.sandbox import (
     announce,
     select_sandbox,
 )
+from sevro_core.judges.calibrated import CalibrationStatus, judge_calibrations
 from sevro_core.judges.routes import (
     NO_JUDGE_SETTINGS,
     NO_JUDGES,
@@ -160,6 +161,8 @@ class RunPlan:
     sandbox: SandboxSelection
     arms: tuple[PlannedArm, ...] = ()
     judges: JudgeRoutes = NO_JUDGES
+    calibrations: tuple[CalibrationStatus, ...] = ()
+    """Whether each configured semantic or comparator judge was calibrated, and how well."""
 
     @property
     def route(self) -> Route:
@@ -192,7 +195,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     host_plugin, host = _configure_host(registry, settings, settings.host, settings.host_options)
     config_source = settings.host_options.config_source or "--host-config"
     arms = _plan_arms(registry, settings)
-    judges = _plan_judges(registry, settings, host_plugin.id)
+    judges, calibrations = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
         if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
             raise InvocationError(
@@ -245,6 +248,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         sandbox=sandbox,
         arms=arms,
         judges=judges,
+        calibrations=calibrations,
     )
 
 
@@ -258,9 +262,11 @@ class _Surroundings:
     judges: JudgeRoutes
 
 
-def _plan_judges(registry: Registry, run: RunSettings, host_id: str) -> JudgeRoutes:
+def _plan_judges(
+    registry: Registry, run: RunSettings, host_id: str
+) -> tuple[JudgeRoutes, tuple[CalibrationStatus, ...]]:
     """Configure the judge routes; judge options need their judge, and name an installed
-    reviewer and rubric (exit 64)."""
+    reviewer and rubric, and a required calibration holds for the configured judge (exit 64)."""
     judges = configure_judges(registry, run.judges.routes, (host_id, run.host_options))
     settings = run.judges
     if settings.advisory_exclude and judges.get(ADVISORY_ROLE) is None:
@@ -281,7 +287,8 @@ def _plan_judges(registry: Registry, run: RunSettings, host_id: str) -> JudgeRou
                 f"comparator rubric {settings.rubric!r} is not installed; installed rubrics: "
                 f"{', '.join(registry.ids('rubric')) or 'none'}"
             )
-    return judges
+    source = run.experiment.source if run.experiment is not None else None
+    return judges, judge_calibrations(settings, judges, source=source or "--comparator-host")
 
 
 def _configure_host(

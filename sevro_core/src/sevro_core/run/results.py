@@ -28,6 +28,7 @@ from sevro_core.states import (
 from sevro_core.store.evidence import RUN_FORMAT
 
 if TYPE_CHECKING:  # `sevro report` imports this module and must not load the planner
+    from sevro_core.experiments.comparison import ComparatorJudging
     from sevro_core.run.planning import RunPlan
     from sevro_core.store.evidence import EvidenceStore
 
@@ -226,6 +227,7 @@ def run_document(
         ],
         "result": retained_result(result, store.run_dir),
         **_experiment_parts(plan, statistics),
+        **_judge_calibration(plan),
     }
 
 
@@ -246,8 +248,13 @@ def _experiment_parts(plan: RunPlan, statistics: Mapping[str, Any] | None) -> di
     return parts
 
 
-def run_statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, Any] | None:
-    """The experiment's statistics from its trial documents (None for a plain run).
+def run_statistics(
+    plan: RunPlan,
+    records: Sequence[TrialRecord],
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
+) -> dict[str, Any] | None:
+    """The experiment's statistics from its trial documents (None for a plain run), with the
+    comparator's ``judging`` of its comparisons when the run has a comparator.
 
     Trials that never ran have no document: their pairs are inconclusive, never dropped."""
     experiment = plan.settings.experiment
@@ -258,7 +265,7 @@ def run_statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, A
     run = {"arms": [{"id": arm.id} for arm in plan.arms], "experiment": experiment.to_json()}
     documents = [r.document for r in records if r.document is not None]
     cases = list(dict.fromkeys(p.case.id for p in plan.cases))
-    return statistics_of_run(run, documents, cases)
+    return statistics_of_run(run, documents, cases, judging=judging)
 
 
 def regression_exit(
@@ -283,3 +290,11 @@ def regression_exit(
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def _judge_calibration(plan: RunPlan) -> dict[str, Any]:
+    """``judgeCalibration``: whether each verdict-bearing judge was calibrated, and how well
+    (absent when the run has no semantic or comparator judge)."""
+    if not plan.calibrations:
+        return {}
+    return {"judgeCalibration": [status.to_json() for status in plan.calibrations]}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from attrs import frozen
@@ -36,6 +36,9 @@ from sevro_core.run.signals import cancel_on_signals
 from sevro_core.states import ExitCode
 from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
 from sevro_core.store.runstate import DEFAULT_STATE_DIR, Claim, RunState, TrialCheckpoint
+
+if TYPE_CHECKING:
+    from sevro_core.experiments.comparison import ComparatorJudging
 
 log = structlog.get_logger("sevro.run")
 _SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
@@ -126,7 +129,7 @@ def _execute_claimed(
             _finish_failed(state, run_id)
             raise
         result, status = _result(plan, info, store, records, cancel)
-        statistics = _statistics(plan, records)
+        statistics = _statistics(plan, records, _judging(plan, store, records, cancel))
         result = regression_exit(plan, result, statistics)
         state.finish(run_id, status)
         document = run_document(
@@ -252,11 +255,31 @@ def _result(
     return result, status
 
 
-def _statistics(plan: RunPlan, records: Sequence[TrialRecord]) -> dict[str, Any] | None:
+def _judging(
+    plan: RunPlan, store: EvidenceStore, records: Sequence[TrialRecord], cancel: CancelToken
+) -> dict[tuple[str, str], ComparatorJudging] | None:
+    """The comparator's judgements of the eligible pairs (None without a comparator); a
+    failure of the judging step never costs the run its evidence or objective statistics."""
+    if plan.settings.experiment is None:
+        return None
+    from sevro_core.run.pairjudging import judge_pairs
+
+    try:
+        return judge_pairs(plan, store, records, cancel)
+    except Exception as exc:
+        log.error("comparator judging failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _statistics(
+    plan: RunPlan,
+    records: Sequence[TrialRecord],
+    judging: Mapping[tuple[str, str], ComparatorJudging] | None = None,
+) -> dict[str, Any] | None:
     """The experiment's statistics; a failure to compute them never costs the run its evidence
     (``run.json`` is written without them and ``sevro report`` recomputes)."""
     try:
-        return run_statistics(plan, records)
+        return run_statistics(plan, records, judging)
     except Exception as exc:
         log.error("experiment statistics failed", error=f"{type(exc).__name__}: {exc}")
         return None
