@@ -569,3 +569,63 @@ def test_the_skill_creator_example_measures_the_reads_it_claims(
     eager_arm = _skill_creator(sevro_project, sevro_project.write_json("eager.json", eager))
     assert eager_arm["pooled"]["falsePositives"] == 4
     assert eager_arm["pooled"]["precision"]["value"] == pytest.approx(6 / 10)
+
+
+SKILL_CREATOR_EVALS = ROOT / "examples" / "skill-creator-evals"
+INPUT_CHANGELOG = (SKILL_CREATOR_EVALS / "changelog/evals/files/CHANGELOG.md").read_text()
+
+
+def test_the_skill_creator_evals_example_maps_what_the_docs_claim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/skill-creator.md validates examples/skill-creator-evals: two evals, three semantic
+    checks, one input file; its scripted candidate answers each eval and each judge route
+    matches exactly one eval's expectations."""
+    from types import SimpleNamespace
+
+    from sevro_core.run.evalset import load_eval_experiment
+
+    monkeypatch.chdir(ROOT)
+    flags = SimpleNamespace(skill=None, baseline=None, trials=1, semantic_host="scripted")
+    design, cases = load_eval_experiment(
+        SKILL_CREATOR_EVALS / "changelog" / "evals" / "evals.json", flags
+    )
+    host = json.loads((SKILL_CREATOR_EVALS / "host.json").read_text())
+    assert [c.id for c in cases] == list(host["cases"]) == ["eval-1", "eval-2"]
+    assert cases[0].fixture == {"files": {"CHANGELOG.md": INPUT_CHANGELOG}}
+    assert [len(c.checks) for c in cases] == [2, 1]
+    assert [arm.id for arm in design.arms] == ["baseline", "candidate"]
+    assert [f.path for f in design.arms[1].skills[0].tree.files] == ["SKILL.md"]
+    judge = json.loads((SKILL_CREATOR_EVALS / "judge.json").read_text())
+    routes = [route["promptContains"] for route in judge["judges"]["semantic"]]
+    for route in routes:
+        matching = [c.id for c in cases if any(route in str(k.configuration) for k in c.checks)]
+        assert len(matching) == 1, (route, matching)
+
+
+def test_the_skill_creator_evals_example_grades_each_expectation(
+    sevro_project: SevroProject,
+) -> None:
+    """The example's judge passes eval-1's two expectations and fails eval-2's, in both arms
+    (the scripted candidate replies the same with and without the skill)."""
+    require_sandbox()
+    done = sevro_project.run(
+        SKILL_CREATOR_EVALS / "changelog",
+        "--host-config",
+        SKILL_CREATOR_EVALS / "host.json",
+        "--semantic-host",
+        "scripted",
+        "--semantic-host-config",
+        SKILL_CREATOR_EVALS / "judge.json",
+        "--trials",
+        "1",
+    )
+    assert done.exit_code == 1, done.stdout + done.stderr
+    outcomes = {}
+    for case in done.json()["cases"]:
+        (trial,) = case["trials"]
+        evidence = json.loads(Path(trial["artifactPath"]).read_text())["evidence"]
+        outcomes[case["caseId"], case["arm"]] = [c["status"] for c in evidence["checks"]]
+    for arm in ("baseline", "candidate"):
+        assert outcomes["eval-1", arm] == ["passed", "passed"]
+        assert outcomes["eval-2", arm] == ["failed"]

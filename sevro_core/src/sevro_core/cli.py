@@ -519,6 +519,7 @@ def validate(
 
         sources = load_case_sources(case_source_root, case_source_map_file)
         registry = load_plugins(_plugin_files_from_argv())
+        from sevro_core.run.evalset import eval_set_file, eval_set_summary
         from sevro_core.run.skilleval import load_skilleval, skilleval_file
         from sevro_core.run.triggerset import trigger_set_file, trigger_set_summary
 
@@ -527,6 +528,10 @@ def validate(
         triggers = trigger_set_file(files) if path is None and definition is None else None
         if triggers is not None:  # its cases are made by sevro; the set is what can be wrong
             typer.echo(trigger_set_summary(triggers))
+            return
+        evals = eval_set_file(files) if path is None and definition is None else None
+        if evals is not None:  # the same: the set and its input files are what can be wrong
+            typer.echo(eval_set_summary(evals, files[0]))
             return
         design: Any
         if definition is not None:

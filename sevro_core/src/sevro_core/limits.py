@@ -14,6 +14,16 @@ MAX_CASE_FILES_IN_DIRECTORY = 1024
 MAX_CASES_PER_RUN = 1024
 MAX_TRIGGER_QUERIES = 512
 """Queries in one skill-creator trigger eval set (each is a case of the run)."""
+MAX_EVAL_SET_EVALS = 512
+"""Evals in one skill-creator ``evals/evals.json`` (each is a case of the run)."""
+MAX_EVAL_EXPECTATION_BYTES = 8 * KIB
+"""One natural-language expectation of an eval, UTF-8 (it becomes a ``sevro.semantic`` check)."""
+MAX_EVAL_EXPECTED_OUTPUT_BYTES = 64 * KIB
+"""One eval's ``expected_output``, UTF-8 (kept for the advisory reviewer)."""
+MAX_EVAL_INPUT_FILE_BYTES = 8 * MIB
+"""One input file an eval copies from the skill directory into its workspace."""
+MAX_EVAL_SET_INPUT_BYTES = 64 * MIB
+"""Every input file of one ``evals.json`` together, read at load time."""
 MAX_CASE_ID_LENGTH = 128
 MAX_PROMPT_BYTES = 1 * MIB
 MAX_TURNS_PER_CASE = 64

@@ -56,6 +56,9 @@ class Case:
     review_questions: tuple[str, ...] = ()
     """Questions for the advisory reviewer (skill-eval ``review_questions``); never sent to
     the candidate."""
+    expected_output: str | None = None
+    """What a good result looks like, in words (skill-creator ``expected_output``), for the
+    advisory reviewer only: no check grades it, so it is not in the case digest."""
 
     @property
     def prompts(self) -> tuple[str, ...]:

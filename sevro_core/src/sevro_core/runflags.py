@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
@@ -20,6 +21,9 @@ from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.run.planning import RunSettings
 from sevro_core.vocabulary import JUDGE_ROLES
+
+if TYPE_CHECKING:
+    from sevro_core.experiments.design import ExperimentDesign
 
 
 @frozen
@@ -196,26 +200,18 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     """
     from attrs import evolve
 
-    from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.run.experiment import experiment_file, load_experiment, quick_experiment
     from sevro_core.run.loading import load_cases
-    from sevro_core.run.skilleval import load_skilleval, skilleval_file
-    from sevro_core.run.triggerset import load_trigger_experiment, trigger_set_file
+    from sevro_core.run.skilleval import skilleval_file
 
     path = experiment_file(flags.cases)
     definition = skilleval_file(flags.cases) if path is None else None
-    triggers = trigger_set_file(flags.cases) if path is None and definition is None else None
     design: ExperimentDesign | None
     if definition is None and (flags.group is not None or flags.variant is not None):
         raise InvocationError("--group and --variant select from a skill-eval definition")
-    if definition is not None:
-        if flags.skill or flags.baseline is not None:
-            raise InvocationError(f"--skill and --baseline: {definition} declares its variants")
-        design, cases = load_skilleval(definition, flags)
-    elif triggers is not None:
-        design, cases = load_trigger_experiment(
-            triggers, flags.skill or [], flags.baseline, flags.trials
-        )
+    imported = _imported_inputs(flags, definition) if path is None else None
+    if imported is not None:
+        design, cases = imported
     elif path is not None:
         if flags.skill or flags.baseline is not None:
             raise InvocationError(
@@ -240,6 +236,26 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
         ),
         cases,
     )
+
+
+def _imported_inputs(
+    flags: RunFlags, definition: Path | None
+) -> tuple[ExperimentDesign, list[Case]] | None:
+    """Another tool's eval file made an experiment: a skill-eval definition, a skill-creator
+    trigger eval set or a skill-creator ``evals/evals.json``; None for sevro's own files."""
+    from sevro_core.run.evalset import eval_set_file, load_eval_experiment
+    from sevro_core.run.skilleval import load_skilleval
+    from sevro_core.run.triggerset import load_trigger_experiment, trigger_set_file
+
+    if definition is not None:
+        if flags.skill or flags.baseline is not None:
+            raise InvocationError(f"--skill and --baseline: {definition} declares its variants")
+        return load_skilleval(definition, flags)
+    triggers = trigger_set_file(flags.cases)
+    if triggers is not None:
+        return load_trigger_experiment(triggers, flags.skill or [], flags.baseline, flags.trials)
+    evals = eval_set_file(flags.cases)
+    return load_eval_experiment(evals, flags) if evals is not None else None
 
 
 def merged_judges(

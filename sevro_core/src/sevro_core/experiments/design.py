@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.arms import ResolvedArm, resolve_arms
@@ -25,6 +25,7 @@ from sevro_core.experiments.loading import (
 )
 from sevro_core.experiments.sources import (
     DirectorySource,
+    GitSource,
     NoSource,
     Source,
     parse_source,
@@ -89,19 +90,25 @@ def design_from_file(experiment: Experiment, repetitions: int | None) -> Experim
 
 
 def quick_design(
-    skills: Sequence[Path], baseline: str | None, repetitions: int | None, base: Path
+    skills: Sequence[Path],
+    baseline: str | None,
+    repetitions: int | None,
+    base: Path,
+    without: frozenset[str] = frozenset(),
 ) -> ExperimentDesign:
     """``--skill DIR`` (repeatable; the first is the target) and ``--baseline SOURCE``.
 
     ``--baseline`` is ``none``, a directory holding an older copy of the first skill, or
     ``git:<ref>`` (each skill as it is at that ref) or ``git:<ref>:<path>``. Without it there is
     one arm and nothing to compare: a run that ``sevro report --compare A B`` can compare later.
+    ``without`` names top-level entries no arm's skill mounts (a skill-creator skill's
+    ``evals/``).
     """
-    candidate_sources = tuple(parse_source(str(path), base) for path in skills)
+    candidate_sources = tuple(_without(parse_source(str(p), base), without) for p in skills)
     target = _skill_name(candidate_sources[0])
     arms = [Arm(DEFAULT_TREATMENT, candidate_sources, target, ())]
     if baseline is not None:
-        sources = _baseline_sources(baseline, skills, base)
+        sources = tuple(_without(s, without) for s in _baseline_sources(baseline, skills, base))
         names = [_skill_name(source) for source in sources if not isinstance(source, NoSource)]
         # the same skill at the baseline keeps the target; a different single skill is its own
         arms.insert(0, Arm(DEFAULT_CONTROL, sources, target if target in names else None, ()))
@@ -113,6 +120,12 @@ def quick_design(
         repetitions=repetitions or DEFAULT_REPETITIONS,
         source=None,
     )
+
+
+def _without(source: Source, names: frozenset[str]) -> Source:
+    if names and isinstance(source, DirectorySource | GitSource):
+        return evolve(source, without=names)
+    return source
 
 
 def _skill_name(source: Source) -> str:

@@ -62,6 +62,8 @@ class DirectorySource:
     """A directory of the working tree, read as it is on disk."""
 
     path: Path
+    without: frozenset[str] = frozenset()
+    """Top-level names left out of the tree (a skill's own ``evals/``: its answer key)."""
 
     def describe(self) -> str:
         return str(self.path)
@@ -74,6 +76,8 @@ class GitSource:
     repository: Path
     ref: str
     path: str
+    without: frozenset[str] = frozenset()
+    """Top-level names of the tree left out, as :attr:`DirectorySource.without`."""
 
     def describe(self) -> str:
         return f"{_GIT_PREFIX}{self.ref}:{self.path}"
@@ -238,7 +242,7 @@ def _read_directory(source: DirectorySource) -> list[SourceFile]:
             raise InvocationError(f"source {where} is a symbolic link (refused)") from None
         raise InvocationError(f"source {where} cannot be read: {exc.strerror}") from None
     try:
-        return list(_walk(root, [], _Budget(where), where))
+        return list(_walk(root, [], _Budget(where), where, _SKIPPED_NAMES | source.without))
     finally:
         os.close(root)
 
@@ -257,12 +261,19 @@ def _read_single_file(path: Path, where: str) -> SourceFile:
         os.close(parent)
 
 
-def _walk(directory: int, prefix: list[str], budget: _Budget, where: str) -> Iterator[SourceFile]:
-    """Files under the open ``directory``, opened relative to it so no link is ever followed."""
+def _walk(
+    directory: int,
+    prefix: list[str],
+    budget: _Budget,
+    where: str,
+    skipped: frozenset[str] = _SKIPPED_NAMES,
+) -> Iterator[SourceFile]:
+    """Files under the open ``directory``, opened relative to it so no link is ever followed;
+    ``skipped`` top-level names are left out."""
     with os.scandir(directory) as listing:
         names = sorted(entry.name for entry in listing)
     for raw in names:
-        if not prefix and raw in _SKIPPED_NAMES:
+        if not prefix and raw in skipped:
             continue
         parts = [*prefix, _canonical_name(os.fsencode(raw), where)]
         shown = "/".join(parts)
@@ -336,7 +347,7 @@ def _read_git(source: GitSource, git: Git | None) -> SourceTree:
             f"source {where}: {source.path or '.'!r} is neither a directory nor a file "
             f"at {source.ref}"
         )
-    files = _git_files(repo, source.repository, tree, where)
+    files = _git_files(repo, source.repository, tree, where, source.without)
     return SourceTree(source, _sorted(files), commit)
 
 
@@ -357,7 +368,9 @@ def _git_single_file(repo: Git, cwd: Path, commit: str, path: str, where: str) -
     return _git_blobs(repo, cwd, [(name, mode, oid, int(size))], where)
 
 
-def _git_files(repo: Git, cwd: Path, tree: str, where: str) -> list[SourceFile]:
+def _git_files(
+    repo: Git, cwd: Path, tree: str, where: str, without: frozenset[str] = frozenset()
+) -> list[SourceFile]:
     try:
         listing = repo.run(
             "ls-tree",
@@ -379,6 +392,8 @@ def _git_files(repo: Git, cwd: Path, tree: str, where: str) -> list[SourceFile]:
         header, _, raw_path = record.partition(b"\t")
         mode, kind, oid, size = header.decode("ascii", "replace").split()
         parts = [_canonical_name(part, where) for part in raw_path.split(b"/")]
+        if parts[0] in without:
+            continue
         path = _canonical_path(parts, where)
         if mode == "120000":
             raise InvocationError(f"source {where} holds a symbolic link {path!r} (refused)")

@@ -220,6 +220,7 @@ def _advisory(
             plan.settings.judges.advisory_exclude,
         ),
         questions=planned.case.review_questions,
+        expected_output=planned.case.expected_output,
     )
     return review_trial(reviewer, judges, inputs)
 

@@ -38,6 +38,7 @@ _converter.register_structure_hook(
         source=override(omit=True),
         pointer=override(omit=True),
         review_questions=override(omit=True),
+        expected_output=override(omit=True),
     ),
 )
 _converter.register_structure_hook(
