@@ -136,13 +136,21 @@ def test_a_malformed_review_fails_and_changes_nothing(
     assert review["reason"]
 
 
-def test_a_non_git_fixture_is_not_reviewed(sevro_project: SevroProject) -> None:
-    done = sevro_project.run(*_setup(sevro_project, fixture={"files": {"src/app.py": "one\n"}}))
+def test_a_fixture_without_git_is_reviewed_from_its_files(sevro_project: SevroProject) -> None:
+    """Inline files (skill-eval groups, skill-creator evals) have no base commit: the reviewer
+    gets sevro's own diff of the fixture's files against the workspace, just as blind."""
+    fixture = {"files": {"src/app.py": "one\ntwo\n", "AGENTS.md": "base rules\n"}}
+    done = sevro_project.run(*_setup(sevro_project, fixture=fixture))
     assert done.exit_code == 0, done.stdout + done.stderr
     evidence = _evidence(done)
     review = evidence["advisoryReview"]
-    assert review["status"] == "not_run" and "not a Git repository" in review["reason"]
-    assert "judges" not in evidence  # the judge was never asked
+    assert review["status"] == "completed", review
+    assert [f["file"] for f in review["findings"]] == ["src/app.py"]
+    prompt = _prompt(done, evidence)
+    assert "diff --git a/src/app.py b/src/app.py" in prompt
+    assert "+VISIBLE-CHANGE" in prompt and "-two" in prompt
+    for secret in ("SECRET-SKILL", "SECRET-INSTRUCTIONS", "SECRET-EXCLUDED", "base rules"):
+        assert secret not in prompt  # withheld exactly as from a Git diff
 
 
 def test_a_failing_trial_keeps_its_exit_code_with_a_review(sevro_project: SevroProject) -> None:

@@ -161,7 +161,7 @@ def test_a_review_keeps_findings_and_counts_the_dropped(tmp_path: Path) -> None:
     [
         (FakeJudges("not json"), {}, "failed", "not one JSON object"),
         (FakeJudges(None, "the judge failed: boom"), {}, "failed", "the judge failed: boom"),
-        (FakeJudges(GOOD), {"git": False}, "not_run", "not a Git repository"),
+        (FakeJudges(GOOD), {"git": False, "diff": None}, "failed", "could not be compared"),
         (FakeJudges(GOOD), {"diff": None}, "failed", "Git diff is unavailable"),
         (FakeJudges(GOOD), {"questions": ()}, "failed", "not asked"),
     ],

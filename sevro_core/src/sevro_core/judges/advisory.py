@@ -48,7 +48,8 @@ class AdvisoryInputs:
     """What one trial left for its review. ``diff`` is None when the fixture gave none."""
 
     git: bool
-    """Whether the fixture is a Git repository (only those are reviewed)."""
+    """Whether the fixture is a Git repository; otherwise ``diff`` is sevro's own text diff
+    of the fixture's files (:mod:`sevro_core.judges.textdiff`)."""
     case_id: str
     prompts: tuple[str, ...]
     final_message: str | None
@@ -124,10 +125,9 @@ def review_trial(
 ) -> AdvisoryReview:
     """Ask the advisory judge about one trial; any problem is a ``failed`` review."""
     identity = (reviewer.id, str(reviewer.version))
-    if not inputs.git:
-        return not_run("the fixture is not a Git repository (advisory review needs one)", reviewer)
     if inputs.diff is None:
-        return AdvisoryReview(FAILED, identity, reason="the fixture's Git diff is unavailable")
+        what = "Git diff" if inputs.git else "change (its files could not be compared)"
+        return AdvisoryReview(FAILED, identity, reason=f"the fixture's {what} is unavailable")
     try:
         subject = review_subject(inputs)
         prompt = reviewer.prompt(subject)

@@ -29,6 +29,8 @@ from sevro_core.judges.advisory import (
     withheld_paths,
 )
 from sevro_core.judges.session import JudgeSession
+from sevro_core.judges.subjects import base_files
+from sevro_core.judges.textdiff import text_diff
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_ARTIFACTS,
@@ -184,6 +186,24 @@ def _durations(
     }
 
 
+def _change(report: FixtureReport) -> tuple[bytes | None, bool]:
+    """A Git fixture's change: its ``sevro.git.diff`` artifact and whether it was cut."""
+    diff = next((a for a in report.artifacts if a.id == DIFF_ARTIFACT), None)
+    data = next((o.data for o in report.observations if o.id == WORKSPACE_OBSERVATION), None)
+    cut = isinstance(data, Mapping) and data.get("diffTruncated") is True
+    return (None if diff is None else diff.content), cut
+
+
+def _text_change(run: _Trial) -> tuple[bytes | None, bool]:
+    """Any other fixture's change: its files materialised again (no arm) against the
+    workspace's, as a Git-style text diff; None when the fixture cannot be materialised."""
+    try:
+        before = base_files(run.planned.fixture, run.plan.settings.workspace_root)
+        return text_diff(before, run.workspace)
+    except Exception:  # the review fails with the reason; the trial is unaffected
+        return None, False
+
+
 def _advisory(
     run: _Trial,
     execution: Execution,
@@ -201,18 +221,15 @@ def _advisory(
         return not_run(f"advisory reviewer {plan.settings.judges.reviewer} is not installed")
     if execution is not Execution.COMPLETED or result is None or run.cancel.cancelled:
         return not_run(f"the trial's execution did not complete ({execution.value})", reviewer)
-    diff = next((a for a in report.artifacts if a.id == DIFF_ARTIFACT), None)
-    workspace_data = next(
-        (o.data for o in report.observations if o.id == WORKSPACE_OBSERVATION), None
-    )
+    git = GIT_CAPABILITY in planned.fixture.capabilities
+    diff, diff_truncated = _change(report) if git else _text_change(run)
     inputs = AdvisoryInputs(
-        git=GIT_CAPABILITY in planned.fixture.capabilities,
+        git=git,
         case_id=planned.case.id,
         prompts=tuple(render_prompt(p, run.workspace) for p in planned.case.prompts),
         final_message=result.final_message,
-        diff=None if diff is None else diff.content,
-        diff_truncated=isinstance(workspace_data, Mapping)
-        and workspace_data.get("diffTruncated") is True,
+        diff=diff,
+        diff_truncated=diff_truncated,
         workspace=run.workspace,
         withheld=withheld_paths(
             plan.registry.hosts().values(),
