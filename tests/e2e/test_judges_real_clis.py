@@ -110,3 +110,28 @@ def test_a_bad_judge_reply_is_a_grading_error_never_a_pass(
     evidence = _judged(sevro_project, judge)
     assert evidence["grading"]["status"] == "error", evidence["grading"]
     assert evidence["task"]["verdict"] != "passed"
+
+
+def test_a_real_cli_judges_a_scripted_candidate_with_its_own_settings(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """The judge's host flags (``--codex-bin``, its key) are accepted when only a judge runs on
+    that host; a host flag of a host nothing in the run uses is still refused."""
+    from tests.hosts_codex.helpers import API_KEY, API_KEY_ENV
+
+    codex = require_codex()
+    judge = mock_model([reply(Message(FAIL))])
+    judge_config = codex_config(sevro_project, judge).rename(sevro_project.root / "judge.json")
+    candidate = sevro_project.script(default=[[{"reply": {"text": ANSWER}}]])
+    args = [_case(sevro_project), "--host-config", candidate, "--codex-bin", codex,
+            "--codex-api-key-env", API_KEY_ENV]  # fmt: skip
+    refused = sevro_project.run(*args)
+    assert refused.exit_code == 64 and "--codex-bin needs --host codex" in refused.stderr
+    done = sevro_project.run(
+        *args, "--semantic-host", "codex", "--semantic-host-config", judge_config,
+        "--semantic-model", "mock-model", env={API_KEY_ENV: API_KEY}, timeout=180,
+    )  # fmt: skip
+    assert done.exit_code == 1, done.stdout + done.stderr
+    evidence = _judged(sevro_project, judge)
+    assert evidence["routes"][0]["host"] == "sevro.host.scripted"
+    assert evidence["checks"][0]["status"] == "failed"

@@ -379,8 +379,9 @@ def _loaded_registry(ctx: click.Context | None = None) -> Any:
     return registry
 
 
-def _host_settings(registry: Any, host: str, pairs: list[str] | None) -> dict[str, str]:
-    """The host flags and ``--host-setting`` pairs given, by key, checked against ``--host``."""
+def _host_settings(registry: Any, host: str | None, pairs: list[str] | None) -> dict[str, str]:
+    """The host flags and ``--host-setting`` pairs given, by key, checked against ``--host``
+    (None: against every installed host, for a run whose arms and judges are not known yet)."""
     from sevro_core.plugin.hostsettings import resolve_settings
 
     flags = click.get_current_context().meta.get("sevro.host-flags", {})
@@ -444,15 +445,17 @@ def run(
 
     try:
         from sevro_core.isolation.protection import credential_locations
+        from sevro_core.plugin.hostsettings import check_settings_used
         from sevro_core.run.planning import plan_run
         from sevro_core.runflags import check_status_interval, run_inputs, run_settings
 
         _setup_logging(log_format, verbose)
         check_status_interval(status_interval)
         registry = _loaded_registry()
-        host_flags = _host_settings(registry, host, host_setting)
+        host_flags = _host_settings(registry, None, host_setting)  # checked once hosts are known
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         settings, loaded = run_inputs(flags, settings)
+        check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
         plan = plan_run(loaded, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)

@@ -158,7 +158,7 @@ def short_name(host_id: str) -> str:
 
 def resolve_settings(
     hosts: Mapping[str, Any],
-    host: str,
+    host: str | None,
     flag_values: Mapping[str, str | None],
     pairs: Sequence[str],
 ) -> dict[str, str]:
@@ -166,32 +166,50 @@ def resolve_settings(
 
     ``flag_values`` maps :func:`option_name` to the value given (None when absent). A flag of
     another host, an unknown key, a malformed pair or one key given twice is exit 64. Path
-    settings are expanded and resolved to absolute paths.
+    settings are expanded and resolved to absolute paths. ``host`` None accepts every installed
+    host's settings: a run whose arms or judges use other hosts checks them once it knows them
+    (:func:`check_settings_used`).
     """
+
+    def mine(host_id: str) -> bool:
+        return host is None or host in (host_id, short_name(host_id))
+
     given: dict[str, str] = {}
     for host_id, setting in _all_settings(hosts):
         value = flag_values.get(option_name(setting))
         if value is None:
             continue
-        if host not in (host_id, short_name(host_id)):
+        if not mine(host_id):
             raise InvocationError(f"{setting.flag} needs --host {short_name(host_id)}")
         given[setting.key] = _normalise(setting, value)
-    own = {
-        s.key: s for host_id, s in _all_settings(hosts) if host in (host_id, short_name(host_id))
-    }
+    own = {s.key: s for host_id, s in _all_settings(hosts) if mine(host_id)}
     for pair in pairs:
         key, value = _split(pair)
         declared = own.get(key)
         if declared is None:
             known = ", ".join(sorted(own)) or "none"
+            where = f"--host {host}" if host is not None else "any installed host"
             raise InvocationError(
-                f"{HOST_SETTING_FLAG} {key[:64]!r} is not a setting of --host {host} "
-                f"(known: {known})"
+                f"{HOST_SETTING_FLAG} {key[:64]!r} is not a setting of {where} (known: {known})"
             )
         if key in given:
             raise InvocationError(f"{key} is given twice ({declared.flag} and {HOST_SETTING_FLAG})")
         given[key] = _normalise(declared, value)
     return given
+
+
+def check_settings_used(
+    hosts: Mapping[str, Any], given: Mapping[str, str], used: Iterable[str]
+) -> None:
+    """Refuse (exit 64) a setting of a host the run does not use: not its ``--host``, an arm's
+    host nor a judge's. Every route of a run gets the same settings; each host reads its own."""
+    used_ids = {h for host_id in used for h in (host_id, f"sevro.host.{host_id}")}
+    for host_id, setting in _all_settings(hosts):
+        if setting.key in given and host_id not in used_ids:
+            raise InvocationError(
+                f"{setting.flag} needs --host {short_name(host_id)}, an arm on it or a judge "
+                f"on it (--semantic-host {short_name(host_id)}, ...)"
+            )
 
 
 def _all_settings(hosts: Mapping[str, Any]) -> Iterable[tuple[str, HostSetting]]:

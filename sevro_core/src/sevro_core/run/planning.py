@@ -103,6 +103,12 @@ class RunSettings:
     judges: JudgeSettings = NO_JUDGE_SETTINGS
     """Judge routes (``--semantic-host`` ...) and what the advisory and comparator judges use."""
 
+    def hosts_used(self) -> list[str]:
+        """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
+        arms = self.experiment.arms if self.experiment is not None else ()
+        used = [self.host, *(a.arm.host for a in arms if a.arm.host is not None)]
+        return used + [spec.host for spec in self.judges.routes]
+
 
 @frozen
 class PlannedArm:
