@@ -181,7 +181,7 @@ REAL_CLI = {
 }
 
 
-JUDGED = {"docs/graders.md#explains-ci-failure"}
+JUDGED = {"docs/graders.md#explains-ci-failure", "docs/judges.md#explains-the-fix"}
 """Cases whose checks need a judge: controlled by their own test, with the scripted host judging."""
 
 
@@ -265,6 +265,92 @@ def test_the_semantic_example_checks_what_it_claims(
         "--semantic-host-config", judge,
     )  # fmt: skip
     assert _task(done) == (code, task, {"gives-a-reason": task}), done.stdout + done.stderr
+
+
+# ---- examples/judges: docs/judges.md's semantic and comparator examples ------------------
+
+JUDGES = ROOT / "examples" / "judges"
+VAGUE_NOTE = "# Notes\n\n- Updated parse.py.\n"
+
+
+def _judged_run(project: SevroProject, host: Path) -> Any:
+    shutil.rmtree(project.results, ignore_errors=True)
+    return project.run(
+        JUDGES / "cases", "--host-config", host, "--semantic-host", "scripted",
+        "--semantic-host-config", JUDGES / "judge.json",
+    )  # fmt: skip
+
+
+def test_the_judges_example_is_the_case_the_page_shows() -> None:
+    shown = documented_cases()["docs/judges.md#explains-the-fix"]
+    assert shown == json.loads((JUDGES / "cases" / "explains-the-fix.json").read_text())
+
+
+def test_the_judges_example_passes_only_when_the_agent_explains_and_notes_the_fix(
+    sevro_project: SevroProject,
+) -> None:
+    """docs/judges.md runs the example with host.json (exit 0, two judge calls: one per
+    source). Control: an agent that fixes the bug but explains nothing and writes a vague
+    note; the same judge rules then fail both claims, and only those."""
+    require_sandbox()
+    done = _judged_run(sevro_project, JUDGES / "host.json")
+    statuses = {"names-the-cause": "passed", "no-blame": "passed", "note-for-users": "passed"}
+    assert _task(done) == (0, "passed", statuses), done.stdout + done.stderr
+    (trial,) = done.json()["cases"][0]["trials"]
+    evidence = json.loads(Path(trial["artifactPath"]).read_text())["evidence"]
+    purposes = [call["purpose"] for call in evidence["judges"]["calls"]]
+    assert purposes == ["sevro.semantic:response", "sevro.semantic:artifact:NOTES.md"]
+
+    host = json.loads((JUDGES / "host.json").read_text())
+    (turn,) = host["cases"]["explains-the-fix"]["turns"]
+    for step in turn:
+        if step.get("write", {}).get("path") == "NOTES.md":
+            step["write"]["content"] = VAGUE_NOTE
+        if "reply" in step:
+            step["reply"]["text"] = "The test passes now."
+    careless = sevro_project.write_json("careless.json", host)
+    done = _judged_run(sevro_project, careless)
+    statuses = {"names-the-cause": "failed", "no-blame": "passed", "note-for-users": "failed"}
+    assert _task(done) == (1, "failed", statuses), done.stdout + done.stderr
+
+
+COMPARE = JUDGES / "compare"
+
+
+def _compared(project: SevroProject, host: Path) -> tuple[Any, dict[str, Any]]:
+    shutil.rmtree(project.results, ignore_errors=True)
+    done = project.run(
+        COMPARE / "case.json", "--skill", COMPARE / "skills" / "tidy-changes",
+        "--baseline", "none", "--trials", "3", "--host-config", host,
+        "--comparator-host", "scripted", "--comparator-host-config", COMPARE / "judge.json",
+    )  # fmt: skip
+    (run_json,) = project.results.glob("*/run.json")
+    (comparison,) = json.loads(run_json.read_text())["statistics"]["comparisons"]
+    return done, comparison["judged"]
+
+
+def test_the_comparator_example_gives_wins_only_when_the_skill_changes_the_result(
+    sevro_project: SevroProject,
+) -> None:
+    """docs/judges.md runs examples/judges/compare: every pair a win for the candidate, the
+    objective verdict untouched (exit 0). Control: an agent that ignores the skill leaves the
+    same stray file in both arms; the judge rules then answer by position, and every pair is
+    inconclusive (position bias), never a win."""
+    require_tool("git")
+    require_sandbox()
+    done, judged = _compared(sevro_project, COMPARE / "host.json")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert (judged["judgedPairs"], judged["wins"], judged["losses"], judged["ties"]) == (3, 3, 0, 0)
+    assert judged["signTest"] == {"decisive": 3, "pTwoSided": 0.25}
+    host = json.loads((COMPARE / "host.json").read_text())
+    (turn,) = host["default"]["turns"]
+    (run,) = [step["run"] for step in turn if "run" in step]
+    run["command"] = run["command"].replace("test -f .agents/skills/tidy-changes/SKILL.md || ", "")
+    careless = sevro_project.write_json("careless.json", host)
+    done, judged = _compared(sevro_project, careless)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert (judged["wins"], judged["losses"], judged["ties"]) == (0, 0, 0)
+    assert judged["inconclusive"]["total"] == judged["inconclusive"]["positionBias"] == 3
 
 
 # ---- the Codex and Claude examples, on the real CLIs with the mock model ------------------

@@ -161,7 +161,7 @@ def test_the_docs_quote_the_prompt_in_full() -> None:
         MAX_REVIEW_TITLE_CHARS,
     )
 
-    doc = Path(__file__).resolve().parents[2] / "docs" / "judges-advisory.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "judges.md"
     quoted = (
         PROMPT.replace("{max_findings}", str(MAX_REVIEW_FINDINGS))
         .replace("{max_title}", str(MAX_REVIEW_TITLE_CHARS))

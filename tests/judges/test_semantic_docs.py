@@ -1,5 +1,6 @@
-"""docs/graders.md's sevro.semantic section stays true: its check examples compile, it names
-every configuration key and bound, and it points at the one place the prompt text lives."""
+"""The sevro.semantic docs stay true: graders.md's section (configuration) has check examples
+that compile and names every configuration key; judges.md's section (the contract with the
+judge) names every bound with its value; both point at the one place the prompt text lives."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from sevro_core import limits
 from sevro_judges import semantic_prompt
 from sevro_judges.semantic_grader import SemanticGrader
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOC = DOCS / "graders.md"
+CONTRACT = DOCS / "judges.md"
 JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
-def section() -> str:
-    text = DOC.read_text("utf-8")
+def section(doc: Path = DOC) -> str:
+    text = doc.read_text("utf-8")
     return text.split("## sevro.semantic\n", 1)[1].split("\n## ", 1)[0]
 
 
@@ -38,9 +41,11 @@ def test_every_configuration_key_is_documented() -> None:
 
 
 def test_bounds_are_documented_with_their_values() -> None:
-    text = " ".join(section().split())
+    configuration = " ".join(section().split())
+    value = limits.MAX_SEMANTIC_PROPOSITION_BYTES
+    assert f"{value} bytes as UTF-8 (`MAX_SEMANTIC_PROPOSITION_BYTES`)" in configuration
+    text = " ".join(section(CONTRACT).split())
     for name in (
-        "MAX_SEMANTIC_PROPOSITION_BYTES",
         "MAX_SEMANTIC_REPLY_BYTES",
         "MAX_SEMANTIC_REASON_CHARS",
         "MAX_SEMANTIC_GLOB_ENTRIES",
@@ -51,5 +56,8 @@ def test_bounds_are_documented_with_their_values() -> None:
 
 
 def test_the_prompt_is_named_where_it_lives() -> None:
-    assert "`PROMPT_TEMPLATE` in `sevro_judges/semantic_prompt.py`" in section()
+    named = "`PROMPT_TEMPLATE` in `sevro_judges/semantic_prompt.py`"
+    assert named in " ".join(section().split())
+    assert named in " ".join(section(CONTRACT).split())
+    assert "judges.md#sevrosemantic" in section()
     assert hasattr(semantic_prompt, "PROMPT_TEMPLATE")
