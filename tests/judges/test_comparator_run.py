@@ -33,12 +33,17 @@ def criteria(winner: str) -> str:
     )
 
 
-def _experiment(project: SevroProject, rules: list[dict[str, str]]) -> tuple[list[str], Path]:
+GIT_FIXTURE = {"kind": "generated", "commits": [{"message": "init", "files": {"in.txt": "x\n"}}]}
+
+
+def _experiment(
+    project: SevroProject, rules: list[dict[str, str]], fixture: Any = GIT_FIXTURE
+) -> tuple[list[str], Path]:
     require_tool("git")
     skill = project.skill("skills/careful-notes", "careful-notes", "Write notes with care.")
     case = project.case(
         prompt="Write out.txt.",
-        fixture={"kind": "generated", "commits": [{"message": "init", "files": {"in.txt": "x\n"}}]},
+        fixture=fixture,
         checks=[
             {"id": "written", "grader": "sevro.shell", "configuration": {"run": "test -s out.txt"}}
         ],
@@ -91,6 +96,26 @@ def test_a_consistent_judge_gives_the_candidate_every_pair(sevro_project: SevroP
         assert "written with care" in text and "in.txt" in text  # the results and the base
         for leak in ("careful-notes", "candidate", "baseline", ".agents", "SKILL.md"):
             assert leak not in text, leak
+
+
+def test_a_fixture_without_git_is_compared_on_sevros_own_diff(sevro_project: SevroProject) -> None:
+    """Inline files have no base commit: each trial keeps sevro's text diff of the fixture's files
+    (``sevro.files.diff``), and the judge compares those, blind to the mounted skill."""
+    skilled_a = '+written with care\\n",\n  "diffTruncated": false\n },\n "B"'
+    rules = [{"promptContains": skilled_a, "reply": criteria("A")}, {"reply": criteria("B")}]
+    flags, _ = _experiment(sevro_project, rules, fixture={"files": {"in.txt": "x\n"}})
+    done = sevro_project.sevro("run", *flags, "--results-root", sevro_project.results)
+    assert done.exit_code == 0, done
+    judged = _run(sevro_project)["statistics"]["comparisons"][0]["judged"]
+    assert (judged["judgedPairs"], judged["wins"]) == (3, 3), judged
+    document = json.loads(sorted(sevro_project.results.rglob("pair-*.json"))[0].read_text())
+    run_dir = sorted(sevro_project.results.rglob("pair-*.json"))[0].parents[3]
+    prompt = next(
+        run_dir / r["path"] for r in document["artifactRefs"] if r["id"].endswith("prompt")
+    ).read_text()
+    assert "diff --git a/out.txt b/out.txt" in prompt
+    for leak in ("careful-notes", ".agents", "SKILL.md"):
+        assert leak not in prompt, leak
 
 
 def test_the_report_recounts_the_judged_block_from_the_verified_pair_files(

@@ -40,3 +40,16 @@ def test_a_symlink_in_the_workspace_is_never_followed(tmp_path: Path) -> None:
     (workspace / "link.txt").symlink_to(outside)
     diff, _ = text_diff(BaseFiles({}, False), workspace)
     assert b"SECRET" not in diff
+
+
+def test_where_an_arm_was_mounted_is_left_out(tmp_path: Path) -> None:
+    (tmp_path / ".agents" / "skills" / "tidy").mkdir(parents=True)
+    (tmp_path / ".agents" / "skills" / "tidy" / "SKILL.md").write_text("SECRET-SKILL\n")
+    (tmp_path / "AGENTS.md").write_text("SECRET-CONTEXT\n")
+    (tmp_path / "out.txt").write_text("work\n")
+    diff, _ = text_diff(BaseFiles({}, False), tmp_path, (".agents/skills", "AGENTS.md"))
+    assert b"SECRET" not in diff and b"diff --git a/out.txt b/out.txt" in diff
+    unfiltered, _ = text_diff(
+        BaseFiles({}, False), tmp_path
+    )  # the control: present unless withheld
+    assert b"SECRET-SKILL" in unfiltered and b"SECRET-CONTEXT" in unfiltered

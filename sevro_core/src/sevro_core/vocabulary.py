@@ -29,6 +29,8 @@ COMMANDS_OBSERVATION = "sevro.commands"
 """Hosts: the commands the agent ran, with their exit codes."""
 FILE_READS_OBSERVATION = "sevro.file-reads"
 """The scripted host: the files its script read."""
+FILES_DIFF_OBSERVATION = "sevro.observation.files-diff"
+"""Beside ``sevro.files.diff``: ``{byteLength, sha256, truncated}``; ``partial`` when cut."""
 TOOL_CALLS_OBSERVATION = "sevro.tool-calls"
 """Agent-CLI hosts: the tool calls the agent made, by name."""
 
@@ -36,6 +38,9 @@ TOOL_CALLS_OBSERVATION = "sevro.tool-calls"
 
 DIFF_ARTIFACT = "sevro.git.diff"
 """Git fixtures: the working tree's diff against the baseline."""
+FILES_DIFF_ARTIFACT = "sevro.files.diff"
+"""Fixtures without Git, in a run with an advisory or comparator judge: sevro's text diff of the
+fixture's files against the workspace after the host (``judges/textdiff``)."""
 
 # ---- capabilities ----------------------------------------------------------------------------
 

@@ -35,7 +35,12 @@ from sevro_core.limits import (
 )
 from sevro_core.plugin.protocols import CompiledFixture, JudgedResult
 from sevro_core.states import Completeness
-from sevro_core.vocabulary import DIFF_ARTIFACT, WORKSPACE_OBSERVATION
+from sevro_core.vocabulary import (
+    DIFF_ARTIFACT,
+    FILES_DIFF_ARTIFACT,
+    FILES_DIFF_OBSERVATION,
+    WORKSPACE_OBSERVATION,
+)
 
 BASE_PREFIX = "sevro-judged-base-"
 
@@ -62,21 +67,34 @@ def _cut(data: bytes) -> tuple[str, bool]:
     )
 
 
-def _workspace_observation(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _observation(evidence: Mapping[str, Any], observation_id: str) -> Mapping[str, Any] | None:
     observations = evidence.get("observations")
     for item in observations if isinstance(observations, list) else []:
-        if isinstance(item, Mapping) and item.get("id") == WORKSPACE_OBSERVATION:
+        if isinstance(item, Mapping) and item.get("id") == observation_id:
             return item
     return None
 
 
+def _workspace_observation(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return _observation(evidence, WORKSPACE_OBSERVATION)
+
+
+def _files_diff_observation(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return _observation(evidence, FILES_DIFF_OBSERVATION)
+
+
 def _diff(run_dir: Path, evidence: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """The trial's diff and whether it is incomplete; (None, False) for a fixture without Git."""
+    """The trial's diff and whether it is incomplete: a Git fixture's ``git diff``, or sevro's
+    text diff of a fixture without Git; (None, False) when the trial recorded neither."""
     observation = _workspace_observation(evidence)
+    artifact = DIFF_ARTIFACT
+    if observation is None:
+        observation = _files_diff_observation(evidence)
+        artifact = FILES_DIFF_ARTIFACT
     refs = [
         r
         for r in evidence.get("artifactRefs") or []
-        if isinstance(r, Mapping) and r.get("id") == DIFF_ARTIFACT
+        if isinstance(r, Mapping) and r.get("id") == artifact
     ]
     if observation is None and not refs:
         return None, False
@@ -86,7 +104,8 @@ def _diff(run_dir: Path, evidence: Mapping[str, Any]) -> tuple[str | None, bool]
         raise SubjectError("the trial's workspace change was not recorded with exactly one diff")
     data = observation.get("data")
     partial = observation.get("completeness") != Completeness.COMPLETE or (
-        isinstance(data, Mapping) and data.get("diffTruncated") is True
+        isinstance(data, Mapping)
+        and (data.get("diffTruncated") is True or data.get("truncated") is True)
     )
     text, cut = _cut(_blob(run_dir, refs[0], MAX_ARTIFACT_BYTES, "diff"))
     return text, cut or partial

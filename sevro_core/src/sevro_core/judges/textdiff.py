@@ -12,21 +12,26 @@ marks the diff truncated rather than guessing.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from sevro_core.judges.advisory import is_withheld
 from sevro_core.judges.subjects import BaseFiles, read_base_files
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
-def text_diff(before: BaseFiles, workspace: Path) -> tuple[bytes, bool]:
-    """The workspace's change from ``before``, and whether either side was cut."""
+def text_diff(
+    before: BaseFiles, workspace: Path, withheld: Sequence[str] = ()
+) -> tuple[bytes, bool]:
+    """The workspace's change from ``before``, and whether either side was cut. Paths at or
+    below ``withheld`` (where an arm's skills and context were mounted) are left out, as a Git
+    fixture's diff leaves them out, so no judge learns from the diff which arm it reads."""
     after = read_base_files(workspace)
     sections = [
         "".join(_section(path, before.files.get(path), after.files.get(path)))
         for path in sorted(set(before.files) | set(after.files))
-        if before.files.get(path) != after.files.get(path)
+        if before.files.get(path) != after.files.get(path) and not is_withheld(path, withheld)
     ]
     return "".join(sections).encode("utf-8", "surrogateescape"), before.truncated or after.truncated
 

@@ -45,6 +45,7 @@ from sevro_core.limits import (
     MAX_TOTAL_ARTIFACT_BYTES,
 )
 from sevro_core.models import (
+    Artifact,
     CancelToken,
     CheckDeclaration,
     CheckOutcome,
@@ -81,8 +82,11 @@ from sevro_core.states import (
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
+    COMPARATOR_ROLE,
     DIFF_ARTIFACT,
     ENGINE_OBSERVATION_PREFIX,
+    FILES_DIFF_ARTIFACT,
+    FILES_DIFF_OBSERVATION,
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     SKILLS_OBSERVATION,
@@ -187,21 +191,49 @@ def _durations(
 
 
 def _change(report: FixtureReport) -> tuple[bytes | None, bool]:
-    """A Git fixture's change: its ``sevro.git.diff`` artifact and whether it was cut."""
-    diff = next((a for a in report.artifacts if a.id == DIFF_ARTIFACT), None)
-    data = next((o.data for o in report.observations if o.id == WORKSPACE_OBSERVATION), None)
-    cut = isinstance(data, Mapping) and data.get("diffTruncated") is True
+    """The trial's change as the fixture reported it (a Git diff, or sevro's text diff of a
+    fixture without Git) and whether it was cut; None when there is none."""
+    diff = next((a for a in report.artifacts if a.id in (DIFF_ARTIFACT, FILES_DIFF_ARTIFACT)), None)
+    found = {o.id: o for o in report.observations}
+    git = found.get(WORKSPACE_OBSERVATION)
+    files = found.get(FILES_DIFF_OBSERVATION)
+    cut = (git is not None and git.data.get("diffTruncated") is True) or (
+        files is not None and files.data.get("truncated") is True
+    )
     return (None if diff is None else diff.content), cut
 
 
-def _text_change(run: _Trial) -> tuple[bytes | None, bool]:
-    """Any other fixture's change: its files materialised again (no arm) against the
-    workspace's, as a Git-style text diff; None when the fixture cannot be materialised."""
+def _mounted(arm: PlannedArm | None) -> tuple[str, ...]:
+    """Where the engine installed the trial's arm: its skills directory and context files."""
+    if arm is None or arm.places is None:
+        return ()
+    places = arm.places
+    return (places.skills_dir, places.instructions_file, *places.overrides)
+
+
+def _judges_read_changes(plan: RunPlan) -> bool:
+    return any(plan.judges.get(role) is not None for role in (ADVISORY_ROLE, COMPARATOR_ROLE))
+
+
+def _files_change(run: _Trial) -> FixtureReport:
+    """A fixture without Git: its files materialised again (no arm) against the workspace's,
+    as a Git-style text diff; nothing when the fixture cannot be materialised again (the
+    review and comparison then say the change is unavailable)."""
     try:
         before = base_files(run.planned.fixture, run.plan.settings.workspace_root)
-        return text_diff(before, run.workspace)
-    except Exception:  # the review fails with the reason; the trial is unaffected
-        return None, False
+        diff, truncated = text_diff(before, run.workspace, _mounted(run.planned.arm))
+    except Exception:  # judges say the change is unavailable; the trial is unaffected
+        return FixtureReport()
+    data = {
+        "byteLength": len(diff),
+        "sha256": hashlib.sha256(diff).hexdigest(),
+        "truncated": truncated,
+    }
+    completeness = Completeness.PARTIAL if truncated else Completeness.COMPLETE
+    observation = Observation(FILES_DIFF_OBSERVATION, "sevro.engine", completeness, data)
+    return FixtureReport(
+        observations=(observation,), artifacts=(Artifact(FILES_DIFF_ARTIFACT, diff),)
+    )
 
 
 def _advisory(
@@ -222,7 +254,7 @@ def _advisory(
     if execution is not Execution.COMPLETED or result is None or run.cancel.cancelled:
         return not_run(f"the trial's execution did not complete ({execution.value})", reviewer)
     git = GIT_CAPABILITY in planned.fixture.capabilities
-    diff, diff_truncated = _change(report) if git else _text_change(run)
+    diff, diff_truncated = _change(report)
     inputs = AdvisoryInputs(
         git=git,
         case_id=planned.case.id,
@@ -348,9 +380,12 @@ def _inspect_after_host(
     baseline: Mapping[str, Any],
     host_result: HostResult | None,
 ) -> FixtureReport:
-    """What the fixture observed of the host's changes, held to the engine's bounds."""
-    if fixture.probe is None or run.plan.settings.dry:
+    """What the fixture observed of the host's changes, held to the engine's bounds (for a
+    fixture without Git whose change a judge reads: sevro's own text diff of its files)."""
+    if run.plan.settings.dry:
         return FixtureReport()
+    if fixture.probe is None:
+        return _files_change(run) if _judges_read_changes(run.plan) else FixtureReport()
     with _fixture_step(run.planned.case.id, "inspected after the host", run.workspace, run.private):
         return _checked_report(fixture.probe.observe(baseline, run.cancel), host_result)
 
