@@ -123,9 +123,17 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
     plugin = echo_plugin(sevro_project)
     case = sevro_project.case()
     done = sevro_project.run(case, "--plugin", plugin, "--acme-greeting", "hi")
-    assert_refused(done, "--acme-greeting needs --host acme.host.echo")
+    assert_refused(
+        done,
+        "--acme-greeting (acme.greeting) needs --host acme.host.echo, an arm on that host or a "
+        "judge on it (such as --semantic-host acme.host.echo)",
+    )
     done = sevro_project.run(case, "--host", "claude", "--codex-api-key-env", "KEY")
-    assert_refused(done, "--codex-api-key-env needs --host codex")
+    assert_refused(
+        done,
+        "--codex-api-key-env (codex.apiKeyEnv) needs --host codex, an arm on that host or a "
+        "judge on it (such as --semantic-host codex)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -133,13 +141,14 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
     [
         (
             "acme.colour=red",
-            "--host-setting 'acme.colour' is not a setting of --host acme.host.echo "
-            "(known: acme.greeting, acme.home)",
+            "--host-setting 'acme.colour' is not a setting of any installed host (known: "
+            "acme.greeting, acme.home, claude.apiKeyEnv, claude.bin, claude.credentialFile, "
+            "codex.apiKeyEnv, codex.authFile, codex.bin)",
         ),
         (
             "codex.bin=/x",
-            "--host-setting 'codex.bin' is not a setting of --host acme.host.echo "
-            "(known: acme.greeting, acme.home)",
+            "--codex-bin (codex.bin) needs --host codex, an arm on that host or a judge on it "
+            "(such as --semantic-host codex)",
         ),
         ("acme.greeting", "--host-setting must be KEY=VALUE with a non-empty KEY"),
         ("=hello", "--host-setting must be KEY=VALUE with a non-empty KEY"),

@@ -126,7 +126,8 @@ def test_a_real_cli_judges_a_scripted_candidate_with_its_own_settings(
     args = [_case(sevro_project), "--host-config", candidate, "--codex-bin", codex,
             "--codex-api-key-env", API_KEY_ENV]  # fmt: skip
     refused = sevro_project.run(*args)
-    assert refused.exit_code == 64 and "--codex-bin needs --host codex" in refused.stderr
+    assert refused.exit_code == 64
+    assert "--codex-bin (codex.bin) needs --host codex" in refused.stderr
     done = sevro_project.run(
         *args, "--semantic-host", "codex", "--semantic-host-config", judge_config,
         "--semantic-model", "mock-model", env={API_KEY_ENV: API_KEY}, timeout=180,

@@ -206,9 +206,10 @@ def check_settings_used(
     used_ids = {h for host_id in used for h in (host_id, f"sevro.host.{host_id}")}
     for host_id, setting in _all_settings(hosts):
         if setting.key in given and host_id not in used_ids:
+            short = short_name(host_id)
             raise InvocationError(
-                f"{setting.flag} needs --host {short_name(host_id)}, an arm on it or a judge "
-                f"on it (--semantic-host {short_name(host_id)}, ...)"
+                f"{setting.flag} ({setting.key}) needs --host {short}, an arm on that host "
+                f"or a judge on it (such as --semantic-host {short})"
             )
 
 
