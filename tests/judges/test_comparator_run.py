@@ -68,6 +68,7 @@ def test_a_consistent_judge_gives_the_candidate_every_pair(sevro_project: SevroP
     done = sevro_project.sevro("run", *flags, "--results-root", sevro_project.results)
     assert done.exit_code == 0, done
     assert "candidate against baseline, judged: 3 wins, 0 losses, 0 ties" in done.stdout
+    assert "  Comparator usage: 6 judge calls; tokens and cost unknown." in done.stdout
     judged = _run(sevro_project)["statistics"]["comparisons"][0]["judged"]
     assert (judged["eligiblePairs"], judged["judgedPairs"], judged["wins"]) == (3, 3, 3)
     assert (judged["losses"], judged["ties"], judged["inconclusive"]["total"]) == (0, 0, 0)

@@ -199,7 +199,7 @@ def _judged_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
     ]
 
 
-def _judge_cost(usage: Mapping[str, Any] | None) -> list[str]:
+def judge_cost_sentences(usage: Mapping[str, Any] | None) -> list[str]:
     """What the comparator's calls cost, apart from the trials' usage; a figure is shown only
     when every call reported it in full (unknown is never 0)."""
     if usage is None:
@@ -223,7 +223,7 @@ def _judged_lines(comparison: Mapping[str, Any]) -> list[str]:
         f"{comparison['control']} (model judge)",
         "",
         *judged_sentences(comparison),
-        *_judge_cost(comparison["judged"].get("usage")),
+        *judge_cost_sentences(comparison["judged"].get("usage")),
         "",
         "Each pair was judged twice with the results labelled A and B in both orders; an outcome "
         "counts only when both orders agree. These outcomes are a model's judgement, kept apart "
