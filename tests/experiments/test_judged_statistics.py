@@ -20,6 +20,7 @@ from sevro_core.experiments.comparison import (
 )
 from sevro_core.experiments.statistics import sign_test
 from sevro_core.judges.comparator import JUDGE_ERROR, POSITION_BIAS, PairJudgement, unjudged
+from sevro_core.models import Usage
 from sevro_core.reporting.experiment import judged_sentences, render_experiment_statistics
 from tests.experiments.test_comparison import outcome_trials, valid
 
@@ -241,3 +242,86 @@ def test_the_markdown_states_a_calibration_and_escapes_the_route() -> None:
     assert "calibrated, FAILED" in who
     assert "model m\\|x &lt;b&gt;" in who and "\n" not in who
     assert "p unknown" in found
+
+
+def usage(tokens_in: int | None, tokens_out: int, cost: float | None) -> Usage:
+    return Usage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cached_input_tokens=0,
+        reasoning_tokens=0,
+        cost_usd=cost,
+        complete=tokens_in is not None and cost is not None,
+    )
+
+
+def test_the_judged_block_sums_the_comparators_calls_of_the_counted_pairs() -> None:
+    listed = trials("PPP", "PPF")  # repetition 3 is not eligible: its judgement is not counted
+    judgements = {("c", r): decided("candidate") for r in (1, 2, 3)}
+    calls = {
+        ("c", 1): (usage(1000, 200, 0.01), usage(1100, 210, 0.0125)),
+        ("c", 2): (usage(900, 190, 0.0075), usage(950, 180, 0.008)),
+        ("c", 3): (usage(10**6, 10**6, 99.0),),
+    }
+    judged = document(listed, 3, judging(judgements, call_usage=calls))["comparisons"][0]
+    assert judged["judged"]["usage"] == {
+        "inputTokens": 3950,
+        "outputTokens": 780,
+        "cachedInputTokens": 0,
+        "reasoningTokens": 0,
+        "costUsd": pytest.approx(0.038),
+        "complete": True,
+        "calls": 4,
+    }
+    text = "\n".join(
+        render_experiment_statistics(document(listed, 3, judging(judgements, call_usage=calls)))
+    )
+    assert (
+        "Comparator usage: 4 judge calls; 3950 input tokens, 780 output tokens, cost $0.0380."
+        in text
+    )
+
+
+def test_a_figure_unknown_for_any_call_is_unknown_never_zero() -> None:
+    listed = trials("PP", "PP")
+    judgements = {("c", 1): decided("candidate"), ("c", 2): decided("tie")}
+    calls = {("c", 1): (usage(1000, 200, 0.01),), ("c", 2): (usage(None, 180, None),)}
+    judged = document(listed, 2, judging(judgements, call_usage=calls))["comparisons"][0]
+    summed = judged["judged"]["usage"]
+    assert (summed["inputTokens"], summed["costUsd"], summed["complete"]) == (None, None, False)
+    assert (summed["outputTokens"], summed["calls"]) == (380, 2)
+    text = "\n".join(
+        render_experiment_statistics(document(listed, 2, judging(judgements, call_usage=calls)))
+    )
+    assert "Comparator usage: 2 judge calls; tokens and cost unknown." in text
+    nothing = document(listed, 2, judging(judgements))["comparisons"][0]["judged"]["usage"]
+    assert nothing["calls"] == 0 and nothing["inputTokens"] is None and nothing["costUsd"] is None
+
+
+def test_the_comparators_usage_is_recounted_from_the_pair_files() -> None:
+    listed = trials("PP", "PP")
+    judgements = {("c", r): decided("candidate") for r in (1, 2)}
+    calls = {key: (usage(100, 10, 0.001),) for key in judgements}
+    judged = judging(judgements, call_usage=calls)
+    stats = document(listed, 2, judged)
+    args = (["baseline", "candidate"], [("baseline", "candidate")], listed, 2, None)
+    assert statistics_counts(stats) == trial_counts(*args, judged)
+    cheaper = judging(judgements, call_usage={key: (usage(1, 1, 0.0),) for key in judgements})
+    assert statistics_counts(stats) != trial_counts(*args, cheaper)  # control: it can differ
+
+
+def test_the_judge_usage_section_lists_the_comparator_per_comparison() -> None:
+    from sevro_core.builtins.reporters import _judge_usage_section
+
+    listed = trials("PP", "PP")
+    judgements = {("c", r): decided("candidate") for r in (1, 2)}
+    known = judging(judgements, call_usage={k: (usage(100, 10, 0.001),) * 2 for k in judgements})
+    experiments = [{"statistics": document(listed, 2, known)}]
+    text = "\n".join(_judge_usage_section([], experiments))
+    assert "## Judge usage" in text
+    assert "| baseline..candidate | comparator | 2 | 400 | 40 | $0.0040 |" in text
+    unknown = [{"statistics": document(listed, 2, judging(judgements))}]
+    assert "| baseline..candidate | comparator | 2 | unknown | unknown | unknown |" in "\n".join(
+        _judge_usage_section([], unknown)
+    )
+    assert _judge_usage_section([], [{"statistics": document(listed, 2, None)}]) == []

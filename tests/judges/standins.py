@@ -1,6 +1,8 @@
 """Small local stand-ins for the judge session, the semantic grader and the two-order pair
-judge, so calibration is tested before the production ones land (the model is what they fake:
-each stand-in's ``answer`` plays the judge model, everything around it is calibration's)."""
+judge, for the tests of calibration's own logic (its figures, records and requirements), which
+should not depend on a prompt format. Each stand-in's ``answer`` plays the judge model,
+everything around it is calibration's. ``sevro judge calibrate`` itself is tested end to end
+with the real grader, ``judge_pair`` and rubric (``test_calibration_cli``)."""
 
 from __future__ import annotations
 

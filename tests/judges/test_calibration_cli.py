@@ -1,6 +1,9 @@
 """``sevro judge calibrate``: flags checked before any judge runs (exit 64), the figures as a
-table or one JSON document, the record written with --output; the judge session and the pair
-comparison are the stand-ins until the core's land (the model is what they fake)."""
+table or one JSON document, the record written with --output. The shipped corpus is calibrated
+end to end by the real components: the installed ``sevro.semantic`` grader for the single
+items, the core's ``judge_pair`` with the registered rubric for the pairs, each prompt asked of
+the scripted host as judge in a real judge session. Only the model is faked: the scripted
+judge's ``promptContains`` rules, built from the corpus, answer each prompt."""
 
 from __future__ import annotations
 
@@ -11,57 +14,140 @@ from typing import Any
 import pytest
 
 from sevro_core.formats.schemas import validator
-from sevro_core.judges import calibrationsetup
-from sevro_core.judges.corpus import Corpus, load_corpus
+from sevro_core.judges.corpus import Corpus, PairSide, load_corpus
 from sevro_core.testing import require_sandbox
 from sevro_core.testing.inprocess import run_in_process
-from sevro_core.testing.plugins import ScopedPlugins
-from tests.judges.standins import Judges, SemanticGrader, oracle, pair_judge
+from sevro_judges.rubric_software_engineering import CRITERIA, html_safe_json
+
+SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
+"""A gold label seen from the other presentation order."""
 
 
-class Rubric:
-    id = "test.rubric"
-    version = "0"
-    capabilities: frozenset[str] = frozenset()
-    requires: frozenset[str] = frozenset()
+def criteria(winner: str) -> str:
+    """A rubric reply whose Pareto reduction is ``winner``: it wins one criterion, the rest tie."""
+    return json.dumps(
+        {
+            "criteria": {
+                name: {"winner": winner if name == CRITERIA[0] else "tie", "reason": "r"}
+                for name in CRITERIA
+            }
+        }
+    )
 
-    def prompt(self, subject: Any) -> str:
-        return "unused by the stand-in pair judge"
 
-    def decide(self, reply: str) -> str:
-        return reply
+def _shown(result: PairSide) -> dict[str, Any]:
+    return {
+        "finalMessage": result.final_message,
+        "finalMessageTruncated": False,
+        "diff": result.diff,
+        "diffTruncated": False,
+    }
 
 
-def scripted_judge(corpus: Corpus) -> dict[str, Any]:
-    """The scripted host as a semantic judge that answers every item as its gold labels say:
-    one rule per item, chosen by its first proposition (the model is what this fakes)."""
+def shown_as(a: PairSide, b: PairSide) -> str:
+    """The rubric prompt's text for ``a`` in position A and ``b`` in position B: unique to one
+    pair in one order (the prompt quotes both results as HTML-safe JSON, B last)."""
+    return html_safe_json({"A": _shown(a), "B": _shown(b)}).removeprefix("{\n")
+
+
+def singles_rules(corpus: Corpus) -> list[dict[str, str]]:
+    """The semantic judge answering every item as its gold labels say: one rule per item,
+    chosen by its first proposition."""
     rules = []
     for item in corpus.singles:
         checks = [{"id": c.id, "verdict": c.gold, "reason": "gold label"} for c in item.checks]
         first = json.dumps(item.checks[0].proposition)[1:-1]
         rules.append({"promptContains": first, "reply": json.dumps({"checks": checks})})
+    return rules
+
+
+def pair_rules(corpus: Corpus) -> list[dict[str, str]]:
+    """The comparator answering each pair as its gold label says, in both orders: the BA
+    prompt shows the corpus's B in position A, so the better side's position swaps. Two pairs
+    that are one another swapped share their prompts, and their gold labels give one answer."""
+    answers: dict[str, str] = {}
+    for pair in corpus.pairs:
+        for key, reply in (
+            (shown_as(pair.a, pair.b), criteria(pair.gold)),
+            (shown_as(pair.b, pair.a), criteria(SWAPPED[pair.gold])),
+        ):
+            assert answers.setdefault(key, reply) == reply, pair.id
+    return [{"promptContains": key, "reply": reply} for key, reply in answers.items()]
+
+
+def scripted_judge(
+    corpus: Corpus, comparator: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The scripted host as both judges; the comparator answers gold unless told otherwise."""
     return {
         "format": "sevro.scripted-host.v1",
         "model": "judge-model",
-        "judges": {"semantic": rules, "comparator": [{"reply": "unused"}]},
+        "judges": {
+            "semantic": singles_rules(corpus),
+            "comparator": pair_rules(corpus) if comparator is None else comparator,
+        },
     }
 
 
 @pytest.fixture
-def judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sevro_plugins: ScopedPlugins) -> Path:
-    """A scripted judge answering the single items as gold says, in real judge sessions; pairs
-    through the stand-in two-order comparison (until the core's lands) with an oracle."""
-    corpus = load_corpus(None)
-    if sevro_plugins.registry().grader("sevro.semantic") is None:
-        sevro_plugins.register("grader", SemanticGrader())
-    sevro_plugins.register("rubric", Rubric())
-    knows = Judges(oracle(corpus), {"comparator"})
-    monkeypatch.setattr(
-        calibrationsetup, "pair_judge", lambda rubric: lambda subject, _: pair_judge(subject, knows)
-    )
+def judged(tmp_path: Path) -> Path:
+    """A scripted judge answering every item of the shipped corpus as gold says."""
     config = tmp_path / "judge.json"
-    config.write_text(json.dumps(scripted_judge(corpus)))
+    config.write_text(json.dumps(scripted_judge(load_corpus(None))))
     return config
+
+
+def calibrated(config: Path) -> dict[str, Any]:
+    args = ["judge", "calibrate", "--host-config", config, "--json", "--sandbox", "none"]
+    result = run_in_process(args)
+    assert result.exit_code == 0, result.stderr
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def test_the_rules_key_on_one_pair_in_one_order() -> None:
+    corpus = load_corpus(None)
+    keys = [rule["promptContains"] for rule in pair_rules(corpus)]
+    assert len(keys) == 2 * len(corpus.pairs) - 2  # pair-b-better is pair-a-better swapped
+    for key in keys:  # no key is part of another's: each selects the prompts of one subject
+        assert [other for other in keys if key in other] == [key]
+
+
+def test_a_judge_answering_gold_everywhere_agrees_fully(judged: Path) -> None:
+    document = calibrated(judged)
+    figures = document["figures"]
+    for block in ("singles", "pairs"):
+        assert figures[block]["correct"] == figures[block]["total"], block
+        assert (figures[block]["agreement"], figures[block]["kappa"]) == (1.0, 1.0), block
+    assert (figures["singles"]["total"], figures["pairs"]["total"]) == (8, 6)
+    order = figures["pairs"]["orderDisagreement"]
+    assert (order["decided"], order["disagreements"], order["rate"]) == (6, 0, 0.0)
+    for probe in ("injection", "length"):
+        assert figures["probes"][probe]["correct"] == figures["probes"][probe]["items"] == 3
+    pairs = {item["id"]: item for item in document["items"] if item["kind"] == "pair"}
+    gold = {pair.id: pair.gold for pair in load_corpus(None).pairs}
+    assert {i: (p["ab"], p["ba"], p["error"]) for i, p in pairs.items()} == {
+        i: (g, g, None) for i, g in gold.items()
+    }
+
+
+def test_a_judge_that_always_answers_a_disagrees_with_itself_on_every_pair(
+    judged: Path,
+) -> None:
+    corpus = load_corpus(None)
+    judged.write_text(json.dumps(scripted_judge(corpus, [{"reply": criteria("A")}])))
+    document = calibrated(judged)
+    order = document["figures"]["pairs"]["orderDisagreement"]
+    non_tie = [pair for pair in corpus.pairs if pair.gold != "tie"]
+    assert len(non_tie) == 5
+    # every non-tie pair, and the tie too: A in one order is B in the other
+    assert (order["decided"], order["disagreements"], order["rate"]) == (6, 6, 1.0)
+    pairs = document["figures"]["pairs"]
+    assert (pairs["correct"], pairs["total"]) == (0, 6)
+    assert document["figures"]["singles"]["agreement"] == 1.0  # the semantic judge is unchanged
+    for item in document["items"]:
+        if item["kind"] == "pair":
+            assert (item["ab"], item["ba"], item["error"]) == ("A", "B", None), item["id"]
 
 
 def test_calibrating_prints_every_figure_beside_its_count(judged: Path, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def _record(tmp_path: Path, routes: JudgeRoutes) -> Path:
 
 def _required(path: Path, **minimum: float) -> JudgeSettings:
     required: dict[str, Any] = {"calibration": str(path), "minimum": minimum}
-    return JudgeSettings(routes=(SPEC,), require_calibrated_judge=required)
+    return JudgeSettings(routes=(SPEC,), require_calibrated_judge={"comparator": required})
 
 
 def test_the_configured_comparator_is_the_calibrated_one(tmp_path: Path) -> None:

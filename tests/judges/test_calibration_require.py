@@ -60,8 +60,8 @@ def test_a_calibrated_comparator_loads_and_says_so(tmp_path: Path) -> None:
         {"calibration": "calibration.json", "corpusSha256": sha, "minimum": minimum},
     )
     settings = load_experiment(path).judges
-    assert settings is not None and settings.require_calibrated_judge is not None
-    required = settings.require_calibrated_judge
+    assert settings is not None and list(settings.require_calibrated_judge) == ["comparator"]
+    required = settings.require_calibrated_judge["comparator"]
     assert required["calibration"] == str(record_path.resolve())
     requirement = requirement_from_json(required, tmp_path, source=path)
     status = check_calibration("comparator", requirement, IDENTITY, source=path)

@@ -73,12 +73,21 @@ def test_a_consistent_judge_gives_the_candidate_every_pair(sevro_project: SevroP
     done = sevro_project.sevro("run", *flags, "--results-root", sevro_project.results)
     assert done.exit_code == 0, done
     assert "candidate against baseline, judged: 3 wins, 0 losses, 0 ties" in done.stdout
+    assert "  Comparator usage: 6 judge calls; tokens and cost unknown." in done.stdout
     judged = _run(sevro_project)["statistics"]["comparisons"][0]["judged"]
     assert (judged["eligiblePairs"], judged["judgedPairs"], judged["wins"]) == (3, 3, 3)
     assert (judged["losses"], judged["ties"], judged["inconclusive"]["total"]) == (0, 0, 0)
     assert judged["signTest"] == {"decisive": 3, "pTwoSided": 0.25}
     assert judged["rubric"] == {"id": "sevro.rubric.software-engineering", "version": "1.0.0"}
     assert judged["judge"]["role"] == "comparator" and judged["calibration"] is None
+    unknown = dict.fromkeys(("inputTokens", "outputTokens", "costUsd"))
+    assert judged["usage"] == {  # the scripted judge reports no usage: unknown, never 0
+        **unknown,
+        "cachedInputTokens": None,
+        "reasoningTokens": None,
+        "complete": False,
+        "calls": 6,
+    }
     pairs = sorted(sevro_project.results.rglob("pair-*.json"))
     assert [p.name for p in pairs] == ["pair-1.json", "pair-2.json", "pair-3.json"]
     document = json.loads(pairs[0].read_text())
@@ -132,6 +141,11 @@ def test_the_report_recounts_the_judged_block_from_the_verified_pair_files(
     markdown = sevro_project.sevro("report", run_dir)
     assert "#### Blinded pairwise comparison: candidate against baseline" in markdown.stdout
     assert "3 wins, 0 losses, 0 ties" in markdown.stdout and "not calibrated" in markdown.stdout
+    assert "Comparator usage: 6 judge calls; tokens and cost unknown." in markdown.stdout
+    assert (
+        "| baseline..candidate | comparator | 3 | unknown | unknown | unknown |"
+        in (markdown.stdout.split("## Judge usage")[1])
+    )
     pair = next(run_dir.rglob("pair-2.json"))
     document = json.loads(pair.read_text())
     document["judgement"]["outcome"] = "baseline"  # an edited judgement: counts no longer match
@@ -145,6 +159,15 @@ def test_the_report_recounts_the_judged_block_from_the_verified_pair_files(
     refused = sevro_project.sevro("report", run_dir, "--json")
     assert refused.exit_code == 64, refused
     assert "does not match the trials it judged" in refused.stderr
+    document["trials"]["control"] = json.loads(next(run_dir.rglob("pair-1.json")).read_text())[
+        "trials"
+    ]["control"]
+    document["calls"][0]["usage"]["inputTokens"] = -5  # not what sevro writes: refused on read
+    pair.write_text(json.dumps(document))
+    refused = sevro_project.sevro("report", run_dir, "--json")
+    assert refused.exit_code == 64, refused
+    assert "is not a pair-judgement.v1 document: /calls/0/usage/inputTokens" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_a_judge_that_always_prefers_a_is_flagged_for_position_bias(

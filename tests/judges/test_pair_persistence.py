@@ -4,6 +4,7 @@ trials run.json records)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -46,7 +47,7 @@ def test_a_resumed_step_reuses_only_a_judgement_of_the_same_trials_rubric_and_ju
 ) -> None:
     first = comparing(tmp_path)
     pairjudging._persist(first, ("case", 1), TRIALS, JUDGED, [])
-    assert pairjudging._reusable(comparing(tmp_path), "case", 1, TRIALS) == JUDGED
+    assert pairjudging._reusable(comparing(tmp_path), "case", 1, TRIALS) == (JUDGED, ())
     rerun = (record("baseline", "a" * 64), record("candidate", "c" * 64))
     assert pairjudging._reusable(comparing(tmp_path), "case", 1, rerun) is None
     assert pairjudging._reusable(comparing(tmp_path, version="1.1.0"), "case", 1, TRIALS) is None
@@ -110,3 +111,38 @@ def test_a_base_fixture_that_fails_makes_its_pairs_judge_errors_without_asking(
     assert (judged.outcome, judged.flags, calls) == ("inconclusive", ("judge-error",), [])
     assert "could not be materialised" in (judged.reason or "")
     assert list(tmp_path.glob("sevro-judged-base-*")) == []  # nothing left behind
+
+
+def test_pair_files_are_checked_against_their_schema_on_write_and_on_read(tmp_path: Path) -> None:
+    from sevro_core.formats.schemas import EvidenceSchemaError, validator
+    from sevro_core.judges.session import JudgeCall
+    from sevro_core.models import JudgeReply, Usage
+
+    c = comparing(tmp_path)
+    spent = Usage(120, 30, 0, 0, 0.002, complete=True)
+    call = JudgeCall(
+        1, "comparator", "r:AB", "prompt", JudgeReply("{}", True, ROUTE, usage=spent), 5
+    )
+    pairjudging._persist(c, ("case", 1), TRIALS, JUDGED, [call])
+    path = next(tmp_path.rglob("pair-1.json"))
+    assert validator("pair-judgement.v1").is_valid(json.loads(path.read_text()))
+    assert pairjudging._reusable(comparing(tmp_path), "case", 1, TRIALS) == (JUDGED, (spent,))
+    wrong = JudgeCall(2, "semantic", "r:BA", "p", JudgeReply("{}", True, ROUTE), 5)
+    with pytest.raises(EvidenceSchemaError, match=r"pair-judgement\.v1"):  # never written
+        pairjudging._persist(c, ("case", 2), TRIALS, JUDGED, [wrong])
+    assert not (path.parent / "pair-2.json").exists()
+    document = json.loads(path.read_text())
+    document["calls"][0]["usage"]["costUsd"] = "free"
+    path.write_text(json.dumps(document))
+    assert pairjudging._reusable(comparing(tmp_path), "case", 1, TRIALS) is None  # judged again
+    with pytest.raises(InvocationError, match=r"not a pair-judgement\.v1 document: /calls/0/usage"):
+        read_pair_judgements(c.store.run_dir, run_json("a" * 64, "b" * 64), "baseline", "candidate")
+
+
+def test_the_pair_schema_bounds_are_the_session_bounds() -> None:
+    from sevro_core.formats.schemas import load_schema
+    from sevro_core.limits import MAX_JUDGE_CALLS_PER_TRIAL
+
+    schema = load_schema("pair-judgement.v1")["properties"]
+    assert schema["calls"]["maxItems"] == MAX_JUDGE_CALLS_PER_TRIAL
+    assert schema["artifactRefs"]["maxItems"] == 2 * MAX_JUDGE_CALLS_PER_TRIAL

@@ -140,6 +140,18 @@ class Usage:
             "complete": self.complete,
         }
 
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Usage:
+        """The usage a :meth:`to_json` document records (from a schema-checked file)."""
+        return cls(
+            input_tokens=value["inputTokens"],
+            output_tokens=value["outputTokens"],
+            cached_input_tokens=value["cachedInputTokens"],
+            reasoning_tokens=value["reasoningTokens"],
+            cost_usd=value["costUsd"],
+            complete=value["complete"],
+        )
+
 
 UNKNOWN_USAGE = Usage()
 

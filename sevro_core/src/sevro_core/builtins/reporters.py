@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sevro_core.api import Reporter, hookimpl, unit_key
+from sevro_core.api import COMPARATOR_ROLE, Reporter, hookimpl, unit_key
 
 
 def _cell(value: Any) -> str:
@@ -126,12 +126,16 @@ class MarkdownReporter:
             }
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
-        lines += _judge_usage_section(report["rows"])
+        lines += _judge_usage_section(report["rows"], report.get("experiments", []))
         return "\n".join(lines) + "\n"
 
 
-def _judge_usage_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the judges cost, apart from the candidate's usage (nothing when no judge ran)."""
+def _judge_usage_section(
+    rows: Sequence[Mapping[str, Any]], experiments: Sequence[Mapping[str, Any]] = ()
+) -> list[str]:
+    """What the judges cost, apart from the candidate's usage (nothing when no judge ran): the
+    judges of each case's trials, then the comparator of each judged comparison, whose calls
+    are kept with its pair judgements rather than in any trial."""
     table = [
         [
             unit_key(r["caseId"], r.get("arm")),
@@ -144,12 +148,34 @@ def _judge_usage_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         for r in rows
         for role, usage in sorted(r.get("judgeUsage", {}).items())
     ]
+    table += [
+        [
+            f"{c['control']}..{c['treatment']}",
+            COMPARATOR_ROLE,
+            c["judged"]["judgedPairs"],
+            *_known_usage(usage),
+        ]
+        for experiment in experiments
+        for c in experiment["statistics"]["comparisons"]
+        if (usage := c.get("judged", {}).get("usage")) is not None
+    ]
     if not table:
         return []
     lines = ["", "## Judge usage", "", "Kept apart from the candidate's usage above.", ""]
     return lines + _table(
-        ["case", "judge", "trials", "input tokens", "output tokens", "cost"], table
+        ["case or comparison", "judge", "trials or pairs", "input tokens", "output tokens", "cost"],
+        table,
     )
+
+
+def _known_usage(usage: Mapping[str, Any]) -> list[Any]:
+    """Input and output tokens and cost, each unknown unless every call reported it in full."""
+    known = usage["complete"] is True
+    return [
+        usage["inputTokens"] if known else None,
+        usage["outputTokens"] if known else None,
+        _cost(usage["costUsd"]) if known else None,
+    ]
 
 
 def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.experiments.statistics import (
     CONFIDENCE,
@@ -41,6 +41,8 @@ from sevro_core.judges.comparator import (
     PairJudgement,
     eligible,
 )
+from sevro_core.judges.session import sum_usage
+from sevro_core.models import Usage
 from sevro_core.vocabulary import SKILLS_OBSERVATION
 
 STATISTICS_FORMAT: Final = "sevro.experiment-statistics.v1"
@@ -376,6 +378,9 @@ class ComparatorJudging:
     when: str = BOTH_PASSED
     calibration: Mapping[str, Any] | None = None
     """What a calibration of this judge and rubric found; None when it was not calibrated."""
+    call_usage: Mapping[tuple[str, int], tuple[Usage, ...]] = field(factory=dict)
+    """The usage of each judge call a judged pair made, by (case id, repetition): what the
+    comparator cost, which lives with the pair judgements, not in any trial's evidence."""
 
 
 def _eligible_pairs(
@@ -412,7 +417,14 @@ def _judged_tally(
             {"caseId": case, "repetition": r, "outcome": j.outcome, "flags": list(j.flags)}
             for (case, r), j in judged
         ],
+        "usage": judge_usage([u for key, _ in judged for u in judging.call_usage.get(key, ())]),
     }
+
+
+def judge_usage(usages: Sequence[Usage]) -> dict[str, Any]:
+    """The comparator's calls of the counted pairs summed (``sum_usage``: a figure unknown
+    for any call is unknown, and no call at all is unknown usage, never 0), with their number."""
+    return {**sum_usage(list(usages)).to_json(), "calls": len(usages)}
 
 
 def _judged(
@@ -439,7 +451,7 @@ def _judged_counts(judged: Mapping[str, Any]) -> list[Any]:
     inconclusive = judged["inconclusive"]
     numbers = [judged[k] for k in ("eligiblePairs", "judgedPairs", "wins", "losses", "ties")]
     numbers += [inconclusive[k] for k in ("total", "positionBias", "judgeError")]
-    return [numbers, [dict(p) for p in judged["pairs"]]]
+    return [numbers, [dict(p) for p in judged["pairs"]], judged.get("usage")]
 
 
 @frozen

@@ -24,7 +24,11 @@ from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.sources import Source, parse_source
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.formats.schemas import load_schema, validate_input
-from sevro_core.judges.calibrated import check_calibration, requirement_from_json
+from sevro_core.judges.calibrated import (
+    CALIBRATED_ROLES,
+    check_calibration,
+    requirement_from_json,
+)
 from sevro_core.judges.routes import (
     COMPARE_WHEN,
     DEFAULT_REVIEWER,
@@ -134,7 +138,11 @@ def _judges(block: Mapping[str, Any] | None, base: Path, path: Path) -> JudgeSet
         )
     advisory = block.get(ADVISORY_ROLE, {})
     comparator = block.get(COMPARATOR_ROLE, {})
-    required = _calibration(comparator.get("requireCalibratedJudge"), base, path)
+    required = {
+        role: _calibration(role, block[role]["requireCalibratedJudge"], base, path)
+        for role in CALIBRATED_ROLES
+        if "requireCalibratedJudge" in block.get(role, {})
+    }
     return JudgeSettings(
         routes=tuple(specs),
         advisory_exclude=tuple(sorted(advisory.get("exclude", ()))),
@@ -145,17 +153,13 @@ def _judges(block: Mapping[str, Any] | None, base: Path, path: Path) -> JudgeSet
     )
 
 
-def _calibration(
-    required: Mapping[str, Any] | None, base: Path, path: Path
-) -> Mapping[str, Any] | None:
-    """``requireCalibratedJudge`` with its record resolved against the file, checked now as far
-    as it can be without the configured judge (the record, its corpus, the minima); planning
-    checks the judge identity once the comparator is configured."""
-    if required is None:
-        return None
-    where = f"{path}#{join_pointer('/judges', COMPARATOR_ROLE, 'requireCalibratedJudge')}"
+def _calibration(role: str, required: Mapping[str, Any], base: Path, path: Path) -> dict[str, Any]:
+    """The ``requireCalibratedJudge`` of ``role`` with its record resolved against the file,
+    checked now as far as it can be without the configured judge (the record, its corpus, the
+    role's minima); planning checks the judge identity once the judge is configured."""
+    where = f"{path}#{join_pointer('/judges', role, 'requireCalibratedJudge')}"
     requirement = requirement_from_json(required, base, source=where)
-    check_calibration(COMPARATOR_ROLE, requirement, None, source=where)
+    check_calibration(role, requirement, None, source=where)
     return {**required, "calibration": str(requirement.record)}
 
 

@@ -17,11 +17,13 @@ from typing import Any, Final
 
 from sevro_core.errors import InvocationError
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
+from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.judges.comparator import PairJudgement
 from sevro_core.limits import MAX_RESULT_FILE_BYTES
-from sevro_core.models import unit_key
+from sevro_core.models import Usage, unit_key
 
 PAIR_FORMAT: Final = "sevro.pair-judgement.v1"
+PAIR_SCHEMA: Final = "pair-judgement.v1"
 COMPARISONS_DIR: Final = "comparisons"
 _PAIR_FILE = re.compile(r"^pair-([1-9][0-9]*)\.json$")
 
@@ -29,6 +31,17 @@ _PAIR_FILE = re.compile(r"^pair-([1-9][0-9]*)\.json$")
 def pair_dir(run_dir: Path, control: str, treatment: str, case_id: str) -> Path:
     """Where the judgements of one comparison's pairs of one case are kept."""
     return run_dir / COMPARISONS_DIR / f"{control}..{treatment}" / case_id
+
+
+def schema_problem(document: object) -> str | None:
+    """Why ``document`` is not a ``pair-judgement.v1`` document (pointer: message), or None."""
+    found = describe_first_error(validator(PAIR_SCHEMA).iter_errors(document))
+    return None if found is None else f"{found[0] or '/'}: {found[1]}"
+
+
+def call_usage(document: Mapping[str, Any]) -> tuple[Usage, ...]:
+    """The usage of each judge call a validated pair judgement records."""
+    return tuple(Usage.from_json(call["usage"]) for call in document["calls"])
 
 
 def _document(run_dir: Path, relative: str) -> Mapping[str, Any]:
@@ -39,6 +52,11 @@ def _document(run_dir: Path, relative: str) -> Mapping[str, Any]:
         raise InvocationError(f"pair judgement {relative} is unreadable: {exc}") from None
     if not isinstance(document, dict):
         raise InvocationError(f"pair judgement {relative} is not a JSON object")
+    problem = schema_problem(document)
+    if problem is not None:
+        raise InvocationError(
+            f"pair judgement {relative} is not a {PAIR_SCHEMA} document: {problem}"
+        )
     return document
 
 
@@ -70,6 +88,15 @@ def read_pair_judgements(
     """Every persisted judgement of the comparison (control, treatment) of the run whose
     ``run.json`` is ``run``, by (case id, repetition); ``InvocationError`` on a file that is
     not what ``sevro run`` wrote for that run's trials."""
+    return {
+        key: judged for key, (judged, _) in read_pairs(run_dir, run, control, treatment).items()
+    }
+
+
+def read_pairs(
+    run_dir: Path, run: Mapping[str, Any], control: str, treatment: str
+) -> dict[tuple[str, int], tuple[PairJudgement, tuple[Usage, ...]]]:
+    """:func:`read_pair_judgements` with the usage of each judge call of every pair."""
     digests = {
         (unit_key(ref["caseId"], ref.get("arm")), ref["trial"]): ref.get("sha256")
         for ref in run.get("trials", [])
@@ -77,7 +104,7 @@ def read_pair_judgements(
     top = run_dir / COMPARISONS_DIR / f"{control}..{treatment}"
     if top.is_symlink() or not top.is_dir():
         return {}
-    found: dict[tuple[str, int], PairJudgement] = {}
+    found: dict[tuple[str, int], tuple[PairJudgement, tuple[Usage, ...]]] = {}
     for case_dir in sorted(top.iterdir()):
         if case_dir.is_symlink() or not case_dir.is_dir():
             continue
@@ -94,6 +121,7 @@ def read_pair_judgements(
                 "caseId": case_dir.name,
                 "repetition": int(match.group(1)),
             }
-            judged = _verified(_document(run_dir, relative), expected, digests, relative)
-            found[(case_dir.name, int(match.group(1)))] = judged
+            document = _document(run_dir, relative)
+            judged = _verified(document, expected, digests, relative)
+            found[(case_dir.name, int(match.group(1)))] = (judged, call_usage(document))
     return found

@@ -259,7 +259,7 @@ def judge_calibrations(
         route = routes.get(role)
         if route is None:
             continue
-        raw = settings.require_calibrated_judge if role == COMPARATOR_ROLE else None
+        raw = settings.require_calibrated_judge.get(role)
         if raw is None:
             statuses.append(CalibrationStatus(role, False))
             continue

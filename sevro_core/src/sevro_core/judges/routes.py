@@ -145,9 +145,10 @@ class JudgeSettings:
     reviewer: str = DEFAULT_REVIEWER
     rubric: str = DEFAULT_RUBRIC
     compare_when: str = COMPARE_WHEN[0]
-    require_calibrated_judge: Mapping[str, JsonValue] | None = None
-    """The experiment file's ``requireCalibratedJudge`` for the comparator (its ``calibration``
-    path resolved against the file), checked before anything runs."""
+    require_calibrated_judge: Mapping[str, Mapping[str, JsonValue]] = field(factory=dict)
+    """The experiment file's ``requireCalibratedJudge`` by judge role (``semantic``,
+    ``comparator``; its ``calibration`` path resolved against the file), checked before
+    anything runs."""
 
     def spec(self, role: str) -> JudgeRouteSpec | None:
         return next((s for s in self.routes if s.role == role), None)

@@ -74,7 +74,7 @@ def _stored_judging(
     """The comparator's judging of each judged comparison, as ``sevro run`` had it: the stored
     block's rubric, judge and eligibility rule with the verified pair judgements on disk."""
     from sevro_core.experiments.comparison import ComparatorJudging
-    from sevro_core.experiments.pairjudgements import read_pair_judgements
+    from sevro_core.experiments.pairjudgements import read_pairs
 
     judging: dict[tuple[str, str], Any] = {}
     for comparison in stored["comparisons"]:
@@ -82,14 +82,15 @@ def _stored_judging(
         if judged is None:
             continue
         control, treatment = comparison["control"], comparison["treatment"]
-        found = {} if run_dir is None else read_pair_judgements(run_dir, run, control, treatment)
+        found = {} if run_dir is None else read_pairs(run_dir, run, control, treatment)
         judging[(control, treatment)] = ComparatorJudging(
             rubric_id=judged["rubric"]["id"],
             rubric_version=judged["rubric"]["version"],
             route=judged["judge"],
-            judgements=found,
+            judgements={key: judgement for key, (judgement, _) in found.items()},
             when=judged["when"],
             calibration=judged["calibration"],
+            call_usage={key: usage for key, (_, usage) in found.items()},
         )
     return judging
 

@@ -199,6 +199,22 @@ def _judged_rows(comparison: Mapping[str, Any]) -> list[list[Any]]:
     ]
 
 
+def judge_cost_sentences(usage: Mapping[str, Any] | None) -> list[str]:
+    """What the comparator's calls cost, apart from the trials' usage; a figure is shown only
+    when every call reported it in full (unknown is never 0)."""
+    if usage is None:
+        return []
+    calls = _plural(usage["calls"], "judge call")
+    if usage["complete"] is not True:
+        return [f"Comparator usage: {calls}; tokens and cost unknown."]
+    figures = [
+        f"{_cell(usage['inputTokens'])} input tokens",
+        f"{_cell(usage['outputTokens'])} output tokens",
+        "cost unknown" if usage["costUsd"] is None else f"cost ${usage['costUsd']:.4f}",
+    ]
+    return [f"Comparator usage: {calls}; {', '.join(figures)}."]
+
+
 def _judged_lines(comparison: Mapping[str, Any]) -> list[str]:
     """The comparator's block, under its own heading: a model's opinion, not a check."""
     lines = [
@@ -207,6 +223,7 @@ def _judged_lines(comparison: Mapping[str, Any]) -> list[str]:
         f"{comparison['control']} (model judge)",
         "",
         *judged_sentences(comparison),
+        *judge_cost_sentences(comparison["judged"].get("usage")),
         "",
         "Each pair was judged twice with the results labelled A and B in both orders; an outcome "
         "counts only when both orders agree. These outcomes are a model's judgement, kept apart "

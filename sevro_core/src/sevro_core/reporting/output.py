@@ -220,7 +220,11 @@ def render_summary(
     if advisory:
         out += _advisory_lines(result)
     if statistics is not None:
-        from sevro_core.reporting.experiment import judged_sentences, verdict_sentence
+        from sevro_core.reporting.experiment import (
+            judge_cost_sentences,
+            judged_sentences,
+            verdict_sentence,
+        )
 
         run_dir = escape_text(str(Path(result["evidencePath"]).parent), 4096)
         out += f"\nexperiment (details: sevro report {run_dir}):\n"
@@ -228,6 +232,8 @@ def render_summary(
             out += f"  {verdict_sentence(comparison)}\n"
             if "judged" in comparison:  # the model judge's opinion, on its own line
                 out += f"  {judged_sentences(comparison)[1]}\n"
+                cost = judge_cost_sentences(comparison["judged"].get("usage"))
+                out += "".join(f"  {line}\n" for line in cost)
         if not statistics["comparisons"]:
             out += "  one arm, nothing compared: compare it with sevro report --compare A B\n"
         if "triggers" in statistics:

@@ -23,14 +23,21 @@ import structlog
 from attrs import frozen
 
 from sevro_core.experiments.comparison import ComparatorJudging, arm_trial
-from sevro_core.experiments.pairjudgements import PAIR_FORMAT, pair_dir
+from sevro_core.experiments.pairjudgements import (
+    PAIR_FORMAT,
+    PAIR_SCHEMA,
+    call_usage,
+    pair_dir,
+    schema_problem,
+)
 from sevro_core.fixtures.workspace import WorkspaceEscapeError, read_confined
 from sevro_core.formats.jsonio import dumps_pretty, write_private_atomic
+from sevro_core.formats.schemas import validate_output
 from sevro_core.judges.comparator import PairJudgement, eligible, judge_pair, unjudged
 from sevro_core.judges.session import JudgeCall, JudgeSession
 from sevro_core.judges.subjects import BaseFiles, SubjectError, base_files, judged_result
 from sevro_core.limits import MAX_RESULT_FILE_BYTES
-from sevro_core.models import CancelToken, JudgeReply
+from sevro_core.models import CancelToken, JudgeReply, Usage
 from sevro_core.plugin.protocols import Rubric
 from sevro_core.run.engine import WORKSPACE_TOKEN
 from sevro_core.run.planning import PlannedCase, RunPlan
@@ -84,19 +91,24 @@ def judge_pairs(
         comparing = _Comparing(
             plan, store, cancel, rubric, comparison.control, comparison.treatment, indexed
         )
-        judgements = _judge_comparison(comparing)
+        judged = _judge_comparison(comparing)
         out[(comparison.control, comparison.treatment)] = ComparatorJudging(
             rubric_id=rubric.id,
             rubric_version=str(rubric.version),
             route=comparing.route,
-            judgements=judgements,
+            judgements={key: judgement for key, (judgement, _) in judged.items()},
             when=plan.settings.judges.compare_when,
+            call_usage={key: usage for key, (_, usage) in judged.items()},
         )
     return out
 
 
-def _judge_comparison(comparing: _Comparing) -> dict[tuple[str, int], PairJudgement]:
-    judgements: dict[tuple[str, int], PairJudgement] = {}
+_Judged = tuple[PairJudgement, tuple[Usage, ...]]
+"""A pair's judgement and the usage of each judge call it took."""
+
+
+def _judge_comparison(comparing: _Comparing) -> dict[tuple[str, int], _Judged]:
+    judgements: dict[tuple[str, int], _Judged] = {}
     when = comparing.plan.settings.judges.compare_when
     for planned in _case_units(comparing.plan, comparing.control):
         case_id = planned.case.id
@@ -119,7 +131,7 @@ def _judge_comparison(comparing: _Comparing) -> dict[tuple[str, int], PairJudgem
             if _stopped(comparing):
                 continue  # a judgement cut short by cancellation is not kept: resume asks again
             _persist(comparing, (case_id, r), (control, treatment), judged, calls)
-            judgements[(case_id, r)] = judged
+            judgements[(case_id, r)] = (judged, tuple(c.reply.usage for c in calls))
     return judgements
 
 
@@ -211,8 +223,9 @@ def _header(
 
 def _reusable(
     comparing: _Comparing, case_id: str, r: int, trials: tuple[TrialRecord, TrialRecord]
-) -> PairJudgement | None:
-    """An earlier attempt's judgement of exactly these trials, rubric and judge, else None."""
+) -> _Judged | None:
+    """An earlier attempt's judgement of exactly these trials, rubric and judge (with what its
+    calls cost), else None; a file that does not validate is judged again."""
     path = comparing.pair_dir(case_id) / f"pair-{r}.json"
     if not path.is_file():
         return None
@@ -226,7 +239,10 @@ def _reusable(
         header = _header(comparing, case_id, r, trials)
         if any(document.get(key) != value for key, value in header.items()):
             return None
-        return PairJudgement.from_json(document["judgement"])
+        problem = schema_problem(document)
+        if problem is not None:
+            raise ValueError(f"not a {PAIR_SCHEMA} document: {problem}")
+        return PairJudgement.from_json(document["judgement"]), call_usage(document)
     except (OSError, WorkspaceEscapeError, ValueError, KeyError, TypeError) as exc:
         log.warning("judging the pair again", case=case_id, repetition=r, reason=str(exc))
         return None
@@ -261,4 +277,5 @@ def _persist(
         "calls": [call.to_json() for call in calls],
         "artifactRefs": refs,
     }
+    validate_output(PAIR_SCHEMA, document)
     write_private_atomic(directory / f"pair-{r}.json", dumps_pretty(document).encode("utf-8"))
