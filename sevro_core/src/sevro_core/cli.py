@@ -748,11 +748,12 @@ def judge_calibrate(
     try:
         from sevro_core.judges.calibrationsetup import CalibrationChoices, prepare_calibration
         from sevro_core.plugin.protocols import HostOptions
+        from sevro_core.runflags import host_config as read_host_config
 
         _setup_logging(log_format, verbose)
         registry = _loaded_registry()
         options = HostOptions(
-            config=_judge_host_config(host_config),
+            config=read_host_config(host_config),
             config_source=str(host_config) if host_config else None,
             model=model,
             effort=effort,
@@ -775,20 +776,6 @@ def judge_calibrate(
         from sevro_core.reporting.calibration import render_calibration
 
         sys.stdout.write(render_calibration(document))
-
-
-def _judge_host_config(path: Path | None) -> Any:
-    from sevro_core.formats.jsonio import read_json_file
-    from sevro_core.limits import MAX_HOST_CONFIG_BYTES
-
-    if path is None:
-        return None
-    config = read_json_file(path, MAX_HOST_CONFIG_BYTES, what="host configuration")
-    if not isinstance(config, dict):
-        from sevro_core.errors import InvocationError
-
-        raise InvocationError("host configuration must be a JSON object", source=path)
-    return config
 
 
 def _check_output(output: Path | None) -> None:

@@ -107,7 +107,7 @@ def run_settings(
         raise InvocationError(f"--threshold must be in (0, 1], not {flags.threshold}")
     if flags.condition not in CONDITIONS:
         raise InvocationError(f"--condition must be passive or enforced, not {flags.condition!r}")
-    config = _host_config(flags.host_config)
+    config = host_config(flags.host_config)
     project = (flags.project_root or Path.cwd()).resolve()
     if not project.is_dir():
         raise InvocationError("--project-root is not a directory", source=flags.project_root)
@@ -173,7 +173,7 @@ def judge_settings(flags: RunFlags) -> JudgeSettings:
                 host=host,
                 model=getattr(flags, f"{role}_model"),
                 effort=getattr(flags, f"{role}_effort"),
-                config=_host_config(config_path),
+                config=host_config(config_path),
                 config_source=str(config_path) if config_path is not None else None,
             )
         )
@@ -281,7 +281,8 @@ def merged_judges(
     )
 
 
-def _host_config(path: Path | None) -> Mapping[str, JsonValue] | None:
+def host_config(path: Path | None) -> Mapping[str, JsonValue] | None:
+    """A ``--host-config`` (or judge's ``--<role>-host-config``) file: one JSON object, bounded."""
     from sevro_core.formats.jsonio import read_json_file
     from sevro_core.limits import MAX_HOST_CONFIG_BYTES
 
