@@ -110,6 +110,18 @@ MAX_SANDBOX_DIAGNOSTIC_BYTES = 4096
 MAX_HOST_SOCKET_LISTING_BYTES = 16 * MIB
 """``/proc/net/unix`` beyond this refuses the sandbox: its sockets could not all be hidden."""
 
+# Runtime configuration (sevro.runtime.v1)
+MAX_RUNTIME_CONFIG_BYTES = 64 * KIB
+"""A ``sevro.json`` or ``--runtime-config-file`` (beyond: refused before the run)."""
+MAX_RUNTIME_VARIABLES = 64
+"""Names in ``environment.inherit``, and entries in ``environment.set``, each."""
+MAX_RUNTIME_VALUE_CHARS = 8192
+"""One ``environment.set`` value, and one inherited value."""
+MAX_RUNTIME_READ_ROOTS = 64
+"""Paths in ``filesystem.readOnlyRoots``, and in ``optionalReadOnlyRoots``, each."""
+MAX_RUNTIME_PATH_TOOLS = 4096
+"""Entries of one ``PATH`` directory looked at for symlinked tools (beyond: refused)."""
+
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB
 MAX_SCRIPTED_STEPS_PER_TURN = 256
