@@ -291,6 +291,14 @@ LocalHttpOpt = Annotated[
         help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
     ),
 ]
+RuntimeConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--runtime-config-file",
+        help="Read the runtime configuration (sevro.runtime.v1) from FILE instead of "
+        "<project-root>/sevro.json; see docs/runtime.md.",
+    ),
+]
 StatusIntervalOpt = Annotated[
     float,
     typer.Option(
@@ -428,6 +436,7 @@ def run(
     sandbox: SandboxOpt = "auto",
     protected_root: ProtectedRootOpt = None,
     local_http: LocalHttpOpt = False,
+    runtime_config_file: RuntimeConfigOpt = None,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
     status_interval: StatusIntervalOpt = DEFAULT_STATUS_INTERVAL_SECONDS,

@@ -24,6 +24,7 @@ from sevro_core.vocabulary import JUDGE_ROLES
 
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
+    from sevro_core.isolation.runtime import RuntimePolicy
 
 
 @frozen
@@ -75,6 +76,7 @@ class RunFlags:
     comparator_model: str | None = None
     comparator_effort: str | None = None
     comparator_host_config: Path | None = None
+    runtime_config_file: Path | None = None
 
 
 def positive_int(value: int, flag: str, maximum: int) -> int:
@@ -96,7 +98,6 @@ def run_settings(
     ``credentials`` are the installed hosts' credential locations: the host's own permission
     settings deny them too."""
     from sevro_core.arguments import check_results_root, check_writable_directory
-    from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE
     from sevro_core.run.planning import CONDITIONS
     from sevro_core.run.sources import load_case_sources
 
@@ -124,6 +125,7 @@ def run_settings(
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
     run_state_root = flags.run_state_root
+    runtime, network = runtime_policy(flags, project, credentials)
     return RunSettings(
         trials=flags.trials or 1,
         threshold=float(flags.threshold),
@@ -140,11 +142,36 @@ def run_settings(
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
         run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
         sandbox=flags.sandbox,
-        network=NETWORK_LOCAL_HTTP if flags.local_http else NETWORK_NONE,
+        network=network,
+        runtime=runtime,
         protected_roots=protected,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
         judges=judge_settings(flags),
     )
+
+
+def runtime_policy(
+    flags: RunFlags, project: Path, credentials: CredentialLocations
+) -> tuple[RuntimePolicy | None, str]:
+    """The runtime configuration, read once (dry runs too), and the network it and
+    ``--local-http`` (its alias) choose; the two disagreeing is refused (exit 64)."""
+    from sevro_core.isolation.runtime import load_runtime
+    from sevro_core.plugin.protocols import NETWORK_LOCAL_HTTP, NETWORK_NONE
+
+    explicit = flags.runtime_config_file
+    if explicit is not None and not explicit.is_absolute():
+        raise InvocationError("--runtime-config-file must be an absolute path", source=explicit)
+    runtime = load_runtime(project, explicit, credentials)
+    local_http = flags.local_http
+    if runtime is not None and runtime.local_http is not None:
+        if flags.local_http and not runtime.local_http:
+            raise InvocationError(
+                "--local-http disagrees with network.localHttp false",
+                source=runtime.source,
+                pointer="/network/localHttp",
+            )
+        local_http = runtime.local_http
+    return runtime, NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE
 
 
 def judge_settings(flags: RunFlags) -> JudgeSettings:

@@ -33,6 +33,7 @@ from sevro_core.isolation.protection import (
     existing_canonical,
     readable_holder,
 )
+from sevro_core.isolation.runtime import RuntimePolicy
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken, ProcessOutcome
 from sevro_core.plugin.protocols import (
@@ -78,6 +79,8 @@ class SandboxSelection:
     detail: str
     network: str = NETWORK_NONE
     roots: tuple[ProtectedRoot, ...] = ()
+    runtime: RuntimePolicy | None = None
+    """The operator's runtime configuration: variables and read grants for every command."""
 
     @property
     def opted_out(self) -> bool:
@@ -101,7 +104,10 @@ class SandboxSelection:
 
     def policy(self) -> dict[str, Any]:
         """The policy in symbols: what is writable, hidden and reachable, never a temp path."""
-        environment = sorted({"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT})
+        names = {"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT}
+        if self.runtime is not None:
+            names |= set(self.runtime.environment(Path("tmp")))
+        environment = sorted(names)
         if self.backend is None:
             return {"format": POLICY_FORMAT, "isolated": False, "environment": environment}
         protected = {root.symbol for root in self.roots}
@@ -117,6 +123,7 @@ class SandboxSelection:
             "hostSockets": [],  # filesystem sockets of the host reachable inside: none yet
             "environment": environment,
             "capabilities": sorted(self.backend.capabilities),
+            **({"readRoots": [str(p) for p in self.runtime.read_roots]} if self.runtime else {}),
         }
 
     def policy_digest(self) -> str:
@@ -180,9 +187,19 @@ def resolve_backend_id(registry: PluginLookup, name: str) -> str:
 
 
 def select_sandbox(
-    registry: PluginLookup, requested: str, network: str, roots: Sequence[ProtectedRoot]
+    registry: PluginLookup,
+    requested: str,
+    network: str,
+    roots: Sequence[ProtectedRoot],
+    runtime: RuntimePolicy | None = None,
 ) -> SandboxSelection:
     """Probe and choose; an explicitly named backend that does not work is an exit-64 refusal."""
+    return evolve(_select(registry, requested, network, roots), runtime=runtime)
+
+
+def _select(
+    registry: PluginLookup, requested: str, network: str, roots: Sequence[ProtectedRoot]
+) -> SandboxSelection:
     if requested == NONE:
         return SandboxSelection(
             requested, None, None, "disabled by --sandbox none", network, tuple(roots)
@@ -268,10 +285,16 @@ class Isolation:
         clash = sorted(set(extra) & RESERVED_VARIABLES)
         if clash:
             raise IsolationError(f"the sandbox sets {', '.join(clash)} itself")
+        runtime = self.selection.runtime
         path = DEFAULT_PATH
+        declared: dict[str, str] = {}
+        if runtime is not None:
+            path = runtime.path or path
+            declared = runtime.environment(tmpdir)
         if self.fixture_bin_dir is not None:
-            path = f"{self.fixture_bin_dir}:{path}"
+            path = f"{self.fixture_bin_dir}:{path}"  # fixture binaries keep precedence
         return {
+            **declared,
             **extra,
             **BASE_ENVIRONMENT,
             "PATH": path,
@@ -293,7 +316,8 @@ class Isolation:
         temp_dirs = [p for p in defaults if p != own_root]
         hidden += [*temp_dirs, own_root, self.private_root]
         protected = existing_canonical(hidden)
-        read_only = []
+        runtime = self.selection.runtime
+        read_only = list(runtime.read_roots) if runtime is not None else []
         if self.fixture_bin_dir is not None and not self.fixture_bin_dir.is_relative_to(
             self.workspace
         ):

@@ -55,6 +55,7 @@ RESERVED_FLAGS = frozenset(
         "--results-root",
         "--resume",
         "--run-state-root",
+        "--runtime-config-file",
         "--sandbox",
         "--output",
         "--rubric",

@@ -21,8 +21,10 @@ from sevro_core.isolation.protection import (
     OPERATOR,
     ProtectedRoot,
     credential_locations,
+    default_workspace_roots,
     engine_roots,
 )
+from sevro_core.isolation.runtime import RuntimePolicy, refuse_overlaps
 from sevro_core.isolation.sandbox import (
     SandboxSelection,
     announce,
@@ -102,6 +104,8 @@ class RunSettings:
     """Exit 1 when a comparison regressed (and the run would otherwise exit 0)."""
     judges: JudgeSettings = NO_JUDGE_SETTINGS
     """Judge routes (``--semantic-host`` ...) and what the advisory and comparator judges use."""
+    runtime: RuntimePolicy | None = None
+    """The runtime configuration (``sevro.json`` or ``--runtime-config-file``), read once."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -209,9 +213,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
                 "which runs passive only"
             )
     policy = _verdict_policy(registry, settings.verdict_policy)
-    sandbox = select_sandbox(
-        registry, settings.sandbox, settings.network, protected_roots(settings, cases, registry)
-    )
+    sandbox = _select_sandbox(registry, settings, cases)
     around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
     planned = tuple(
         unit
@@ -256,6 +258,18 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         judges=judges,
         calibrations=calibrations,
     )
+
+
+def _select_sandbox(
+    registry: Registry, settings: RunSettings, cases: Sequence[Case]
+) -> SandboxSelection:
+    """The run's sandbox with its protected roots and the runtime policy, whose read grants
+    may not overlap those roots (exit 64)."""
+    roots = protected_roots(settings, cases, registry)
+    if settings.runtime is not None:
+        hidden = [*default_workspace_roots(), *filter(None, [settings.workspace_root])]
+        refuse_overlaps(settings.runtime, roots, credential_locations(registry.hosts()), hidden)
+    return select_sandbox(registry, settings.sandbox, settings.network, roots, settings.runtime)
 
 
 @frozen
@@ -377,6 +391,8 @@ def protected_roots(
     inputs += [Path(s.config_source).resolve() for s in settings.judges.routes if s.config_source]
     if settings.experiment is not None:
         inputs.extend(settings.experiment.input_paths())
+    if settings.runtime is not None:
+        inputs.append(Path(settings.runtime.source).resolve())
     roots = engine_roots(
         project_root=settings.project_root,
         results_root=settings.results_root,
@@ -600,6 +616,8 @@ def _configuration(
         "hostConfiguration": {"candidate": host.redacted_configuration()},
         "sandbox": sandbox.configuration(),
     }
+    if settings.runtime is not None:
+        redacted["runtimePolicy"] = settings.runtime.configuration()
     if judges.routes:
         redacted["judges"] = {
             **judges.configuration(),
