@@ -198,3 +198,39 @@ def test_network_local_http_is_the_flag_s_equivalent(sevro_project: SevroProject
     assert run["configuration"]["redacted"]["runtimePolicy"]["localHttp"] is True
     with_flag = identity(sevro_project, case, host, "--local-http")
     assert with_flag["evaluationIdentity"] == run["evaluationIdentity"]
+
+
+def test_a_home_prefix_is_granted_and_its_credential_location_stays_hidden(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    home = tmp_path.resolve() / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "lib").mkdir()
+    (home / ".local" / "lib" / "data").write_text("tool data\n")
+    keyrings = home / ".local" / "share" / "keyrings"  # a well-known credential location
+    keyrings.mkdir(parents=True)
+    (keyrings / "login.keyring").write_text("secret\n")
+    (home / "notes.txt").write_text("the rest of the home\n")
+    script = home / ".local" / "bin" / "mytool"
+    script.write_text(f"#!/bin/sh\nexec cat {home}/.local/lib/data\n")
+    script.chmod(0o755)
+    case = sevro_project.case(
+        checks=[
+            shell("tool", "mytool", expectRegex="^tool data$"),
+            shell("keyring-hidden", f"cat {keyrings}/login.keyring", expectedExitCode=1),
+            shell("home-hidden", f"cat {home}/notes.txt", expectedExitCode=1),
+        ]
+    )
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    runtime(sevro_project.root / "sevro.json", environment={"inherit": ["PATH"]})
+    done = sevro_project.run(
+        case,
+        "--host-config",
+        host,
+        env={"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/bin:/bin"},
+    )
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    evidence = trial_evidence(done.json())
+    assert [c["status"] for c in evidence["checks"]] == ["passed"] * 3
+    run = assert_valid_evidence(done.json())
+    assert run["configuration"]["redacted"]["runtimePolicy"]["readRoots"] == [str(home / ".local")]
