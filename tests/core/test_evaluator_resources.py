@@ -52,18 +52,19 @@ def refusal(case: Path) -> InvocationError:
 
 
 def test_a_declared_directory_is_read_canonicalised_and_fingerprinted(tmp_path: Path) -> None:
-    (case,) = load_cases([layout(tmp_path)])
+    path = layout(tmp_path)
+    (case,) = load_cases([path])
     (gold,) = case.evaluator
     assert gold.name == "gold" and gold.path == (tmp_path / "evaluators" / "gold").resolve()
     assert (gold.entries, gold.bytes) == (3, len("s3cret\n") + len("echo '[]'\n"))
     assert gold.to_json() == {"name": "gold", "fingerprint": gold.fingerprint}
-    (again,) = load_cases([layout(tmp_path)])[0].evaluator
+    (again,) = load_cases([path])[0].evaluator
     assert again.fingerprint == gold.fingerprint
     (tmp_path / "evaluators" / "gold" / "lib" / "verify.sh").write_text("echo '[1]'\n")
-    (changed,) = load_cases([layout(tmp_path)])[0].evaluator
+    (changed,) = load_cases([path])[0].evaluator
     assert changed.fingerprint != gold.fingerprint
     (tmp_path / "evaluators" / "gold" / "lib" / "verify.sh").chmod(0o755)
-    (executable,) = load_cases([layout(tmp_path)])[0].evaluator
+    (executable,) = load_cases([path])[0].evaluator
     assert executable.fingerprint != changed.fingerprint, "the mode is part of it"
 
 

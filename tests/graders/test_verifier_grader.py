@@ -102,9 +102,9 @@ def assertions(*items: tuple[str, bool]) -> str:
         ({}, "", "'run' is required"),
         ({"run": []}, "/run", ""),
         ({"run": "sh verify.sh"}, "/run", ""),
-        ({"run": {"script": "verify.py"}}, "/run", ""),
+        ({"run": {"script": "verify.py"}}, "/run/script", ""),
         ({"run": {"script": "oracle/../x.py"}}, "/run/script", "without '..'"),
-        ({"run": {"script": "oracle/a", "interpreter": []}}, "/run", ""),
+        ({"run": {"script": "oracle/a", "interpreter": []}}, "/run/interpreter", ""),
         ({"run": ["a\0b"]}, "/run", "NUL"),
         ({"run": ["true"], "timeoutMs": 0}, "/timeoutMs", "0"),
         ({"run": ["true"], "timeoutMs": 600001}, "/timeoutMs", "600001"),
@@ -224,9 +224,15 @@ def test_what_proves_no_verdict_is_a_grading_error(
 
 
 def test_too_many_assertions_and_too_much_stdout_are_grading_errors(isolation: Isolation) -> None:
-    many = assertions(*((f"a{i}", True) for i in range(MAX_VERIFIER_ASSERTIONS + 1)))
+    count = MAX_VERIFIER_ASSERTIONS + 1
+    many = (
+        "import json; "
+        f"print(json.dumps([{{'id': str(i), 'passed': True}} for i in range({count})]))"
+    )
     with pytest.raises(GradingError, match=f"more than {MAX_VERIFIER_ASSERTIONS} assertions"):
-        grade(isolation, printing(many))
+        grade(isolation, ["python3", "-c", many])
+    enough = many.replace(str(count), str(MAX_VERIFIER_ASSERTIONS))
+    assert grade(isolation, ["python3", "-c", enough]).status is CheckStatus.PASSED
     with pytest.raises(GradingError, match=f"exceeds {MAX_VERIFIER_STDOUT_BYTES} bytes"):
         grade(isolation, ["yes"])
 
@@ -271,27 +277,32 @@ def test_only_checks_see_the_evaluator_directory_and_only_read_only(
 ) -> None:
     """The candidate's commands find the directory hidden and the variable unset; checks read
     it, cannot write it, and their variable wins over one a grader passes."""
-    probe = f"cat {shlex.quote(str(evaluator))}/gold.txt; ls {shlex.quote(str(evaluator))}"
+    where = shlex.quote(str(evaluator))
+    probe = f"cat {where}/gold.txt 2>/dev/null; ls {where} 2>/dev/null"
     candidate = isolation.run(
         ["/bin/sh", "-c", f"{probe}; echo var=${{SEVRO_EVALUATOR_ORACLE-unset}}"],
         role="candidate",
         timeout_s=20,
         output_limit=65536,
     )
-    assert b"42" not in candidate.output and b"gold.txt" not in candidate.output
-    assert b"var=unset" in candidate.output
+    assert candidate.output == b"var=unset\n"
     checks = isolation.run(
         [
             "/bin/sh",
             "-c",
             f'{probe}; echo "var=$SEVRO_EVALUATOR_ORACLE"; '
-            'touch "$SEVRO_EVALUATOR_ORACLE/x" || echo read-only',
+            'touch "$SEVRO_EVALUATOR_ORACLE/x" 2>/dev/null || echo read-only',
         ],
         role="checks",
         timeout_s=20,
         output_limit=65536,
         environment={"SEVRO_EVALUATOR_ORACLE": "/forged"},
     )
-    assert b"42" in checks.output and b"gold.txt" in checks.output
-    assert f"var={evaluator}\n".encode() in checks.output
-    assert b"read-only" in checks.output and not (evaluator / "x").exists()
+    assert checks.output.decode().splitlines() == [
+        "42",
+        "gold.txt",
+        "verify.py",
+        f"var={evaluator}",
+        "read-only",
+    ]
+    assert not (evaluator / "x").exists()
