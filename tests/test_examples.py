@@ -74,6 +74,10 @@ SCRIPTED: dict[str, tuple[Steps | Turns, Steps | Turns]] = {
         replying("done", {"write": {"path": "answer.txt", "content": "42\n"}}),
         replying("done"),
     ),
+    "docs/graders.md#verified-status": (
+        replying("done", {"write": {"path": "status.txt", "content": "ready\n"}}),
+        replying("done"),
+    ),
     "docs/graders.md#fix-and-commit": (
         replying(
             "done",
@@ -164,6 +168,7 @@ CAUGHT_BY = {
     "docs/graders.md#schema-result": {"shape"},
     "docs/graders.md#combined": {"contract"},
     "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
+    "docs/graders.md#verified-status": {"verified"},
     "docs/graders.md#fix-and-commit": {"committed"},
     "docs/graders.md#uses-the-skill": {"skill-read"},
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
@@ -567,6 +572,41 @@ def test_the_git_coding_example_needs_passing_tests_not_just_a_commit(
         "history-kept": "passed",
         "replied": "passed",
     }
+
+
+VERIFIER = ROOT / "examples" / "verifier"
+
+
+@pytest.mark.parametrize(
+    ("host", "code", "status", "failed"),
+    [
+        ("host.json", 0, "passed", set()),
+        ("host-lazy.json", 1, "failed", {"total-file", "final-answer"}),
+    ],
+    ids=["computes", "guesses"],
+)
+def test_the_verifier_example_passes_only_when_the_agent_computes_the_sum(
+    host: str, code: int, status: str, failed: set[str], sevro_project: SevroProject
+) -> None:
+    """docs/evaluator-resources.md runs examples/verifier with both hosts: verify.py, kept in
+    the evaluator directory with its gold file, passes the agent that sums and fails the one
+    that guesses, naming exactly the assertions that did not hold."""
+    require_sandbox()
+    require_tool("python3")
+    done = sevro_project.run(VERIFIER / "cases", "--host-config", VERIFIER / host)
+    assert done.exit_code == code, done.stdout + done.stderr
+    (trial,) = done.json()["cases"][0]["trials"]
+    document = json.loads(Path(trial["artifactPath"]).read_text())
+    (check,) = document["evidence"]["checks"]
+    assert check["status"] == status, check
+    observation = next(
+        o
+        for o in document["evidence"]["observations"]
+        if o["id"] == "sevro.observation.verifier.verified"
+    )
+    assertions = {a["id"]: a["passed"] for a in observation["data"]["assertions"]}
+    assert set(assertions) == {"total-file", "final-answer", "input-untouched"}
+    assert {i for i, passed in assertions.items() if not passed} == failed
 
 
 SKILL_AB = ROOT / "examples" / "skill-ab"

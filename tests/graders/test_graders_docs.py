@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sevro_core.formats.schemas import describe_first_error, validator
-from sevro_graders import jsondoc, jsregex, plugin, shell_grader
+from sevro_graders import jsondoc, jsregex, plugin, shell_grader, verifier_grader
 from sevro_judges import plugin as judges_plugin
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "graders.md"
@@ -48,7 +48,8 @@ def test_examples_are_valid_cases_whose_checks_compile(case: dict[str, Any]) -> 
 
 
 @pytest.mark.parametrize(
-    "name", ["regex", "json", "schema", "output", "shell", "git-head", "skill-activation"]
+    "name",
+    ["regex", "json", "schema", "output", "shell", "verifier", "git-head", "skill-activation"],
 )
 def test_every_configuration_key_is_documented(name: str) -> None:
     text = DOC.read_text("utf-8")
@@ -75,3 +76,18 @@ def test_shell_bounds_match_the_schema_and_the_docs() -> None:
     assert f"integer 1\N{EN DASH}{shell_grader.MAX_SHELL_TIMEOUT_MS}" in text
     assert f"(default {shell_grader.DEFAULT_SHELL_TIMEOUT_MS})" in text
     assert f"at most {shell_grader.MAX_SHELL_STDOUT_BYTES} bytes (`MAX_SHELL_STDOUT_BYTES`)" in text
+
+
+def test_verifier_bounds_match_the_schema_and_the_docs() -> None:
+    text = " ".join(DOC.read_text("utf-8").split())
+    schema = json.loads(
+        resources.files("sevro_graders").joinpath("schemas", "verifier.v1.schema.json").read_text()
+    )["properties"]
+    assert schema["timeoutMs"]["maximum"] == verifier_grader.MAX_VERIFIER_TIMEOUT_MS
+    assert schema["critical"]["maxItems"] == verifier_grader.MAX_VERIFIER_ASSERTIONS
+    assert f"integer 1\N{EN DASH}{verifier_grader.MAX_VERIFIER_TIMEOUT_MS}" in text
+    assert f"(default {verifier_grader.DEFAULT_VERIFIER_TIMEOUT_MS})" in text
+    stdout = verifier_grader.MAX_VERIFIER_STDOUT_BYTES
+    assert f"at most {stdout} bytes (`MAX_VERIFIER_STDOUT_BYTES`)" in text
+    assert f"at most {verifier_grader.MAX_VERIFIER_ASSERTIONS} assertions" in text
+    assert f"cut to {verifier_grader.MAX_ASSERTION_DETAIL_CHARS} characters" in text

@@ -26,6 +26,7 @@ EXPECTED = [
     *EVIDENCE,
     "sevro.response-text",
     "sevro.resource-read",
+    "sevro.verifier",
 ]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
@@ -33,6 +34,7 @@ SCHEMAS = [
     *("tool-call", "changed-paths"),
     "response-text",
     "resource-read",
+    "verifier",
 ]
 
 

@@ -40,6 +40,24 @@ class CheckDeclaration:
 
 
 @frozen
+class EvaluatorDirectory:
+    """A directory of evaluator-only files a case declares (verifier scripts, gold files), read
+    once at load time: checks see it read-only, the candidate never does."""
+
+    name: str
+    path: Path
+    """Canonical, absolute."""
+    fingerprint: str
+    """sha256 over its sorted (path, mode, sha256) entries: a changed script changes identity."""
+    entries: int
+    bytes: int
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """What enters the case's checks digest: never the path, which differs per machine."""
+        return {"name": self.name, "fingerprint": self.fingerprint}
+
+
+@frozen
 class Case:
     """A case as declared (templates unrendered), with where it came from for diagnostics."""
 
@@ -59,6 +77,9 @@ class Case:
     expected_output: str | None = None
     """What a good result looks like, in words (skill-creator ``expected_output``), for the
     advisory reviewer only: no check grades it, so it is not in the case digest."""
+    evaluator: tuple[EvaluatorDirectory, ...] = ()
+    """The evaluator directories (``evaluator`` in the case file), fingerprinted into the
+    checks digest and mounted read-only for checks only."""
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -310,6 +331,9 @@ class TrialView:
     own checks into one judge call."""
     prompts: tuple[str, ...] = ()
     """The rendered prompts the candidate was given, in order (judges quote the task)."""
+    evaluator: Mapping[str, Path] = field(factory=dict)
+    """The case's evaluator directories by name, as mounted read-only for role ``checks``
+    (a verifier's ``script`` names one); empty when the case declares none."""
 
 
 @frozen

@@ -19,6 +19,7 @@ from sevro_graders.schema_grader import SchemaGrader
 from sevro_graders.shell_grader import ShellGrader
 from sevro_graders.skill_activation_grader import SkillActivationGrader
 from sevro_graders.tool_call_grader import ToolCallGrader
+from sevro_graders.verifier_grader import VerifierGrader
 
 
 @hookimpl
@@ -37,3 +38,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(ChangedPathsGrader())
     register(ResponseTextGrader())
     register(ResourceReadGrader())
+    register(VerifierGrader())

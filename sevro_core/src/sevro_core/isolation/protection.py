@@ -71,6 +71,8 @@ def credential_locations(hosts: Mapping[str, object]) -> CredentialLocations:
 
 
 OPERATOR = "operator"
+EVALUATOR_ROOT = "evaluator"
+"""A case's evaluator directory: hidden from the candidate, exposed read-only to checks."""
 PEER_WORKSPACES = "peer-workspaces"
 PRIVATE_STATE = "private-state"
 SYSTEM_TEMP = "system-temp"

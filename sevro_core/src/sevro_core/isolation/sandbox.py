@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import hash_json
@@ -59,6 +59,24 @@ RESERVED_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR", *BASE_ENVIRONMENT})
 # Runs inside the sandbox before the command: proves the sandbox started, so a backend's own
 # failure (bwrap exits 1 when a mount fails) is never mistaken for the command's exit status.
 _LAUNCHER = 'printf "%s\\n" "$1" >&2 || exit 125; shift; exec "$@"'
+
+
+CHECKS_ROLE = "checks"
+"""The role of evaluator-owned commands (shell checks, verifiers): the only one that sees the
+:class:`CheckResources`."""
+
+
+@frozen
+class CheckResources:
+    """What checks get beside the workspace, and the candidate never: the evaluator directories
+    and the files handed to checks, mounted read-only, and the variables naming them
+    (``SEVRO_EVALUATOR_<NAME>``, ``SEVRO_FINAL_OUTPUT``, ...; docs/evaluator-resources.md)."""
+
+    read_only: tuple[Path, ...] = ()
+    environment: Mapping[str, str] = field(factory=dict)
+    problem: str | None = None
+    """Why no check may run (an evaluator directory changed since it was fingerprinted): every
+    command of role ``checks`` is then refused, so its check is a grading error."""
 
 
 class IsolationError(Exception):
@@ -265,6 +283,8 @@ class Isolation:
     private_root: Path
     cancel: CancelToken
     fixture_bin_dir: Path | None = None
+    check_resources: CheckResources = CheckResources()
+    """Granted to role ``checks`` only; the engine sets them once the candidate finished."""
 
     @property
     def available(self) -> bool:
@@ -305,6 +325,10 @@ class Isolation:
     def policy(self, role: str, extra: Mapping[str, str] | None = None) -> SandboxPolicy:
         """The concrete policy for one command, with roots canonicalised as they are now."""
         home, tmpdir = self.role_dirs(role)
+        granted = self.check_resources if role == CHECKS_ROLE else CheckResources()
+        if granted.problem is not None:
+            raise IsolationError(granted.problem)
+        extra = {**(extra or {}), **granted.environment}
         hidden = [root.path for root in self.selection.roots]
         # Every other trial's workspace, including those created later, is hidden by hiding
         # the whole workspace root, and the roots a concurrent run uses by default (the temp
@@ -318,6 +342,7 @@ class Isolation:
         protected = existing_canonical(hidden)
         runtime = self.selection.runtime
         read_only = list(runtime.read_roots) if runtime is not None else []
+        read_only += granted.read_only
         if self.fixture_bin_dir is not None and not self.fixture_bin_dir.is_relative_to(
             self.workspace
         ):
@@ -333,7 +358,7 @@ class Isolation:
             protected_roots=protected,
             read_only_roots=existing_canonical(read_only),
             network=self.selection.network,
-            environment=self.environment(home, tmpdir, extra or {}),
+            environment=self.environment(home, tmpdir, extra),
         )
 
     def run(

@@ -61,6 +61,8 @@ from sevro_core.plugin.protocols import (
     FixtureReport,
     MaterialisedFixture,
 )
+from sevro_core.run.checkinputs import check_resources, check_resources_unwritten
+from sevro_core.run.evaluator import changed_since_loaded
 from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.run.trialevidence import (
@@ -150,7 +152,7 @@ def execute_trial(
     judges = _judge_session(run)
     if execution is Execution.COMPLETED:
         outcomes, grader_error = _grade(
-            run, host_result, observations, _Grading(isolation, baseline, judges)
+            run, host_result, observations, _Grading(isolation, baseline, judges, report.artifacts)
         )
         if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
@@ -294,6 +296,8 @@ class _Grading:
     isolation: Isolation
     baseline: Mapping[str, Any]
     judges: JudgeSession | None
+    artifacts: tuple[Artifact, ...] = ()
+    """The fixture's artifacts (the workspace diff handed to checks)."""
 
 
 def _recorder(planned: PlannedCase, workspace: Path, private: Path) -> TurnRecorder:
@@ -578,6 +582,7 @@ def _grade(
     """Grade in stage order; observations that graders record join ``observations``."""
     planned, cancel = run.planned, grading.isolation.cancel
     assert result is not None  # only a completed execution is graded
+    grading = evolve(grading, isolation=_grant_checks(run, result, observations, grading))
     view = _final_view(run, result, observations, grading)
     by_id: dict[str, CheckOutcome] = {}
     error: dict[str, str] | None = None
@@ -620,6 +625,27 @@ def _grade(
     return ordered, error
 
 
+def _grant_checks(
+    run: _Trial, result: HostResult, observations: Mapping[str, Observation], grading: _Grading
+) -> Isolation:
+    """The trial's sandbox with what checks receive: the evaluator directories, the final
+    output, each turn's output and the workspace diff (``run/checkinputs.py``)."""
+    complete = observations[FINAL_MESSAGE_OBSERVATION].completeness is Completeness.COMPLETE
+    turns = {number: turn.reply for number, turn in run.turns.settled.items()}
+    try:
+        granted = check_resources(
+            run.private,
+            run.planned.case.evaluator,
+            result.final_message if complete else None,
+            turns,
+            grading.artifacts,
+        )
+    except OSError:  # the inputs could not be written: checks still get the evaluator
+        granted = check_resources_unwritten(run.planned.case.evaluator)
+    drift = changed_since_loaded(run.planned.case.evaluator)
+    return evolve(grading.isolation, check_resources=evolve(granted, problem=drift))
+
+
 def _final_view(
     run: _Trial, result: HostResult, observations: dict[str, Observation], grading: _Grading
 ) -> TrialView:
@@ -639,6 +665,7 @@ def _final_view(
         judges=grading.judges,
         checks=tuple(c.declaration for c in run.planned.checks if c.declaration.turn is None),
         prompts=tuple(render_prompt(p, run.workspace) for p in case.prompts),
+        evaluator={e.name: e.path for e in case.evaluator},
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import cattrs
+from attrs import evolve
 from cattrs.gen import make_dict_structure_fn, override
 
 from sevro_core.errors import InvocationError, join_pointer
@@ -25,6 +26,7 @@ from sevro_core.limits import (
     MAX_PROMPT_BYTES,
 )
 from sevro_core.models import Case, CheckDeclaration
+from sevro_core.run.evaluator import read_evaluator
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 _converter.register_structure_hook(
@@ -39,6 +41,7 @@ _converter.register_structure_hook(
         pointer=override(omit=True),
         review_questions=override(omit=True),
         expected_output=override(omit=True),
+        evaluator=override(omit=True),
     ),
 )
 _converter.register_structure_hook(
@@ -145,10 +148,12 @@ def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
                 source=source,
                 pointer=join_pointer(pointer, "checks", index, "turn"),
             )
+    evaluator = read_evaluator(document.get("evaluator", {}), source=source, pointer=pointer)
+    document = {k: v for k, v in document.items() if k != "evaluator"}
     if "turns" in document:
         document = {**document, "prompt": document["turns"][0]}
     case = _converter.structure(document, Case)
-    return _with_origin(case, str(source), pointer)
+    return evolve(_with_origin(case, str(source), pointer), evaluator=evaluator)
 
 
 def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: str) -> None:
@@ -171,8 +176,6 @@ def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: st
 
 
 def _with_origin(case: Case, source: str, pointer: str) -> Case:
-    from attrs import evolve
-
     checks = tuple(
         CheckDeclaration(c.id, c.grader, c.configuration, c.turn, c.arm) for c in case.checks
     )

@@ -18,11 +18,13 @@ from sevro_core.experiments.arms import ResolvedArm
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.formats.canonical import hash_json
 from sevro_core.isolation.protection import (
+    EVALUATOR_ROOT,
     OPERATOR,
     ProtectedRoot,
     credential_locations,
     default_workspace_roots,
     engine_roots,
+    existing_canonical,
 )
 from sevro_core.isolation.runtime import RuntimePolicy, refuse_overlaps
 from sevro_core.isolation.sandbox import (
@@ -403,7 +405,34 @@ def protected_roots(
         input_files=dict.fromkeys(inputs),
         credentials=credential_locations(registry.hosts()),
     )
+    _refuse_wide_evaluators(settings, cases, roots)
+    evaluator = dict.fromkeys(e.path for case in cases for e in case.evaluator)
+    roots += tuple(ProtectedRoot(EVALUATOR_ROOT, p) for p in evaluator)
     return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
+
+
+_FILES_OF_THE_RUN = frozenset({"input-file", "case-source-root"})
+
+
+def _refuse_wide_evaluators(
+    settings: RunSettings, cases: Sequence[Case], roots: Sequence[ProtectedRoot]
+) -> None:
+    """An evaluator directory is mounted read-only for checks, so it must not hold what even
+    checks must not read: the project, results, run state, a home or a credential location,
+    the workspace root or a temp directory (where other trials' workspaces live)."""
+    guarded = [r.path for r in roots if r.label not in _FILES_OF_THE_RUN]
+    guarded += [*default_workspace_roots(), *filter(None, [settings.workspace_root])]
+    held = existing_canonical(guarded)
+    for case in cases:
+        for directory in case.evaluator:
+            inside = next((p for p in held if p.is_relative_to(directory.path)), None)
+            if inside is not None:
+                raise InvocationError(
+                    f"evaluator directory {directory.name!r} holds {inside}, which checks "
+                    "must not read; keep verifier files in a directory of their own",
+                    source=case.source,
+                    pointer=join_pointer(case.pointer, "evaluator", directory.name),
+                )
 
 
 @frozen
@@ -521,7 +550,7 @@ def _plan_case(
     digests = {
         "case": hash_json(case.declaration()),
         "fixture": hash_json({"provider": provider_id, "declaration": fixture.identity()}),
-        "checks": hash_json([c.to_json() for c in case.checks]),
+        "checks": _checks_digest(case),
         "requiredEvidence": hash_json(list(case.required_evidence)),
     }
     digests["identity"] = hash_json(dict(digests))
@@ -532,6 +561,15 @@ def _plan_case(
         checks=tuple(checks),
         digests=digests,
     )
+
+
+def _checks_digest(case: Case) -> str:
+    """The checks as written, with the fingerprints of the evaluator directories they read
+    when the case declares any (so a changed verifier script changes the identity)."""
+    checks = [c.to_json() for c in case.checks]
+    if not case.evaluator:
+        return hash_json(checks)
+    return hash_json({"checks": checks, "evaluator": [e.to_json() for e in case.evaluator]})
 
 
 def _negotiate_checks(
