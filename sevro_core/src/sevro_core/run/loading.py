@@ -24,7 +24,7 @@ from sevro_core.limits import (
     MAX_CASES_PER_RUN,
     MAX_PROMPT_BYTES,
 )
-from sevro_core.models import Case, CheckDeclaration
+from sevro_core.models import CalibrationVariant, Case, CheckDeclaration
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 _converter.register_structure_hook(
@@ -39,6 +39,7 @@ _converter.register_structure_hook(
         pointer=override(omit=True),
         review_questions=override(omit=True),
         expected_output=override(omit=True),
+        calibration=override(omit=True),
     ),
 )
 _converter.register_structure_hook(
@@ -145,10 +146,67 @@ def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
                 source=source,
                 pointer=join_pointer(pointer, "checks", index, "turn"),
             )
+    variants = _calibration(document, turns, source, pointer)
+    document = {k: v for k, v in document.items() if k != "calibration"}
     if "turns" in document:
         document = {**document, "prompt": document["turns"][0]}
     case = _converter.structure(document, Case)
-    return _with_origin(case, str(source), pointer)
+    return _with_origin(case, str(source), pointer, variants)
+
+
+def _calibration(
+    document: dict[str, Any], turns: int, source: str | Path, pointer: str
+) -> tuple[CalibrationVariant, ...]:
+    """The case's calibration variants, checked beyond the schema (docs/oracle-calibration.md):
+    unique ids, one reference result each, a verdict that fits the kind, known check ids."""
+    checks = {check["id"] for check in document["checks"]}
+    seen: set[str] = set()
+    out = []
+    for index, item in enumerate(document.get("calibration", [])):
+
+        def refuse(message: str, *where: str | int, index: int = index) -> InvocationError:
+            at = join_pointer(pointer, "calibration", index, *where)
+            return InvocationError(message, source=source, pointer=at)
+
+        if item["id"] in seen:
+            raise refuse(f"duplicate calibration variant id {item['id']!r}", "id")
+        seen.add(item["id"])
+        if ("script" in item) == ("finalOutput" in item):
+            raise refuse("a calibration variant needs exactly one of 'script' and 'finalOutput'")
+        wanted = {"good": "passed", "bad": "failed"}.get(item["kind"])
+        if wanted is not None and item["expect"] != wanted:
+            raise refuse(f"a {item['kind']} variant must expect {wanted}", "expect")
+        failing = item.get("failingChecks", [])
+        if failing and item["expect"] != "failed":
+            raise refuse("failingChecks needs expect failed", "failingChecks")
+        unknown = [c for c in failing if c not in checks]
+        if unknown:
+            raise refuse(
+                f"failingChecks names no check of this case: {unknown[0]!r}", "failingChecks"
+            )
+        if "script" in item and len(item["script"]["turns"]) != turns:
+            raise refuse(
+                f"script has {len(item['script']['turns'])} turn(s) but the case has {turns}",
+                "script",
+                "turns",
+            )
+        output = item.get("finalOutput")
+        if output is not None and turns != 1:
+            raise refuse(f"finalOutput needs a one-turn case; this one has {turns}: use a script")
+        parts = (output or "x").split("/")
+        if output is not None and (output.startswith("/") or ".." in parts or "" in parts):
+            raise refuse("finalOutput must be a relative path without '..'", "finalOutput")
+        out.append(
+            CalibrationVariant(
+                id=item["id"],
+                kind=item["kind"],
+                expect=item["expect"],
+                script=item.get("script"),
+                final_output=output,
+                failing_checks=tuple(failing),
+            )
+        )
+    return tuple(out)
 
 
 def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: str) -> None:
@@ -170,7 +228,9 @@ def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: st
         )
 
 
-def _with_origin(case: Case, source: str, pointer: str) -> Case:
+def _with_origin(
+    case: Case, source: str, pointer: str, calibration: tuple[CalibrationVariant, ...] = ()
+) -> Case:
     from attrs import evolve
 
     checks = tuple(
@@ -183,4 +243,5 @@ def _with_origin(case: Case, source: str, pointer: str) -> Case:
         required_evidence=tuple(case.required_evidence),
         source=source,
         pointer=pointer,
+        calibration=calibration,
     )
