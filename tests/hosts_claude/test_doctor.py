@@ -40,7 +40,8 @@ def test_doctor_names_a_fix_for_each_failure(sevro_project: SevroProject) -> Non
 def test_claude_flags_need_the_claude_host(sevro_project: SevroProject) -> None:
     case = sevro_project.case()
     result = sevro_project.run(case, "--claude-bin", "/x/claude")
-    assert result.exit_code == 64 and "--claude-bin needs --host claude" in result.stderr
+    assert result.exit_code == 64
+    assert "--claude-bin (claude.bin) needs --host claude" in result.stderr
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def test_doctor_names_a_fix_for_each_failure(sevro_project: SevroProject) -> Non
 def test_codex_flags_need_the_codex_host(sevro_project: SevroProject) -> None:
     case = sevro_project.case()
     result = sevro_project.run(case, "--codex-bin", "/x/codex")
-    assert result.exit_code == 64 and "--codex-bin needs --host codex" in result.stderr
+    assert result.exit_code == 64 and "--codex-bin (codex.bin) needs --host codex" in result.stderr
 
 
 @pytest.mark.slow

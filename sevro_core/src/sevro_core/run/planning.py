@@ -286,7 +286,7 @@ def _plan_judges(
         if run.experiment is None:
             raise InvocationError(
                 "a comparator judge compares the arms of an experiment; this run has none "
-                "(pass --baseline or an experiment file)"
+                "(pass --skill and --baseline, or an experiment file)"
             )
         if registry.rubric(settings.rubric) is None:
             raise InvocationError(
