@@ -187,10 +187,15 @@ def test_sevro_run_validates_variants_but_never_runs_them_nor_hashes_them(
         ([{**GOOD, "failingChecks": ["ready"]}], "failingChecks needs expect failed"),
         ([{**GOOD, "script": {"turns": [[], []]}}], "script has 2 turn(s) but the case has 1"),
         ([{**GOOD, "kind": "fine"}], "/calibration/0/kind"),
+        (
+            [{**GOOD, "script": {"turns": [[{"write": {"path": "/etc/x", "content": ""}}]]}}],
+            "answer.json#/calibration/0/script/turns/0/0/write/path: path '/etc/x' is absolute",
+        ),
     ],
     ids=[
         "unknown-key", "duplicate-id", "both-results", "missing-file", "escaping-file",
         "good-expects-failed", "unknown-check", "failing-checks-on-pass", "turns", "kind",
+        "absolute-write",
     ],
 )  # fmt: skip
 def test_bad_variants_are_refused_before_anything_runs(
@@ -217,3 +222,45 @@ def test_cases_without_variants_are_refused(sevro_project: SevroProject) -> None
     done = _calibrate(sevro_project, case)
     assert done.exit_code == 64
     assert "no case declares calibration variants" in done.stderr
+
+
+SEMANTIC_JUDGE = {
+    "format": "sevro.scripted-host.v1",
+    "judges": {
+        "semantic": [
+            {
+                "promptContains": "clean environment",
+                "reply": '{"checks":[{"id":"gives-a-reason","verdict":"pass","reason":"Cause."}]}',
+            },
+            {"reply": '{"checks":[{"id":"gives-a-reason","verdict":"fail","reason":"None."}]}'},
+        ]
+    },
+}
+
+
+def test_a_case_graded_by_a_judge_is_calibrated_with_that_judge(
+    sevro_project: SevroProject,
+) -> None:
+    """The semantic judge flags reach the run; without them the case is refused (exit 64)."""
+    check = {
+        "id": "gives-a-reason",
+        "grader": "sevro.semantic",
+        "configuration": {"proposition": "The response gives a concrete cause."},
+    }
+    cause = "CI starts from a clean environment, so a file only your machine has is missing."
+    variants = [
+        {**GOOD, "script": _reply(cause)},
+        {"id": "restates", "kind": "bad", "expect": "failed", "script": _reply("It can happen.")},
+    ]
+    case = _case(sevro_project, variants, checks=[check])
+    judge = sevro_project.write_json("judge.json", SEMANTIC_JUDGE)
+    done = _calibrate(
+        sevro_project, case, "--semantic-host", "scripted", "--semantic-host-config", judge
+    )
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert _rows(done) == {
+        "good": ["good", "passed", "passed", "ok"],
+        "restates": ["bad", "failed", "failed", "ok"],
+    }
+    refused = _calibrate(sevro_project, case)
+    assert refused.exit_code == 64 and "--semantic-host" in refused.stderr, refused.stderr

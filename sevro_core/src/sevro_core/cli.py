@@ -755,10 +755,11 @@ def _calibration_plan(options: dict[str, Any]) -> tuple[Any, Any]:
     """``sevro run``'s checks and planning, with the scripted host running every variant."""
     from attrs import evolve
 
+    from sevro_core.errors import InvocationError
     from sevro_core.isolation.protection import credential_locations
     from sevro_core.plugin.hostsettings import check_settings_used
     from sevro_core.run.loading import load_cases
-    from sevro_core.run.oraclecalibration import calibration_plan
+    from sevro_core.run.oraclecalibration import CONFIG_SOURCE, calibration_plan, traced
     from sevro_core.run.planning import plan_run
     from sevro_core.runflags import RunFlags, run_settings
 
@@ -774,11 +775,14 @@ def _calibration_plan(options: dict[str, Any]) -> tuple[Any, Any]:
     host_options = evolve(
         settings.host_options,
         config=calibration.host_config,
-        config_source="the calibration variants' scripts",
+        config_source=CONFIG_SOURCE,
     )
     settings = evolve(settings, host_options=host_options)
     check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
-    return plan_run(list(calibration.cases), registry, settings), calibration
+    try:
+        return plan_run(list(calibration.cases), registry, settings), calibration
+    except InvocationError as exc:
+        raise traced(calibration, exc) from None
 
 
 judge_app = typer.Typer(

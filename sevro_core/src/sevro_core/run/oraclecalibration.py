@@ -28,6 +28,8 @@ from sevro_core.states import ExitCode
 SEPARATOR = "--"
 """Between the case id and the variant id in the id of a variant's trial."""
 SCRIPTED_FORMAT = "sevro.scripted-host.v1"
+CONFIG_SOURCE = "calibration scripts"
+"""What the scripted host's configuration is called in a refusal before it is traced back."""
 
 
 @frozen
@@ -137,6 +139,21 @@ def read_final_output(base: Path, relative: str, source: str, pointer: str) -> s
         raise InvocationError(
             f"finalOutput {relative!r} is not UTF-8 text", source=source, pointer=pointer
         ) from None
+
+
+def traced(plan: CalibrationPlan, exc: InvocationError) -> InvocationError:
+    """A refusal of the generated scripted-host configuration, pointed at the variant's
+    ``script`` in its case file instead (the configuration exists only in memory)."""
+    if exc.source != CONFIG_SOURCE or exc.pointer is None:
+        return exc
+    for variant in plan.variants:
+        prefix = join_pointer("/cases", variant.run_id)
+        if exc.pointer == prefix or exc.pointer.startswith(prefix + "/"):
+            index = variant.case.calibration.index(variant.variant)
+            where = join_pointer(variant.case.pointer, "calibration", index, "script")
+            rest = exc.pointer[len(prefix) :]
+            return InvocationError(exc.message, source=variant.case.source, pointer=where + rest)
+    return exc
 
 
 def compare(plan: CalibrationPlan, result: Mapping[str, Any]) -> list[VariantOutcome]:
