@@ -711,6 +711,89 @@ def doctor(
     raise typer.Exit(0 if all(r.ok for r in results) else 1)
 
 
+@app.command(cls=_HostSettingsCommand)
+def calibrate(
+    cases: CasesArg,
+    host_setting: HostSettingOpt = None,
+    semantic_host: SemanticHostOpt = None,
+    semantic_model: SemanticModelOpt = None,
+    semantic_effort: SemanticEffortOpt = None,
+    semantic_host_config: SemanticConfigOpt = None,
+    jobs: JobsOpt = DEFAULT_JOBS,
+    results_root: ResultsRootOpt = Path("sevro-results"),
+    project_root: ProjectRootOpt = None,
+    workspace_root: WorkspaceRootOpt = None,
+    verdict_policy: VerdictPolicyOpt = "sevro.verdict.default",
+    run_state_root: RunStateRootOpt = None,
+    sandbox: SandboxOpt = "auto",
+    protected_root: ProtectedRootOpt = None,
+    local_http: LocalHttpOpt = False,
+    case_source_root: SourceRootOpt = None,
+    case_source_map_file: SourceMapOpt = None,
+    plugin: PluginOpt = None,
+    log_format: LogFormatOpt = "console",
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Run each case's calibration variants (known-good, known-bad and adversarial reference
+    results) on the scripted host and check that each gets the verdict it expects. Exit 0 when
+    all do, 1 when one does not (a weak or too strict oracle), 64 on bad input, 70 on a failure;
+    2, 3 or 4 when a variant could not be assessed (docs/oracle-calibration.md)."""
+    options = dict(locals())
+    from sevro_core.errors import InvocationError
+
+    try:
+        _setup_logging(log_format, verbose)
+        plan, calibration = _calibration_plan(options)
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    try:
+        from sevro_core.run.runner import execute
+
+        outcome = execute(plan)
+    except Exception as exc:  # InvocationError 64, anything else 70: one line either way
+        _fail(exc, as_json=False)
+    from sevro_core.reporting.oraclecalibration import render_calibration
+    from sevro_core.run.oraclecalibration import calibration_exit, compare
+
+    outcomes = compare(calibration, outcome.result)
+    sys.stdout.write(render_calibration(outcomes, outcome.run_dir))
+    raise typer.Exit(calibration_exit(outcomes, outcome.exit_code))
+
+
+def _calibration_plan(options: dict[str, Any]) -> tuple[Any, Any]:
+    """``sevro run``'s checks and planning, with the scripted host running every variant."""
+    from attrs import evolve
+
+    from sevro_core.errors import InvocationError
+    from sevro_core.isolation.protection import credential_locations
+    from sevro_core.plugin.hostsettings import check_settings_used
+    from sevro_core.run.loading import load_cases
+    from sevro_core.run.oraclecalibration import CONFIG_SOURCE, calibration_plan, traced
+    from sevro_core.run.planning import plan_run
+    from sevro_core.runflags import RunFlags, run_settings
+
+    flags = RunFlags(
+        **options, host="scripted", host_config=None, model=None, effort=None, skill=None,
+        baseline=None, fail_on_regression=False, trials=None, threshold=1.0, dry=False,
+        condition="passive", resume=False, status_interval=0.0, as_json=False,
+    )  # fmt: skip
+    registry = _loaded_registry()
+    host_flags = _host_settings(registry, None, flags.host_setting)
+    settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
+    calibration = calibration_plan(load_cases(flags.cases))
+    host_options = evolve(
+        settings.host_options,
+        config=calibration.host_config,
+        config_source=CONFIG_SOURCE,
+    )
+    settings = evolve(settings, host_options=host_options)
+    check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
+    try:
+        return plan_run(list(calibration.cases), registry, settings), calibration
+    except InvocationError as exc:
+        raise traced(calibration, exc) from None
+
+
 judge_app = typer.Typer(
     name="judge",
     help="Judges: calibrate a judge against labelled items.",

@@ -30,6 +30,10 @@ MAX_TURNS_PER_CASE = 64
 MAX_CHECKS_PER_CASE = 128
 MAX_REQUIRED_EVIDENCE = 128
 MAX_JSON_DEPTH = 64
+MAX_CALIBRATION_VARIANTS = 32
+"""Calibration variants one case declares (docs/oracle-calibration.md)."""
+MAX_CALIBRATION_OUTPUT_BYTES = 1 * MIB
+"""One calibration variant's ``finalOutput`` file, read when ``sevro calibrate`` starts."""
 
 # Inline fixtures
 MAX_FIXTURE_FILES = 1024

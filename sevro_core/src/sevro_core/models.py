@@ -58,6 +58,25 @@ class EvaluatorDirectory:
 
 
 @frozen
+class CalibrationVariant:
+    """A reference result a case declares for ``sevro calibrate``: what a known-good, known-bad
+    or adversarial agent leaves, and the verdict the case's checks must give it. Evaluator
+    material: ``sevro run`` never runs it and it is not in the case digest."""
+
+    id: str
+    kind: str
+    """``good``, ``bad`` or ``adversarial``."""
+    expect: str
+    """The task verdict the checks must give: ``passed`` or ``failed``."""
+    script: Mapping[str, JsonValue] | None = None
+    """A scripted-host script (``{"turns": [[steps...]]}``), or None for ``final_output``."""
+    final_output: str | None = None
+    """A file, relative to the case file's directory, whose text is the agent's only reply."""
+    failing_checks: tuple[str, ...] = ()
+    """With ``expect: failed``: exactly these checks must fail and the others pass."""
+
+
+@frozen
 class Case:
     """A case as declared (templates unrendered), with where it came from for diagnostics."""
 
@@ -80,6 +99,9 @@ class Case:
     evaluator: tuple[EvaluatorDirectory, ...] = ()
     """The evaluator directories (``evaluator`` in the case file), fingerprinted into the
     checks digest and mounted read-only for checks only."""
+    calibration: tuple[CalibrationVariant, ...] = ()
+    """Reference results for ``sevro calibrate`` (docs/oracle-calibration.md); never run by
+    ``sevro run`` and not in the case digest."""
 
     @property
     def prompts(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from sevro_core.limits import (
     MAX_CASES_PER_RUN,
     MAX_PROMPT_BYTES,
 )
-from sevro_core.models import Case, CheckDeclaration
+from sevro_core.models import CalibrationVariant, Case, CheckDeclaration
 from sevro_core.run.evaluator import read_evaluator
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
@@ -42,6 +42,7 @@ _converter.register_structure_hook(
         review_questions=override(omit=True),
         expected_output=override(omit=True),
         evaluator=override(omit=True),
+        calibration=override(omit=True),
     ),
 )
 _converter.register_structure_hook(
@@ -149,11 +150,67 @@ def load_case(document: Any, *, source: str | Path, pointer: str = "") -> Case:
                 pointer=join_pointer(pointer, "checks", index, "turn"),
             )
     evaluator = read_evaluator(document.get("evaluator", {}), source=source, pointer=pointer)
-    document = {k: v for k, v in document.items() if k != "evaluator"}
+    variants = _calibration(document, turns, source, pointer)
+    document = {k: v for k, v in document.items() if k not in ("evaluator", "calibration")}
     if "turns" in document:
         document = {**document, "prompt": document["turns"][0]}
     case = _converter.structure(document, Case)
-    return evolve(_with_origin(case, str(source), pointer), evaluator=evaluator)
+    return evolve(_with_origin(case, str(source), pointer, variants), evaluator=evaluator)
+
+
+def _calibration(
+    document: dict[str, Any], turns: int, source: str | Path, pointer: str
+) -> tuple[CalibrationVariant, ...]:
+    """The case's calibration variants, checked beyond the schema (docs/oracle-calibration.md):
+    unique ids, one reference result each, a verdict that fits the kind, known check ids."""
+    checks = {check["id"] for check in document["checks"]}
+    seen: set[str] = set()
+    out = []
+    for index, item in enumerate(document.get("calibration", [])):
+
+        def refuse(message: str, *where: str | int, index: int = index) -> InvocationError:
+            at = join_pointer(pointer, "calibration", index, *where)
+            return InvocationError(message, source=source, pointer=at)
+
+        if item["id"] in seen:
+            raise refuse(f"duplicate calibration variant id {item['id']!r}", "id")
+        seen.add(item["id"])
+        if ("script" in item) == ("finalOutput" in item):
+            raise refuse("a calibration variant needs exactly one of 'script' and 'finalOutput'")
+        wanted = {"good": "passed", "bad": "failed"}.get(item["kind"])
+        if wanted is not None and item["expect"] != wanted:
+            raise refuse(f"a {item['kind']} variant must expect {wanted}", "expect")
+        failing = item.get("failingChecks", [])
+        if failing and item["expect"] != "failed":
+            raise refuse("failingChecks needs expect failed", "failingChecks")
+        unknown = [c for c in failing if c not in checks]
+        if unknown:
+            raise refuse(
+                f"failingChecks names no check of this case: {unknown[0]!r}", "failingChecks"
+            )
+        if "script" in item and len(item["script"]["turns"]) != turns:
+            raise refuse(
+                f"script has {len(item['script']['turns'])} turn(s) but the case has {turns}",
+                "script",
+                "turns",
+            )
+        output = item.get("finalOutput")
+        if output is not None and turns != 1:
+            raise refuse(f"finalOutput needs a one-turn case; this one has {turns}: use a script")
+        parts = (output or "x").split("/")
+        if output is not None and (output.startswith("/") or ".." in parts or "" in parts):
+            raise refuse("finalOutput must be a relative path without '..'", "finalOutput")
+        out.append(
+            CalibrationVariant(
+                id=item["id"],
+                kind=item["kind"],
+                expect=item["expect"],
+                script=item.get("script"),
+                final_output=output,
+                failing_checks=tuple(failing),
+            )
+        )
+    return tuple(out)
 
 
 def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: str) -> None:
@@ -175,7 +232,11 @@ def _check_prompt_form(document: dict[str, Any], source: str | Path, pointer: st
         )
 
 
-def _with_origin(case: Case, source: str, pointer: str) -> Case:
+def _with_origin(
+    case: Case, source: str, pointer: str, calibration: tuple[CalibrationVariant, ...] = ()
+) -> Case:
+    from attrs import evolve
+
     checks = tuple(
         CheckDeclaration(c.id, c.grader, c.configuration, c.turn, c.arm) for c in case.checks
     )
@@ -186,4 +247,5 @@ def _with_origin(case: Case, source: str, pointer: str) -> Case:
         required_evidence=tuple(case.required_evidence),
         source=source,
         pointer=pointer,
+        calibration=calibration,
     )
