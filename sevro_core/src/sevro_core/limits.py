@@ -125,6 +125,10 @@ MAX_RUNTIME_READ_ROOTS = 64
 """Paths in ``filesystem.readOnlyRoots``, and in ``optionalReadOnlyRoots``, each."""
 MAX_RUNTIME_PATH_TOOLS = 4096
 """Entries of one ``PATH`` directory looked at for symlinked tools (beyond: refused)."""
+MAX_ARTIFACT_DIRECTORIES = 16
+"""Entries of ``runtime.artifactDirectories`` (beyond: refused before the run)."""
+MAX_ARTIFACT_DIRECTORY_ENTRIES = 16_384
+"""Entries of one candidate artifact directory, its root included (beyond: a grading error)."""
 
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB
@@ -207,3 +211,6 @@ MAX_EVALUATOR_DIRECTORIES = 8
 MAX_EVALUATOR_ENTRIES = 4096
 MAX_EVALUATOR_BYTES = 64 * MIB
 MAX_CHECK_INPUT_BYTES = 8 * MIB
+MAX_CHECK_TRANSCRIPT_BYTES = 64 * MIB
+"""Bytes of the candidate's transcripts copied for checks, all files together (beyond: a file
+is listed as ``omitted`` in ``index.json`` and not copied)."""

@@ -212,6 +212,10 @@ class HostResult:
     artifacts: tuple[Artifact, ...] = ()
     usage: Usage = UNKNOWN_USAGE
     turns_completed: int = 0
+    home: Path | None = None
+    """The candidate's private HOME, left in place until the trial's private directory is
+    removed, so checks may read its declared artifact directories; None when the host has none
+    it can name (its ``runtime.artifactDirectories`` are then a grading error)."""
 
 
 @frozen
@@ -278,6 +282,10 @@ class TrialIsolation(Protocol):
         environment: Mapping[str, str] | None = None,
     ) -> ProcessOutcome:
         """Run ``argv`` in the workspace under the sandbox; raise ``IsolationError`` if it can't."""
+        ...
+
+    def home(self, role: str) -> Path:
+        """The role's private HOME (made when absent): the one its commands get."""
         ...
 
 

@@ -24,6 +24,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import parse_json_text, read_bounded
 from sevro_core.formats.schemas import validate_input
+from sevro_core.isolation.candidateartifacts import ArtifactDirectory, artifact_directories
 from sevro_core.isolation.protection import ProtectedRoot, canonical
 from sevro_core.limits import (
     MAX_RUNTIME_CONFIG_BYTES,
@@ -104,11 +105,15 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
-    "runtime": "runtime.seedDirectories, sharedCacheDirectories and artifactDirectories",
     "hooks": "hooks (host-specific)",
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
+RUNTIME_NOT_YET = {
+    "seedDirectories": "runtime.seedDirectories",
+    "sharedCacheDirectories": "runtime.sharedCacheDirectories",
+}
+"""Keys of ``runtime`` refused the same way (``artifactDirectories`` is read)."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -129,6 +134,8 @@ class RuntimePolicy:
     skipped: tuple[str, ...] = ()
     dropped_path: tuple[str, ...] = ()
     local_http: bool | None = None
+    artifacts: tuple[ArtifactDirectory, ...] = ()
+    """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -164,6 +171,8 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.artifacts:  # absent otherwise, so a file without them keeps its digest
+            document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -216,6 +225,7 @@ def load_runtime(
                 raise InvocationError(
                     f"{what} is not supported yet", source=path, pointer=f"/{key}"
                 )
+        _refuse_runtime_not_yet(document.get("runtime"), path)
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
@@ -230,6 +240,7 @@ class _Loader:
         self.env = env
         self.home = _real_home(env)
         self.host_homes = credentials.home_variables
+        self.home_entries = credentials.home_entries
         self.credential_roots = _credential_roots(self.home, env, credentials)
         self.grants: dict[Path, str] = {}
 
@@ -264,6 +275,11 @@ class _Loader:
             skipped=tuple(skipped),
             dropped_path=tuple(dropped),
             local_http=document.get("network", {}).get("localHttp"),
+            artifacts=artifact_directories(
+                document.get("runtime", {}).get("artifactDirectories", []),
+                self.home_entries,
+                self.fail,
+            ),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:
@@ -466,6 +482,16 @@ def _credential_roots(
         if value and os.path.isabs(value):
             roots.append(Path(os.path.normpath(value)))
     return tuple(dict.fromkeys([*roots, *map(canonical, roots)]))
+
+
+def _refuse_runtime_not_yet(section: object, path: Path) -> None:
+    if not isinstance(section, dict):
+        return  # the schema refuses it
+    for key, what in RUNTIME_NOT_YET.items():
+        if key in section:
+            raise InvocationError(
+                f"{what} is not supported yet", source=path, pointer=f"/runtime/{key}"
+            )
 
 
 def _inherit_pointer(inherit: list[str]) -> str:

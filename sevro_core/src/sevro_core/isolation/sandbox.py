@@ -301,6 +301,10 @@ class Isolation:
                     raise IsolationError(f"{directory} is not a private directory") from None
         return dirs
 
+    def home(self, role: str) -> Path:
+        """The role's private HOME (made when absent): the one its commands get."""
+        return self.role_dirs(role)[0]
+
     def environment(self, home: Path, tmpdir: Path, extra: Mapping[str, str]) -> dict[str, str]:
         clash = sorted(set(extra) & RESERVED_VARIABLES)
         if clash:

@@ -20,7 +20,7 @@ from sevro_core.errors import GradingError, PersistenceError, SevroError
 from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
-from sevro_core.isolation.sandbox import Isolation
+from sevro_core.isolation.sandbox import CheckResources, Isolation
 from sevro_core.judges.advisory import (
     AdvisoryInputs,
     AdvisoryReview,
@@ -61,7 +61,13 @@ from sevro_core.plugin.protocols import (
     FixtureReport,
     MaterialisedFixture,
 )
-from sevro_core.run.checkinputs import check_resources, check_resources_unwritten
+from sevro_core.run.checkinputs import (
+    candidate_artifacts,
+    candidate_transcripts,
+    check_resources,
+    check_resources_unwritten,
+    combined,
+)
 from sevro_core.run.evaluator import changed_since_loaded
 from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
@@ -629,7 +635,8 @@ def _grant_checks(
     run: _Trial, result: HostResult, observations: Mapping[str, Observation], grading: _Grading
 ) -> Isolation:
     """The trial's sandbox with what checks receive: the evaluator directories, the final
-    output, each turn's output and the workspace diff (``run/checkinputs.py``)."""
+    output, each turn's output, the workspace diff, the candidate's transcripts and its
+    declared artifact directories (``run/checkinputs.py``)."""
     complete = observations[FINAL_MESSAGE_OBSERVATION].completeness is Completeness.COMPLETE
     turns = {number: turn.reply for number, turn in run.turns.settled.items()}
     try:
@@ -643,7 +650,24 @@ def _grant_checks(
     except OSError:  # the inputs could not be written: checks still get the evaluator
         granted = check_resources_unwritten(run.planned.case.evaluator)
     drift = changed_since_loaded(run.planned.case.evaluator)
-    return evolve(grading.isolation, check_resources=evolve(granted, problem=drift))
+    return evolve(
+        grading.isolation,
+        check_resources=combined(
+            CheckResources(problem=drift), granted, *_candidate_evidence(run, result)
+        ),
+    )
+
+
+def _candidate_evidence(run: _Trial, result: HostResult) -> tuple[CheckResources, ...]:
+    """The candidate's transcripts (left out when they cannot be written) and its declared
+    artifact directories (a problem when they cannot be read)."""
+    runtime = run.plan.sandbox.runtime
+    artifacts = candidate_artifacts(result.home, runtime.artifacts if runtime else ())
+    try:
+        host = run.plan.host_for(run.planned).route.host
+        return candidate_transcripts(run.private, host, result), artifacts
+    except OSError:
+        return (artifacts,)
 
 
 def _final_view(
