@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -364,6 +365,11 @@ class TrialView:
     evaluator: Mapping[str, Path] = field(factory=dict)
     """The case's evaluator directories by name, as mounted read-only for role ``checks``
     (a verifier's ``script`` names one); empty when the case declares none."""
+    pristine: Callable[[], AbstractContextManager[TrialIsolation]] | None = None
+    """A fresh copy of the case's fixture, materialised as before the candidate ran (no arm
+    mounted), as the trial's sandbox with that copy for its workspace; removed when the
+    context exits. Checks that grade only the answer run there (``"workspace": "pristine"``).
+    None outside the engine."""
 
 
 @frozen

@@ -29,6 +29,7 @@ from sevro_core.api import (
     Observation,
     TrialView,
 )
+from sevro_graders.check_workspace import FINAL, check_isolation
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex, match_budget
 
@@ -67,6 +68,8 @@ class ShellCheck:
     expect_exact: str | None = None
     expect_regex: JsRegex | None = None
     not_regex: JsRegex | None = None
+    workspace: str = FINAL
+    """``final`` (the agent's workspace) or ``pristine`` (a fresh copy of the fixture)."""
 
     @property
     def asserts_stdout(self) -> bool:
@@ -78,15 +81,16 @@ class ShellCheck:
                 "shell checks run only inside the trial's sandbox, and none was given"
             )
         try:
-            outcome = view.isolation.run(
-                ["/bin/sh", "-e", "-c", self.run],
-                role=ROLE,
-                timeout_s=self.timeout_ms / 1000,
-                output_limit=MAX_SHELL_STDOUT_BYTES if self.asserts_stdout else 0,
-                merge_stderr=False,
-                capture_output=self.asserts_stdout,
-                kill_on_overflow=True,
-            )
+            with check_isolation(view, self.workspace) as isolation:
+                outcome = isolation.run(
+                    ["/bin/sh", "-e", "-c", self.run],
+                    role=ROLE,
+                    timeout_s=self.timeout_ms / 1000,
+                    output_limit=MAX_SHELL_STDOUT_BYTES if self.asserts_stdout else 0,
+                    merge_stderr=False,
+                    capture_output=self.asserts_stdout,
+                    kill_on_overflow=True,
+                )
         except IsolationError as exc:
             raise GradingError(f"isolation error: {exc}") from None
         if outcome.cancelled:
@@ -163,4 +167,5 @@ class ShellGrader:
             not_regex=regex_at(config["notRegex"], flags, pattern_key="notRegex")
             if "notRegex" in config
             else None,
+            workspace=config.get("workspace", FINAL),
         )

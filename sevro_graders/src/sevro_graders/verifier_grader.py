@@ -34,6 +34,7 @@ from sevro_core.api import (
     TrialView,
     parse_json_text,
 )
+from sevro_graders.check_workspace import FINAL, check_isolation
 from sevro_graders.configuration import check_shape
 from sevro_graders.shell_grader import OBSERVATION_PREFIX as SHELL_PREFIX
 from sevro_graders.shell_grader import observation_id as shell_observation_id
@@ -79,6 +80,8 @@ class VerifierCheck:
     interpreter: tuple[str, ...] = ()
     timeout_ms: int = DEFAULT_VERIFIER_TIMEOUT_MS
     critical: tuple[str, ...] = ()
+    workspace: str = FINAL
+    """``final`` (the agent's workspace) or ``pristine`` (a fresh copy of the fixture)."""
 
     def command(self, view: TrialView) -> list[str]:
         if self.script is None:
@@ -119,15 +122,16 @@ class VerifierCheck:
     def execute(self, view: TrialView) -> ProcessOutcome:
         assert view.isolation is not None
         try:
-            outcome = view.isolation.run(
-                self.command(view),
-                role=ROLE,
-                timeout_s=self.timeout_ms / 1000,
-                output_limit=MAX_VERIFIER_STDOUT_BYTES,
-                merge_stderr=False,
-                capture_output=True,
-                kill_on_overflow=True,
-            )
+            with check_isolation(view, self.workspace) as isolation:
+                outcome = isolation.run(
+                    self.command(view),
+                    role=ROLE,
+                    timeout_s=self.timeout_ms / 1000,
+                    output_limit=MAX_VERIFIER_STDOUT_BYTES,
+                    merge_stderr=False,
+                    capture_output=True,
+                    kill_on_overflow=True,
+                )
         except IsolationError as exc:
             raise GradingError(f"isolation error: {exc}") from None
         if outcome.cancelled:
@@ -249,10 +253,13 @@ class VerifierGrader:
         run = config["run"]
         timeout = config.get("timeoutMs", DEFAULT_VERIFIER_TIMEOUT_MS)
         critical = tuple(config.get("critical", ()))
+        workspace = config.get("workspace", FINAL)
         if isinstance(run, list):
             if any("\0" in part for part in run):
                 raise ConfigurationError("run must not contain a NUL character", "/run")
-            return VerifierCheck(argv=tuple(run), timeout_ms=timeout, critical=critical)
+            return VerifierCheck(
+                argv=tuple(run), timeout_ms=timeout, critical=critical, workspace=workspace
+            )
         name, _, relative = run["script"].partition("/")
         path = PurePosixPath(relative)
         if not relative or path.is_absolute() or ".." in path.parts or "\0" in relative:
@@ -264,4 +271,5 @@ class VerifierGrader:
             interpreter=tuple(run.get("interpreter", ())),
             timeout_ms=timeout,
             critical=critical,
+            workspace=workspace,
         )

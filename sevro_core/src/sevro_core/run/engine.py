@@ -6,6 +6,7 @@ removed; if writing fails the workspace is kept and named.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -52,6 +53,7 @@ from sevro_core.models import (
     HostRequest,
     HostResult,
     Observation,
+    TrialIsolation,
     TrialStates,
     TrialView,
 )
@@ -102,6 +104,7 @@ from sevro_core.vocabulary import (
     WORKSPACE_OBSERVATION,
 )
 
+PRISTINE_PREFIX = "sevro-pristine-"
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -690,7 +693,20 @@ def _final_view(
         checks=tuple(c.declaration for c in run.planned.checks if c.declaration.turn is None),
         prompts=tuple(render_prompt(p, run.workspace) for p in case.prompts),
         evaluator={e.name: e.path for e in case.evaluator},
+        pristine=functools.partial(_pristine, run, isolation),
     )
+
+
+@contextmanager
+def _pristine(run: _Trial, isolation: Isolation) -> Iterator[TrialIsolation]:
+    """The case's fixture materialised afresh beside the workspace (no arm), as the sandbox's
+    workspace for one check; removed afterwards, whatever the check did."""
+    workspace = create_workspace(run.plan.settings.workspace_root, prefix=PRISTINE_PREFIX)
+    try:
+        fixture = run.planned.fixture.materialise(workspace)
+        yield evolve(isolation, workspace=workspace, fixture_bin_dir=fixture.bin_dir)
+    finally:
+        remove_tree(workspace)
 
 
 def _view_for(
