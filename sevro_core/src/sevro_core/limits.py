@@ -125,6 +125,14 @@ MAX_RUNTIME_READ_ROOTS = 64
 """Paths in ``filesystem.readOnlyRoots``, and in ``optionalReadOnlyRoots``, each."""
 MAX_RUNTIME_PATH_TOOLS = 4096
 """Entries of one ``PATH`` directory looked at for symlinked tools (beyond: refused)."""
+MAX_RUNTIME_SEED_DIRECTORIES = 16
+"""Entries in ``runtime.seedDirectories``, and in ``runtime.sharedCacheDirectories``, each."""
+MAX_SEED_ENTRIES = 16_384
+"""Files, directories and links in one seed directory's tree (beyond: refused)."""
+MAX_SEED_BYTES = 512 * MIB
+"""Bytes of the regular files in one seed directory's tree (beyond: refused)."""
+MAX_RUNTIME_SLOT_CHARS = 64
+"""One seed or shared-cache ``target`` (a slot name in the role's runtime root)."""
 
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB
