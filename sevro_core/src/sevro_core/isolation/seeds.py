@@ -28,10 +28,11 @@ from attrs import field, frozen
 from sevro_core.errors import InvocationError
 from sevro_core.isolation.protection import canonical
 from sevro_core.limits import MAX_SEED_BYTES, MAX_SEED_ENTRIES
+from sevro_core.vocabulary import ADVISORY_ROLE, SEMANTIC_ROLE
 
-RUNTIME_ROLES = ("candidate", "checks", "hooks", "semantic", "advisory")
+RUNTIME_ROLES = ("candidate", "checks", "hooks", SEMANTIC_ROLE, ADVISORY_ROLE)
 """The execution roles a seed or shared cache can select."""
-DEFAULT_SEED_ROLES = ("candidate", "hooks", "semantic", "advisory")
+DEFAULT_SEED_ROLES = ("candidate", "hooks", SEMANTIC_ROLE, ADVISORY_ROLE)
 """A seed without ``roles``: never ``checks`` (a check that needs it must say so)."""
 RESERVED_SLOTS = frozenset({"home", "tmp"})
 
