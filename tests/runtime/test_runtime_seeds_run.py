@@ -176,3 +176,47 @@ def test_a_seed_captured_once_is_what_every_later_role_gets(tmp_path: Path, sour
     assert run(isolation, 'cat "$DEPS/greeting"', role="checks") == "seeded\n"
     assert run(isolation, 'echo ok > "$DEPS/new" && cat "$DEPS/new"') == "ok\n"
     assert run(isolation, 'test ! -e "$DEPS/new" && echo private', role="checks") == "private\n"
+
+
+@pytest.mark.parametrize("roles", [["candidate"], ["checks"]])
+def test_a_seed_changed_between_load_and_capture_fails_the_trial(
+    sevro_project: SevroProject,
+    sources: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    roles: list[str],
+) -> None:
+    """The runtime file is read at planning; the source changes as the trial starts, before any
+    command captured it: the command that needs it does not run and nothing passes."""
+    from sevro_core.run import engine
+    from sevro_core.testing.inprocess import run_in_process
+
+    real = engine.create_workspace
+
+    def tampering(*args: Any, **kwargs: Any) -> Path:
+        (sources / "deps" / "greeting").write_text("tampered\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "create_workspace", tampering)
+    config = configure(sources, roles)
+    case = sevro_project.case(checks=[shell("uses-the-seed", 'test -e "$DEPS" || true')])
+    host = sevro_project.script(
+        default=[[{"run": {"command": 'test -e "$DEPS" || true'}}, {"reply": {"text": "ok"}}]]
+    )
+    done = run_in_process(
+        [
+            *("run", case, "--host-config", host, "--runtime-config-file", config),
+            *("--json", "--results-root", sevro_project.results),
+        ],
+        cwd=sevro_project.root,
+    )
+    assert done.exit_code != 0, (done.stdout, done.stderr)
+    (trial,) = done.json()["cases"][0]["trials"]
+    assert trial["task"] != "passed"
+    evidence = trial_evidence(done.json())
+    assert "changed after the runtime configuration was read" in json.dumps(evidence)
+    if roles == ["candidate"]:  # the candidate's step could not run: the trial failed
+        assert trial["execution"] == "failed"
+        assert evidence["checks"] == []
+    else:  # the candidate ran; the check that needed the seed is a grading error
+        assert trial["execution"] == "completed"
+        assert [c["status"] for c in evidence["checks"]] == ["unavailable"]
