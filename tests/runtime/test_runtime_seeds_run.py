@@ -75,6 +75,9 @@ def test_candidate_and_checks_get_their_own_copies_and_share_the_cache(
     sevro_project: SevroProject, sources: Path
 ) -> None:
     config = configure(sources, ["candidate", "checks"])
+    (sources / "deps" / "bin").chmod(0o555)  # a read-only directory in every copy
+    workspaces = sources / "area" / "workspaces"  # its holder (kept readable) holds no source
+    workspaces.mkdir(parents=True)
     case = sevro_project.case(
         checks=[
             shell("candidate-ran-the-seed", "grep -qx 'hello from the seed' hello.txt"),
@@ -88,8 +91,10 @@ def test_candidate_and_checks_get_their_own_copies_and_share_the_cache(
     )
     script = CANDIDATE.replace("{source}", str(sources / "deps"))
     host = sevro_project.script(default=[[{"run": {"command": script}}, {"reply": {"text": "ok"}}]])
-    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", config)
+    flags = ("--runtime-config-file", config, "--workspace-root", workspaces)
+    done = sevro_project.run(case, "--host-config", host, *flags)
     assert done.exit_code == 0, (done.stdout, done.stderr)
+    assert list(workspaces.iterdir()) == []  # role roots, copies included, went with the trial
     evidence = trial_evidence(done.json())
     assert {c["id"]: c["status"] for c in evidence["checks"]} == {
         "candidate-ran-the-seed": "passed",
@@ -109,7 +114,7 @@ def test_candidate_and_checks_get_their_own_copies_and_share_the_cache(
     assert policy["environment"]["set"]["DEPS"] == "{{sevro.runtime}}/deps"
 
     # the next run's trial sees what this one left in the shared cache
-    again = sevro_project.run(case, "--host-config", host, "--runtime-config-file", config)
+    again = sevro_project.run(case, "--host-config", host, *flags)
     assert again.exit_code == 0, (again.stdout, again.stderr)
     assert (sources / "cache" / "log").read_text() == "trial 1\ntrial 1\n"
 
