@@ -27,6 +27,7 @@ from sevro_core.formats.schemas import validate_input
 from sevro_core.isolation.protection import ProtectedRoot, canonical
 from sevro_core.isolation.seeds import (
     RoleRuntime,
+    RuntimeUnavailable,
     SeedDirectory,
     SharedCache,
     fill_slots,
@@ -167,8 +168,11 @@ class RuntimePolicy:
         what the role's commands get. Idempotent for one root; raises
         :class:`~sevro_core.isolation.seeds.RuntimeUnavailable` when a seed changed since the
         file was read or a shared cache is gone (the command must then not run)."""
-        home, tmpdir = prepare_root(root)
-        caches = fill_slots(root, role, self.seeds, self.caches)
+        try:
+            home, tmpdir = prepare_root(root)
+            caches = fill_slots(root, role, self.seeds, self.caches)
+        except OSError as exc:
+            raise RuntimeUnavailable(f"the runtime root of role {role}: {exc}") from None
         return RoleRuntime(
             root=root,
             home=home,

@@ -301,6 +301,10 @@ class Isolation:
             home, tmpdir = prepare_root(root)
         except RuntimeUnavailable as exc:
             raise IsolationError(str(exc)) from None
+        except OSError as exc:
+            raise IsolationError(
+                f"the runtime root of role {role} could not be made: {exc}"
+            ) from None
         return RoleRuntime(root=root, home=home, tmpdir=tmpdir)
 
     def environment(self, prepared: RoleRuntime, extra: Mapping[str, str]) -> dict[str, str]:

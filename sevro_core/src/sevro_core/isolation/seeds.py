@@ -200,7 +200,10 @@ def fill_slots(
         source = cache.revalidated()
         slot = root / cache.target
         if not os.path.lexists(slot):
-            os.symlink(source, slot)
+            try:
+                os.symlink(source, slot)
+            except OSError as exc:
+                raise RuntimeUnavailable(f"shared cache slot {cache.target}: {exc}") from None
         writable.append(source)
     return tuple(writable)
 
