@@ -168,7 +168,7 @@ CAUGHT_BY = {
     "docs/graders.md#schema-result": {"shape"},
     "docs/graders.md#combined": {"contract"},
     "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
-    "docs/graders.md#verified-status": {"verified"},
+    "docs/graders.md#verified-status": {"verified", "verified/status"},
     "docs/graders.md#fix-and-commit": {"committed"},
     "docs/graders.md#uses-the-skill": {"skill-read"},
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
@@ -597,8 +597,11 @@ def test_the_verifier_example_passes_only_when_the_agent_computes_the_sum(
     assert done.exit_code == code, done.stdout + done.stderr
     (trial,) = done.json()["cases"][0]["trials"]
     document = json.loads(Path(trial["artifactPath"]).read_text())
-    (check,) = document["evidence"]["checks"]
+    check, *parts = document["evidence"]["checks"]
     assert check["status"] == status, check
+    assert {p["id"]: p["status"] == "passed" for p in parts} == {
+        f"verified/{i}": i not in failed for i in ("total-file", "final-answer", "input-untouched")
+    }, "each assertion is its own check outcome, after the check"
     observation = next(
         o
         for o in document["evidence"]["observations"]
