@@ -15,6 +15,7 @@ import pytest
 from sevro_core.limits import MAX_CHECK_PART_DETAIL_CHARS, MAX_CHECK_PARTS
 from sevro_core.models import CheckOutcome, CheckPart
 from sevro_core.run.checkparts import declared, parts_problem, with_parts
+from sevro_core.run.records import TrialRecord
 from sevro_core.states import CheckStatus
 from sevro_core.testing import SevroProject, require_sandbox
 
@@ -133,6 +134,8 @@ def test_every_assertion_passing_passes_and_each_is_its_own_outcome(
     assert document["evidence"]["grading"]["status"] == "completed"
     summary = [c["id"] for c in done.json()["cases"][0]["trials"][0]["checks"]]
     assert summary == ["verified", "verified/builds", "verified/tests", "replied"]
+    resumed = TrialRecord.from_document(document, Path("trial-1.json"), "0" * 64)
+    assert [c.part_of for c in resumed.checks] == [None, "verified", "verified", None]
 
 
 def test_a_failed_non_critical_assertion_fails_its_check_and_the_task(
