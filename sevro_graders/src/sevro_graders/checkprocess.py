@@ -27,15 +27,15 @@ def run_check_process(
     """
     if view.isolation is None:
         raise GradingError(f"{what} runs only inside the trial's sandbox, and none was given")
-    capture = stdout_limit is not None
+    limit = stdout_limit if stdout_limit is not None else 0
     try:
         outcome = view.isolation.run(
             list(argv),
             role=ROLE,
             timeout_s=timeout_ms / 1000,
-            output_limit=stdout_limit if stdout_limit is not None else 0,
+            output_limit=limit,
             merge_stderr=False,
-            capture_output=capture,
+            capture_output=stdout_limit is not None,
             kill_on_overflow=True,
         )
     except IsolationError as exc:
@@ -45,7 +45,7 @@ def run_check_process(
     if outcome.timed_out:
         raise GradingError(f"{what} timed out after {timeout_ms} ms")
     if outcome.overflowed or outcome.truncated:
-        raise GradingError(f"{what}'s stdout exceeds {stdout_limit} bytes")
+        raise GradingError(f"{what}'s stdout exceeds {limit} bytes")
     if outcome.exit_code is None or outcome.exit_code < 0:
         raise GradingError(f"process error: {what} ended without an exit code")
     return outcome
