@@ -89,6 +89,11 @@ MAX_DIAGNOSTIC_CHARS = 4096
 # Check outcomes
 MAX_OBSERVATIONS_PER_CHECK = 4
 MAX_CHECK_OBSERVATION_BYTES = 64 * KIB
+MAX_CHECK_PARTS = 256
+"""Assertions one check outcome may carry as parts (more is a grading error)."""
+MAX_CHECK_PART_ID_CHARS = 128
+MAX_CHECK_PART_DETAIL_CHARS = 512
+"""Of a part's detail kept in evidence (the rest is cut)."""
 MAX_CHECKED_FILE_BYTES = 8 * MIB
 """A workspace file ``sevro.file-text`` or ``sevro.json-file`` reads (beyond: ``unavailable``)."""
 MAX_PATH_GLOB_ENTRIES = 65_536
