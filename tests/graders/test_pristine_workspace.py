@@ -136,6 +136,7 @@ def test_a_pristine_check_sees_the_fixture_not_the_agent_s_edits(
         "final-sees-the-edit": "passed",
         "pristine-not-forged": "failed",
         "verifier": "passed",
+        "verifier/answer-only": "passed",
     }, done.stdout + done.stderr
     assert done.exit_code == 1, "the negative control fails the trial"
     assert not [p.name for p in root.iterdir() if p.name.startswith("sevro-pristine-")]

@@ -74,13 +74,11 @@ def test_bad_declarations_are_refused_with_file_and_pointer(
         assert found.pointer is not None and found.pointer.endswith("/path")
 
 
-def test_other_runtime_keys_are_still_not_supported(area: Path) -> None:  # noqa: F811
-    refused(
-        area,
-        doc(runtime={"artifactDirectories": [REVIEWS], "sharedCacheDirectories": []}),
-        "not supported yet",
-        "/runtime/sharedCacheDirectories",
+def test_artifact_directories_sit_beside_seeds_and_caches(area: Path) -> None:  # noqa: F811
+    policy = load(
+        area, doc(runtime={"artifactDirectories": [REVIEWS], "sharedCacheDirectories": []})
     )
+    assert [a.name for a in policy.artifacts] == ["reviews"] and policy.caches == ()
 
 
 # ---- checked after the candidate ran ---------------------------------------------------------
