@@ -175,14 +175,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             write_private(layout.api_key_file, key.encode())
         text = render_settings(layout, workspace, api_key=key is not None, judge=self.judge)
         write_private(layout.settings_file, text.encode())
-        path = DEFAULT_PATH
-        extra_read: list[Path] = []
+        # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
+        # variables and PATH go there, and its read roots are mounted in the outer sandbox.
+        extra_read = [*self.runtime_read_roots]
         fixture_bin = self.fixture_bin_dir
         if fixture_bin is not None:
-            path = f"{fixture_bin}:{path}"
             extra_read.append(fixture_bin)
         self.env = {
-            "PATH": path,
+            **self.runtime_environment(layout.home, layout.tmp),
+            "PATH": cli_path(self.command_path(DEFAULT_PATH)),
             "HOME": str(layout.home),
             "TMPDIR": str(layout.tmp),
             "CLAUDE_CONFIG_DIR": str(layout.config_dir),
@@ -360,6 +361,13 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for text in call.injected
         )
         return FileRead(skill.path, launched and delivered, "Skill")
+
+
+def cli_path(declared: str) -> str:
+    """The declared PATH with sevro's fixed entries after it: Claude Code finds its own sandbox
+    tools (``bwrap``, ``socat``) on PATH, so a declared PATH without them would break it."""
+    entries = declared.split(":")
+    return ":".join([*entries, *(e for e in DEFAULT_PATH.split(":") if e not in entries)])
 
 
 def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:

@@ -183,11 +183,13 @@ def render_config_toml(
     executable_tree: Path,
     denied: Sequence[Path],
     command_env: Mapping[str, str],
+    readable: Sequence[Path] = (),
     judge: bool = False,
 ) -> str:
     """The trial's ``config.toml``: provider, permission profile, no inherited environment.
 
-    A judge's profile grants the workspace (empty, its own) for reading only."""
+    A judge's profile grants the workspace (empty, its own) for reading only. ``readable``
+    are the runtime policy's read roots (the declared tools' install prefixes)."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -240,6 +242,7 @@ def render_config_toml(
         # CODEX_HOME (credentials, sessions) is not listed, so it is invisible to commands; only
         # the directory where Codex puts its sandbox-helper alias (run inside the sandbox) is.
         f'{q(str(layout.codex_home / "tmp" / "arg0-linux"))} = "read"',
+        *(f'{q(str(path))} = "read"' for path in readable),
         *(f'{q(str(path))} = "deny"' for path in denied),
         "",
         f'[permissions.{PROFILE}.filesystem.":workspace_roots"]',

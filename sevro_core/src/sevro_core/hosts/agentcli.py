@@ -84,6 +84,7 @@ from sevro_core.models import (
     Route,
     Usage,
 )
+from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.protocols import (
     CredentialLocations,
     DoctorCheck,
@@ -483,6 +484,7 @@ class AgentCliHost(Generic[ConfigT]):
             pid_namespace=pid_namespace,
             capabilities=self.capabilities,
             role=options.role,
+            runtime=options.runtime,
             **extra,
         )
 
@@ -541,6 +543,8 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
     """``candidate``, or the judge role this configuration plays: a judge's CLI gets no tools,
     no MCP servers, no skills and nothing writable but its private home (each host applies
     that in its own argv and configuration, and records it in :meth:`redacted_isolation`)."""
+    runtime: HostRuntime | None = None
+    """The operator's runtime configuration, the same for every role (None without one)."""
 
     @property
     def judge(self) -> bool:
@@ -627,6 +631,27 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     def fixture_bin_dir(self) -> Path | None:
         """The fixture's tools directory for PATH; a judge gets none of the candidate's."""
         return None if self.judge else self.request.fixture_bin_dir
+
+    def runtime_environment(self, home: Path, tmpdir: Path) -> dict[str, str]:
+        """The runtime policy's variables for this role's private home and temp directory
+        (``PATH`` aside); empty without a runtime file."""
+        runtime = self.host.runtime
+        return {} if runtime is None else runtime.environment(home=home, tmpdir=tmpdir)
+
+    def command_path(self, default: str) -> str:
+        """The agent's commands' PATH: the fixture's tools, then the declared PATH (else
+        ``default``), as sevro's own sandbox orders them."""
+        runtime = self.host.runtime
+        path = default if runtime is None else runtime.path or default
+        fixture_bin = self.fixture_bin_dir
+        return f"{fixture_bin}:{path}" if fixture_bin is not None else path
+
+    @property
+    def runtime_read_roots(self) -> tuple[Path, ...]:
+        """Directories the runtime policy grants the agent's commands for reading; none for a
+        judge, which runs no command."""
+        runtime = self.host.runtime
+        return () if runtime is None or self.judge else runtime.read_roots
 
     @property
     def skills_dir(self) -> str:

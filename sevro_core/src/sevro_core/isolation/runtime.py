@@ -30,6 +30,7 @@ from sevro_core.limits import (
     MAX_RUNTIME_PATH_TOOLS,
     MAX_RUNTIME_VALUE_CHARS,
 )
+from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.protocols import CredentialLocations
 
 FORMAT = "sevro.runtime.v1"
@@ -144,6 +145,15 @@ class RuntimePolicy:
         """What every sandboxed command gets from the policy, ``PATH`` aside."""
         out = {name: value for name, value in self.variables if name != "PATH"}
         return {**out, **RUNNER_SET, "TMPPREFIX": str(tmpdir / "zsh")}
+
+    def host_runtime(self) -> HostRuntime:
+        """The policy as agent-CLI hosts apply it: the same for every role, no temp path."""
+        return HostRuntime(
+            variables=self.variables,
+            read_roots=self.read_roots,
+            runner_set=tuple(RUNNER_SET.items()),
+            record=self.configuration(),
+        )
 
     def configuration(self) -> dict[str, Any]:
         """What enters ``configuration.redacted.runtimePolicy``: names, the effective PATH,
