@@ -17,33 +17,39 @@ from tests.judges.helpers import verdicts
 from tests.runtime.test_runtime_loading import doc, load
 
 
-def test_every_role_asks_the_same_value_with_its_own_temp_directory(tmp_path: Path) -> None:
+def test_every_role_asks_the_same_value_for_its_own_root(tmp_path: Path) -> None:
     area = tmp_path.resolve()
-    for directory in ("project", "home", "tools/bin", "cfg"):
+    for directory in ("project", "home", "tools/bin", "cfg", "trial"):
         (area / directory).mkdir(parents=True)
     policy = load(
         area,
-        doc(environment={"inherit": ["KEPT"], "set": {"MODE": "ci", "PATH": f"{area}/tools/bin"}}),
+        doc(
+            environment={
+                "inherit": ["KEPT"],
+                "set": {"MODE": "{{sevro.runtime}}/m", "PATH": f"{area}/tools/bin"},
+            }
+        ),
         KEPT="inherited-3f9b",
     )
     runtime = policy.host_runtime()
     assert runtime.path == f"{area}/tools/bin"
     assert runtime.read_roots == policy.read_roots == (area / "tools",)
-    one = runtime.environment(home=Path("/r/a/home"), tmpdir=Path("/r/a/tmp"))
-    two = runtime.environment(home=Path("/r/b/home"), tmpdir=Path("/r/b/tmp"))
-    assert one == {
+    one = runtime.role_runtime("candidate", area / "trial" / "candidate")
+    two = runtime.role_runtime("semantic", area / "trial" / "semantic")
+    assert one == policy.role_runtime("candidate", area / "trial" / "candidate")  # idempotent
+    assert dict(one.environment) == {
         "KEPT": "inherited-3f9b",
-        "MODE": "ci",
+        "MODE": f"{area}/trial/candidate/m",
         "UV_OFFLINE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "TMPPREFIX": "/r/a/tmp/zsh",
+        "TMPPREFIX": f"{area}/trial/candidate/tmp/zsh",
     }
-    assert two["TMPPREFIX"] == "/r/b/tmp/zsh" and "PATH" not in two
-    assert one == policy.environment(Path("/r/a/tmp"))  # the same as sevro's own sandbox
+    assert two.environment["MODE"] == f"{area}/trial/semantic/m" and "PATH" not in two.environment
+    assert one.writable_roots == (area / "trial" / "candidate",) and one.home.is_dir()
     # The record names what was declared and keeps an inherited value only in the digest.
     assert runtime.record == policy.configuration()
     assert "inherited-3f9b" not in json.dumps(dict(runtime.record))
-    assert runtime.record["environment"]["set"] == {"MODE": "ci", "PATH": f"{area}/tools/bin"}
+    assert "{{sevro.runtime}}/m" in json.dumps(dict(runtime.record))  # symbolic, no temp path
 
 
 class _Recording:
@@ -72,7 +78,7 @@ class _Registry:
 
 
 def test_judges_get_the_candidate_s_runtime_value() -> None:
-    runtime = HostRuntime(variables=(("PATH", "/opt/x/bin"),), read_roots=(Path("/opt/x"),))
+    runtime = HostRuntime("/opt/x/bin", (Path("/opt/x"),), {}, prepare=lambda role, root: None)
     host = _Recording()
     specs = [JudgeRouteSpec(role, host.id) for role in ("semantic", "comparator")]
     base = HostOptions(runtime=runtime)

@@ -173,16 +173,20 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         key = self.api_key()
         if key is not None:
             write_private(layout.api_key_file, key.encode())
-        text = render_settings(layout, workspace, api_key=key is not None, judge=self.judge)
+        read_roots, writable = self.runtime_grants()
+        text = render_settings(
+            layout, workspace, api_key=key is not None, judge=self.judge, writable=writable
+        )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
         # variables and PATH go there, and its read roots are mounted in the outer sandbox.
-        extra_read = [*self.runtime_read_roots]
+        extra_read = [*read_roots]
         fixture_bin = self.fixture_bin_dir
         if fixture_bin is not None:
             extra_read.append(fixture_bin)
+        prepared = self.role_runtime()
         self.env = {
-            **self.runtime_environment(layout.home, layout.tmp),
+            **(prepared.environment if prepared is not None else {}),
             "PATH": cli_path(self.command_path(DEFAULT_PATH)),
             "HOME": str(layout.home),
             "TMPDIR": str(layout.tmp),
@@ -202,6 +206,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             layout=layout,
             executable_tree=host.binary.tree,
             extra_read=extra_read,
+            extra_write=[p for p in writable if not inside(p, layout.root)],
             hidden=self._hidden(extra_read),
             judge=self.judge,
         )

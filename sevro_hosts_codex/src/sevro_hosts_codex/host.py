@@ -164,8 +164,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         if fixture_bin is not None:
             path = f"{fixture_bin}:{path}"
         # The runtime policy's variables and PATH reach the commands through the generated
-        # shell environment; Codex itself keeps sevro's PATH (its sandbox helper is found there).
-        declared = self.runtime_environment(layout.home, layout.tmp)
+        # shell environment (HOME and TMPDIR stay the trial's own); Codex itself keeps sevro's
+        # PATH (its sandbox helper is found there).
+        prepared = self.role_runtime()
+        declared = dict(prepared.environment) if prepared is not None else {}
         base = {"HOME": str(layout.home), "TMPDIR": str(layout.tmp), "LANG": "C.UTF-8"}
         command_path = self.command_path(DEFAULT_PATH)
         command_env = {**declared, **self.fixture_environment, "PATH": command_path, **base}
@@ -187,7 +189,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 layout=layout,
                 executable_tree=host.binary.tree,
                 denied=self._denied(),
-                readable=self.runtime_read_roots,
+                granted=self.runtime_grants(),
                 command_env=command_env,
                 judge=self.judge,
             )
@@ -217,7 +219,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         explicitly (bubblewrap can only mount over a path whose parent exists in the sandbox).
         """
         request, host = self.request, self.host
-        granted = self.runtime_read_roots
+        granted = [p for roots in self.runtime_grants() for p in roots]
         visible = (*_MINIMAL_TREES, host.binary.tree, request.private_root, *granted)
         return roots_to_hide(
             host.protected_roots,
