@@ -15,7 +15,15 @@ from sevro_core.testing.mockmodel import Message, reply
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import observation, trial
-from tests.hosts_codex.test_runtime_real_cli import GREETING, SECRET_VALUE, make_tool, runtime_file
+from tests.hosts_codex.test_runtime_real_cli import (
+    GREETING,
+    SECRET_VALUE,
+    SEED_COMMAND,
+    cached_runtime,
+    make_tool,
+    runtime_file,
+    seeded_runtime,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -119,3 +127,31 @@ def test_no_runtime_file_keeps_the_fixed_path(
     assert commands[0]["exitCode"] == 127
     assert GREETING not in results(server)[0]
     assert all(o["id"] != "sevro.host.runtime" for o in document["evidence"]["observations"])
+
+
+def test_the_role_s_runtime_root_holds_a_writable_copy_of_the_seed(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    config, seed = seeded_runtime(tmp_path)
+    server = model([reply(bash(SEED_COMMAND)), reply(Message("ready"))])
+    case = sevro_project.case()
+    result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", str(config))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    (seen,) = results(server)
+    assert "seeded 41ad" in seen and "mine" in seen, seen
+    commands = observation(trial(sevro_project), "sevro.commands")["data"]["commands"]
+    assert commands[0]["exitCode"] == 0
+    assert sorted(p.name for p in seed.iterdir()) == ["data.txt"]  # the copy changed, not it
+
+
+def test_a_shared_cache_is_written_through_the_role_s_slot(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    config, cache = cached_runtime(tmp_path)
+    server = model([reply(bash('echo kept > "$CACHE/entry"')), reply(Message("ready"))])
+    case = sevro_project.case()
+    result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", str(config))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    commands = observation(trial(sevro_project), "sevro.commands")["data"]["commands"]
+    assert commands[0]["exitCode"] == 0, results(server)
+    assert (cache / "entry").read_text() == "kept\n"  # it outlives the trial

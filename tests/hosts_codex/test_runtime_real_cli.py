@@ -147,3 +147,65 @@ def test_a_declared_path_without_the_tool_directory_does_not_find_it(
     assert codes(document)[1] not in (0, None)  # not granted: invisible to the command
     assert GREETING not in tool_outputs(server)
     assert observation(document, "sevro.host.runtime")["data"]["readRoots"] == []
+
+
+def seeded_runtime(tmp_path: Path) -> tuple[Path, Path]:
+    """A runtime file with a seed copied into the role's ``{{sevro.runtime}}/deps``."""
+    seed = tmp_path.resolve() / "seed"
+    seed.mkdir()
+    (seed / "data.txt").write_text("seeded 41ad\n")
+    path = tmp_path / "runtime.json"
+    document = {
+        "format": "sevro.runtime.v1",
+        "environment": {"set": {"DEPS": "{{sevro.runtime}}/deps"}},
+        "runtime": {"seedDirectories": [{"source": str(seed), "target": "deps"}]},
+    }
+    path.write_text(json.dumps(document))
+    return path, seed
+
+
+SEED_COMMAND = 'cat "$DEPS/data.txt" && echo mine > "$DEPS/new.txt" && cat "$DEPS/new.txt"'
+
+
+def test_the_role_s_runtime_root_holds_a_writable_copy_of_the_seed(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    config, seed = seeded_runtime(tmp_path)
+    server = mock_model([reply(shell(SEED_COMMAND)), reply(Message("ready"))])
+    case = sevro_project.case()
+    result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", str(config))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert codes(trial(sevro_project)) == [0]
+    seen = tool_outputs(server)
+    assert "seeded 41ad" in seen and "mine" in seen
+    assert sorted(p.name for p in seed.iterdir()) == ["data.txt"]  # the copy changed, not it
+
+
+def cached_runtime(tmp_path: Path) -> tuple[Path, Path]:
+    """A runtime file giving the candidate one shared cache as ``{{sevro.runtime}}/cache``."""
+    cache = tmp_path.resolve() / "cache"
+    cache.mkdir()
+    path = tmp_path / "runtime.json"
+    document = {
+        "format": "sevro.runtime.v1",
+        "environment": {"set": {"CACHE": "{{sevro.runtime}}/cache"}},
+        "runtime": {
+            "sharedCacheDirectories": [
+                {"source": str(cache), "target": "cache", "roles": ["candidate"]}
+            ]
+        },
+    }
+    path.write_text(json.dumps(document))
+    return path, cache
+
+
+def test_a_shared_cache_is_written_through_the_role_s_slot(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    config, cache = cached_runtime(tmp_path)
+    server = mock_model([reply(shell('echo kept > "$CACHE/entry"')), reply(Message("ready"))])
+    case = sevro_project.case()
+    result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", str(config))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert codes(trial(sevro_project)) == [0]
+    assert (cache / "entry").read_text() == "kept\n"  # it outlives the trial
