@@ -123,3 +123,6 @@ def test_the_engine_reports_the_runtime_for_every_host_and_only_with_a_file(
     assert data["readRoots"] == []
     policy = assert_valid_evidence(done.json())["configuration"]["redacted"]["runtimePolicy"]
     assert data["digest"] == policy["digest"]
+    dry = sevro_project.run(*args, "--runtime-config-file", config, "--dry")
+    assert dry.exit_code == 0, (dry.stdout, dry.stderr)
+    assert HOST_RUNTIME_OBSERVATION not in _observations(dry.json())  # no host ran

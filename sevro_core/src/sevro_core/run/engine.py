@@ -586,10 +586,10 @@ def _observations(result: HostResult | None, run: _Trial) -> dict[str, Observati
 
 def _runtime_observation(plan: RunPlan) -> Observation | None:
     """The runtime policy every role's host was given (the same value for each), absent
-    without a runtime file: names, ``set`` values, PATH and read roots, never an inherited
-    value other than PATH (that enters only the digest)."""
+    without a runtime file and in a dry run (no host ran): names, ``set`` values, PATH and read
+    roots, never an inherited value other than PATH (that enters only the digest)."""
     runtime = plan.settings.host_options.runtime
-    if runtime is None:
+    if runtime is None or plan.settings.dry:
         return None
     roles: list[JsonValue] = [plan.settings.host_options.role, *sorted(plan.judges.routes)]
     data = {**runtime.record, "roles": roles}
