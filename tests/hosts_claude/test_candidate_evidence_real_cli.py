@@ -1,5 +1,5 @@
 """A real Claude Code run's transcripts reach checks (SEVRO_CANDIDATE_TRANSCRIPTS); its Bash
-sandbox lets commands write only the workspace and temp directory, so a declared candidate
+sandbox does not let commands write their HOME, so a declared candidate
 artifact directory it cannot create is a grading error, never a pass."""
 
 from __future__ import annotations
