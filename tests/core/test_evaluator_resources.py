@@ -19,6 +19,7 @@ from sevro_core.run import checkinputs, evaluator
 from sevro_core.run.checkinputs import check_resources
 from sevro_core.run.loading import load_cases
 from sevro_core.testing import SevroProject, require_sandbox
+from tests.core import evaluator_probes
 
 BASE: dict[str, Any] = {
     "id": "c1",
@@ -269,3 +270,27 @@ def test_the_candidate_cannot_see_what_checks_read(
     assert statuses == {i: ("passed", None) for i, _ in shell}, done.stdout + done.stderr
     assert done.exit_code == 0
     assert not (gold / "new").exists()
+
+
+def test_the_candidate_cannot_reach_it_through_dot_dot_or_a_link(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """The probes the real-CLI tests send (tests/core/evaluator_probes.py) as scripted commands:
+    none shows the marker, each read fails, while the checks of the same trial read it."""
+    require_sandbox()
+    case, gold, workspaces = evaluator_probes.evaluator_area(tmp_path / "area")
+    commands = evaluator_probes.probes(gold)
+    steps: list[dict[str, Any]] = [
+        {"run": {"command": f"({command}) > probe-{n}.txt 2>&1; true"}}
+        for n, command in enumerate(commands, start=1)
+    ]
+    steps.append({"reply": {"text": "done"}})
+    declared = json.loads(case.read_text())
+    declared["checks"] += evaluator_probes.blind_checks(len(commands))
+    case.write_text(json.dumps(declared))
+    host = sevro_project.script(default=[steps])
+    done = sevro_project.run(case, "--host-config", host, "--workspace-root", workspaces)
+    (trial,) = done.json()["cases"][0]["trials"]
+    statuses = {c["id"]: c["status"] for c in trial["checks"]}
+    assert statuses == dict.fromkeys([c["id"] for c in declared["checks"]], "passed"), statuses
+    assert done.exit_code == 0, done.stdout + done.stderr
