@@ -168,7 +168,7 @@ CAUGHT_BY = {
     "docs/graders.md#schema-result": {"shape"},
     "docs/graders.md#combined": {"contract"},
     "docs/graders.md#fix-the-bug": {"tests-pass", "answer"},
-    "docs/graders.md#verified-status": {"verified"},
+    "docs/graders.md#verified-status": {"verified", "verified/status"},
     "docs/graders.md#fix-and-commit": {"committed"},
     "docs/graders.md#uses-the-skill": {"skill-read"},
     "docs/expectations.md#changelog-created": {"changelog", "todo-gone"},
@@ -597,8 +597,11 @@ def test_the_verifier_example_passes_only_when_the_agent_computes_the_sum(
     assert done.exit_code == code, done.stdout + done.stderr
     (trial,) = done.json()["cases"][0]["trials"]
     document = json.loads(Path(trial["artifactPath"]).read_text())
-    (check,) = document["evidence"]["checks"]
+    check, *parts = document["evidence"]["checks"]
     assert check["status"] == status, check
+    assert {p["id"]: p["status"] == "passed" for p in parts} == {
+        f"verified/{i}": i not in failed for i in ("total-file", "final-answer", "input-untouched")
+    }, "each assertion is its own check outcome, after the check"
     observation = next(
         o
         for o in document["evidence"]["observations"]
@@ -607,6 +610,71 @@ def test_the_verifier_example_passes_only_when_the_agent_computes_the_sum(
     assertions = {a["id"]: a["passed"] for a in observation["data"]["assertions"]}
     assert set(assertions) == {"total-file", "final-answer", "input-untouched"}
     assert {i for i, passed in assertions.items() if not passed} == failed
+
+
+HARBOR = ROOT / "examples" / "harbor"
+WORD_COUNT = HARBOR / "word-count"
+HIDDEN_INPUTS = {"many-lines", "empty", "no-final-newline"}
+
+
+def test_the_harbor_example_is_a_harbor_task_run_by_its_case() -> None:
+    """A Harbor task directory: the case's prompt is instruction.md, and tests/ (with test.sh and
+    the inputs it tries) is the case's evaluator directory, never the candidate's."""
+    case = json.loads((WORD_COUNT / "case.json").read_text())
+    assert case["prompt"] == (WORD_COUNT / "instruction.md").read_text()
+    assert case["evaluator"] == {"tests": "tests"}
+    (check,) = case["checks"]
+    assert check["configuration"]["run"] == {"script": "tests/test.sh", "interpreter": ["sh"]}
+    assert not set(case["fixture"]["files"]) & {"tests", "tests/test.sh", "instruction.md"}
+    assert {p.name for p in (WORD_COUNT / "tests" / "inputs").iterdir()} == {
+        "one-line.txt", "many-lines.txt", "empty.txt", "no-newline.txt",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("host", "code", "failed"),
+    [("host.json", 0, set()), ("host-fits-the-sample.json", 1, HIDDEN_INPUTS)],
+    ids=["fixes", "fits-the-sample"],
+)
+def test_the_harbor_example_passes_only_the_agent_that_fixes_the_count(
+    host: str, code: int, failed: set[str], sevro_project: SevroProject
+) -> None:
+    """docs/evaluator-resources.md runs examples/harbor with both hosts: test.sh passes the agent
+    that counts words and fails the one that prints the README's sample answer, on exactly the
+    inputs it could not see, each reported as its own check outcome."""
+    require_sandbox()
+    done = sevro_project.run(WORD_COUNT, "--host-config", HARBOR / host)
+    assert done.exit_code == code, done.stdout + done.stderr
+    (trial,) = done.json()["cases"][0]["trials"]
+    check, *parts = trial["checks"]
+    assert (check["id"], check["status"]) == ("tests", "failed" if failed else "passed")
+    statuses = {p["id"].removeprefix("tests/"): p["status"] for p in parts}
+    assert set(statuses) == {"script-present", "one-line", *HIDDEN_INPUTS}
+    assert {i for i, status in statuses.items() if status == "failed"} == failed
+
+
+def test_the_harbor_example_calibrates_and_a_weakened_test_sh_does_not(
+    sevro_project: SevroProject,
+) -> None:
+    """``sevro calibrate`` agrees on all four variants; the control is the same task whose
+    test.sh tries count.sh only on the README's sample (the check an agent can fit): the
+    variant that fits the sample then passes, and calibration exits 1 naming it."""
+    require_sandbox()
+    done = sevro_project.sevro("calibrate", WORD_COUNT, "--results-root", sevro_project.results)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "all 4 variant(s) got the verdict they expect" in done.stdout
+    weak = sevro_project.root / "word-count"
+    shutil.copytree(WORD_COUNT, weak)
+    test_sh = weak / "tests" / "test.sh"
+    script = test_sh.read_text()
+    for hidden in ("many-lines many-lines.txt 9", "empty empty.txt 0", "no-final-newline no-"):
+        assert hidden in script
+        script = "\n".join(line for line in script.splitlines() if hidden not in line) + "\n"
+    test_sh.write_text(script)
+    done = sevro_project.sevro("calibrate", weak, "--results-root", sevro_project.results)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    disagreeing = [line.split()[1] for line in done.stdout.splitlines() if "DISAGREES" in line]
+    assert disagreeing == ["fits-the-sample"], done.stdout
 
 
 SKILL_AB = ROOT / "examples" / "skill-ab"

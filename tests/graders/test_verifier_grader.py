@@ -15,10 +15,12 @@ from attrs import evolve
 from sevro_core.errors import ConfigurationError, GradingError
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace
 from sevro_core.isolation.sandbox import CheckResources, Isolation, select_sandbox
-from sevro_core.models import CancelToken, TrialView
+from sevro_core.models import CancelToken, CheckPart, TrialView
+from sevro_core.run.checkparts import parts_problem
 from sevro_core.states import CheckStatus
 from sevro_core.testing import require_tool
 from sevro_graders.verifier_grader import (
+    MAX_ASSERTION_DETAIL_CHARS,
     MAX_VERIFIER_ASSERTIONS,
     MAX_VERIFIER_STDOUT_BYTES,
     VerifierGrader,
@@ -156,6 +158,29 @@ def test_any_failed_assertion_fails_the_check_naming_it(isolation: Isolation) ->
     assert grade(isolation, printing(assertions(*many))).detail == (
         "assertion(s) failed: x0, x1, x2, x3, x4 and 2 more"
     )
+
+
+def test_each_assertion_is_a_part_of_the_outcome_critical_ones_marked(
+    isolation: Isolation,
+) -> None:
+    """The engine records each part as its own check outcome (tests/core/test_check_parts.py)."""
+    printed = json.dumps(
+        [
+            {"id": "a", "passed": True, "detail": "ok"},
+            {"id": "b", "passed": False, "detail": "x" * 500},
+            {"id": "c", "passed": True},
+        ]
+    )
+    out = grade(isolation, printing(printed), critical=["a", "c"])
+    assert out.status is CheckStatus.FAILED
+    assert out.parts == (
+        CheckPart("a", True, "critical: ok"),
+        CheckPart("b", False, "x" * MAX_ASSERTION_DETAIL_CHARS),
+        CheckPart("c", True, "critical"),
+    )
+    assert parts_problem(out) is None, "the conjunction: the engine keeps these parts"
+    passing = grade(isolation, printing(assertions(("a", True))))
+    assert passing.status is CheckStatus.PASSED and passing.parts == (CheckPart("a", True),)
 
 
 def test_skivolve_object_form_and_evidence(isolation: Isolation) -> None:

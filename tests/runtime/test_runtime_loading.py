@@ -113,17 +113,16 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"inherit": ["1BAD"]}), "", "/environment/inherit/0"),
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
-        (doc(runtime={"seedDirectories": []}), "not supported yet", "/runtime"),
+        (
+            doc(runtime={"artifactDirectories": []}),
+            "not supported yet",
+            "/runtime/artifactDirectories",
+        ),
         (doc(hooks={"plugins": []}), "not supported yet", "/hooks"),
         (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
         (
-            doc(environment={"set": {"C": "{{sevro.runtime}}/c"}}),
-            "not supported yet",
-            "/environment/set/C",
-        ),
-        (
             doc(filesystem={"readOnlyRoots": ["{{sevro.runtime}}"]}),
-            "not supported yet",
+            "only understood in environment.set",
             "/filesystem/readOnlyRoots/0",
         ),
     ],

@@ -165,7 +165,12 @@ def test_a_bad_sevro_json_is_refused_before_a_dry_run_unless_replaced(
         ({"network": {"localHttp": False}}, ["--local-http"], "disagrees with network.localHttp"),
         ({"filesystem": {"readOnlyRoots": ["project"]}}, [], "holds the protected project-root"),
         ({"filesystem": {"readOnlyRoots": ["project/sub"]}}, [], "inside the protected"),
-        ({"runtime": {"seedDirectories": []}}, [], "not supported yet"),
+        ({"runtime": {"artifactDirectories": []}}, [], "not supported yet"),
+        (
+            {"runtime": {"seedDirectories": [{"source": "project/sub", "target": "deps"}]}},
+            [],
+            "seed directory",
+        ),
     ],
 )
 def test_conflicts_are_refused_before_anything_runs(

@@ -79,7 +79,9 @@ from sevro_core.hosts.skills import (
 from sevro_core.hosts.streams import StreamError, decode_event, stream_lines
 from sevro_core.isolation.doctor import sandbox_check
 from sevro_core.isolation.processes import DEFAULT_PATH, run_bounded
+from sevro_core.isolation.runtime import RuntimePolicy
 from sevro_core.isolation.sandbox import Isolation, IsolationError
+from sevro_core.isolation.seeds import RUNTIME_ROLES, RoleRuntime, RuntimeUnavailable
 from sevro_core.judges.comparator import PairJudgement, judge_pair
 from sevro_core.models import (
     UNKNOWN_USAGE,
@@ -88,6 +90,7 @@ from sevro_core.models import (
     Case,
     CheckDeclaration,
     CheckOutcome,
+    CheckPart,
     HostRequest,
     HostResult,
     JudgeReply,
@@ -201,6 +204,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "CaseSources",
     "CheckDeclaration",
     "CheckOutcome",
+    "CheckPart",
     "FixtureContext",
     "FixtureReport",
     "HostOptions",
@@ -273,6 +277,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     # ---- commands: bounded processes and the trial's sandbox
     "DEFAULT_PATH",
     "Isolation",
+    "RoleRuntime",
+    "RuntimePolicy",
+    "RuntimeUnavailable",
+    "RUNTIME_ROLES",
     "ProcessOutcome",
     "TrialIsolation",
     "run_bounded",

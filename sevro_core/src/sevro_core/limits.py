@@ -89,6 +89,11 @@ MAX_DIAGNOSTIC_CHARS = 4096
 # Check outcomes
 MAX_OBSERVATIONS_PER_CHECK = 4
 MAX_CHECK_OBSERVATION_BYTES = 64 * KIB
+MAX_CHECK_PARTS = 256
+"""Assertions one check outcome may carry as parts (more is a grading error)."""
+MAX_CHECK_PART_ID_CHARS = 128
+MAX_CHECK_PART_DETAIL_CHARS = 512
+"""Of a part's detail kept in evidence (the rest is cut)."""
 MAX_CHECKED_FILE_BYTES = 8 * MIB
 """A workspace file ``sevro.file-text`` or ``sevro.json-file`` reads (beyond: ``unavailable``)."""
 MAX_PATH_GLOB_ENTRIES = 65_536
@@ -125,6 +130,14 @@ MAX_RUNTIME_READ_ROOTS = 64
 """Paths in ``filesystem.readOnlyRoots``, and in ``optionalReadOnlyRoots``, each."""
 MAX_RUNTIME_PATH_TOOLS = 4096
 """Entries of one ``PATH`` directory looked at for symlinked tools (beyond: refused)."""
+MAX_RUNTIME_SEED_DIRECTORIES = 16
+"""Entries in ``runtime.seedDirectories``, and in ``runtime.sharedCacheDirectories``, each."""
+MAX_SEED_ENTRIES = 16_384
+"""Files, directories and links in one seed directory's tree (beyond: refused)."""
+MAX_SEED_BYTES = 512 * MIB
+"""Bytes of the regular files in one seed directory's tree (beyond: refused)."""
+MAX_RUNTIME_SLOT_CHARS = 64
+"""One seed or shared-cache ``target`` (a slot name in the role's runtime root)."""
 
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB

@@ -215,11 +215,28 @@ class HostResult:
 
 
 @frozen
+class CheckPart:
+    """One assertion of a check that proves several at once (a verifier's ``{id, passed}``).
+
+    The engine records each part as a check outcome of its own, ``<check>/<part id>``, right
+    after its check, so reports and the verdict policy see which assertion failed, not only
+    that the check did. The check's own status stays the conjunction: a failed part beside a
+    passed check is a grading error.
+    """
+
+    id: str
+    passed: bool
+    detail: str | None = None
+
+
+@frozen
 class CheckOutcome:
     """The result of one check; grader errors are raised, not returned.
 
     ``observations`` are bounded facts the grader established (a shell check's exit code);
-    the engine keeps them in the trial's evidence beside the host's.
+    the engine keeps them in the trial's evidence beside the host's. ``parts`` are the check's
+    assertions (:class:`CheckPart`); ``part_of`` is set by the engine on the outcome it records
+    for one of them and names the declared check it belongs to.
     """
 
     id: str
@@ -228,6 +245,8 @@ class CheckOutcome:
     detail: str | None = None
     evidence_refs: tuple[str, ...] = ()
     observations: tuple[Observation, ...] = ()
+    parts: tuple[CheckPart, ...] = ()
+    part_of: str | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -238,6 +257,8 @@ class CheckOutcome:
         if self.detail is not None:
             out["detail"] = self.detail
         out["evidenceRefs"] = list(self.evidence_refs)
+        if self.part_of is not None:
+            out["partOf"] = self.part_of
         return out
 
 

@@ -24,17 +24,16 @@ from sevro_core.api import (
     Completeness,
     ConfigurationError,
     GradingError,
-    IsolationError,
     JsonValue,
     Observation,
     TrialView,
 )
+from sevro_graders.checkprocess import run_check_process
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex, match_budget
 
 GRADER_ID = "sevro.shell"
 OBSERVATION_PREFIX = f"{ENGINE_OBSERVATION_PREFIX}shell."
-ROLE = "checks"
 
 MAX_SHELL_RUN_CHARS = 4096
 """Longest ``run`` script, in characters."""
@@ -73,30 +72,14 @@ class ShellCheck:
         return any(x is not None for x in (self.expect_exact, self.expect_regex, self.not_regex))
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
-        if view.isolation is None:
-            raise GradingError(
-                "shell checks run only inside the trial's sandbox, and none was given"
-            )
-        try:
-            outcome = view.isolation.run(
-                ["/bin/sh", "-e", "-c", self.run],
-                role=ROLE,
-                timeout_s=self.timeout_ms / 1000,
-                output_limit=MAX_SHELL_STDOUT_BYTES if self.asserts_stdout else 0,
-                merge_stderr=False,
-                capture_output=self.asserts_stdout,
-                kill_on_overflow=True,
-            )
-        except IsolationError as exc:
-            raise GradingError(f"isolation error: {exc}") from None
-        if outcome.cancelled:
-            raise GradingError("the shell check was cancelled")
-        if outcome.timed_out:
-            raise GradingError(f"the shell check timed out after {self.timeout_ms} ms")
-        if outcome.overflowed or outcome.truncated:
-            raise GradingError(f"stdout exceeds {MAX_SHELL_STDOUT_BYTES} bytes")
-        if outcome.exit_code is None or outcome.exit_code < 0:
-            raise GradingError("process error: the shell check ended without an exit code")
+        outcome = run_check_process(
+            view,
+            ["/bin/sh", "-e", "-c", self.run],
+            what="the shell check",
+            timeout_ms=self.timeout_ms,
+            stdout_limit=MAX_SHELL_STDOUT_BYTES if self.asserts_stdout else None,
+        )
+        assert outcome.exit_code is not None
         data: dict[str, JsonValue] = {
             "exitCode": outcome.exit_code,
             "expectedExitCode": self.expected_exit_code,

@@ -5,9 +5,11 @@ host finished, in the trial's sandbox as role ``checks``: the workspace, the eva
 directories read-only, the final output and the workspace diff as read-only files, no network,
 bounded stdout and a timeout (``docs/evaluator-resources.md``). Its stdout is a JSON list of
 assertions ``{id, passed, detail?}`` or Skivolve's object ``{assertions, passed?, metrics?}``.
-The check fails when any assertion failed. Anything that does not prove a verdict (invalid
-JSON, no assertions, a missing or duplicate id, a missing critical id, an overall pass beside a
-failed assertion, a non-zero exit with nothing failed) is a grading error, never a pass.
+Each assertion becomes its own check outcome ``<check>/<id>`` (``CheckOutcome.parts``); the
+check itself is their conjunction and fails when any assertion failed. Anything that does not
+prove a verdict (invalid JSON, no assertions, a missing or duplicate id, a missing critical id,
+an overall pass beside a failed assertion, a non-zero exit with nothing failed) is a grading
+error, never a pass.
 """
 
 from __future__ import annotations
@@ -22,25 +24,24 @@ from sevro_core.api import (
     ENGINE_OBSERVATION_PREFIX,
     SANDBOX_CAPABILITY,
     CheckOutcome,
+    CheckPart,
     CheckStatus,
     Completeness,
     ConfigurationError,
     GradingError,
     InvocationError,
-    IsolationError,
     JsonValue,
     Observation,
-    ProcessOutcome,
     TrialView,
     parse_json_text,
 )
+from sevro_graders.checkprocess import run_check_process
 from sevro_graders.configuration import check_shape
 from sevro_graders.shell_grader import OBSERVATION_PREFIX as SHELL_PREFIX
 from sevro_graders.shell_grader import observation_id as shell_observation_id
 
 GRADER_ID = "sevro.verifier"
 OBSERVATION_PREFIX = f"{ENGINE_OBSERVATION_PREFIX}verifier."
-ROLE = "checks"
 
 DEFAULT_VERIFIER_TIMEOUT_MS = 60_000
 MAX_VERIFIER_TIMEOUT_MS = 600_000
@@ -93,9 +94,13 @@ class VerifierCheck:
         return [*self.interpreter, str(directory / relative)]
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
-        if view.isolation is None:
-            raise GradingError("verifiers run only inside the trial's sandbox, and none was given")
-        outcome = self.execute(view)
+        outcome = run_check_process(
+            view,
+            self.command(view),
+            what="the verifier",
+            timeout_ms=self.timeout_ms,
+            stdout_limit=MAX_VERIFIER_STDOUT_BYTES,
+        )
         assert outcome.exit_code is not None
         assertions, overall = parse_assertions(outcome.output, outcome.exit_code)
         failure = self.assess(assertions, overall, outcome.exit_code)
@@ -114,31 +119,8 @@ class VerifierCheck:
             detail=failure,
             evidence_refs=(obs.id,),
             observations=(obs,),
+            parts=tuple(_part(a, a.id in self.critical) for a in assertions),
         )
-
-    def execute(self, view: TrialView) -> ProcessOutcome:
-        assert view.isolation is not None
-        try:
-            outcome = view.isolation.run(
-                self.command(view),
-                role=ROLE,
-                timeout_s=self.timeout_ms / 1000,
-                output_limit=MAX_VERIFIER_STDOUT_BYTES,
-                merge_stderr=False,
-                capture_output=True,
-                kill_on_overflow=True,
-            )
-        except IsolationError as exc:
-            raise GradingError(f"isolation error: {exc}") from None
-        if outcome.cancelled:
-            raise GradingError("the verifier was cancelled")
-        if outcome.timed_out:
-            raise GradingError(f"the verifier timed out after {self.timeout_ms} ms")
-        if outcome.overflowed or outcome.truncated:
-            raise GradingError(f"the verifier's stdout exceeds {MAX_VERIFIER_STDOUT_BYTES} bytes")
-        if outcome.exit_code is None or outcome.exit_code < 0:
-            raise GradingError("process error: the verifier ended without an exit code")
-        return outcome
 
     def assess(
         self, assertions: Sequence[Assertion], overall: bool | None, exit_code: int
@@ -169,6 +151,14 @@ def _names(ids: Sequence[str]) -> str:
     shown = ", ".join(ids[:MAX_DETAIL_IDS])
     more = len(ids) - MAX_DETAIL_IDS
     return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _part(assertion: Assertion, critical: bool) -> CheckPart:
+    """The assertion as its own check outcome ``<check>/<id>``; a critical one says so."""
+    detail = assertion.detail[:MAX_ASSERTION_DETAIL_CHARS] if assertion.detail else None
+    if critical:
+        detail = f"critical: {detail}" if detail else "critical"
+    return CheckPart(assertion.id, assertion.passed, detail)
 
 
 def _assertion_json(assertion: Assertion) -> dict[str, JsonValue]:

@@ -25,6 +25,15 @@ from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import parse_json_text, read_bounded
 from sevro_core.formats.schemas import validate_input
 from sevro_core.isolation.protection import ProtectedRoot, canonical
+from sevro_core.isolation.seeds import (
+    RoleRuntime,
+    RuntimeUnavailable,
+    SeedDirectory,
+    SharedCache,
+    fill_slots,
+    parse_slots,
+    prepare_root,
+)
 from sevro_core.limits import (
     MAX_RUNTIME_CONFIG_BYTES,
     MAX_RUNTIME_PATH_TOOLS,
@@ -104,11 +113,12 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
-    "runtime": "runtime.seedDirectories, sharedCacheDirectories and artifactDirectories",
     "hooks": "hooks (host-specific)",
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
+RUNTIME_NOT_YET = {"artifactDirectories": "runtime.artifactDirectories"}
+"""The same, inside ``runtime``."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -129,6 +139,8 @@ class RuntimePolicy:
     skipped: tuple[str, ...] = ()
     dropped_path: tuple[str, ...] = ()
     local_http: bool | None = None
+    seeds: tuple[SeedDirectory, ...] = ()
+    caches: tuple[SharedCache, ...] = ()
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -140,10 +152,36 @@ class RuntimePolicy:
     def path(self) -> str | None:
         return dict(self.variables).get("PATH")
 
-    def environment(self, tmpdir: Path) -> dict[str, str]:
-        """What every sandboxed command gets from the policy, ``PATH`` aside."""
+    def environment(self, tmpdir: Path, root: Path | None = None) -> dict[str, str]:
+        """What every sandboxed command gets from the policy, ``PATH`` aside; a ``set`` value's
+        ``{{sevro.runtime}}`` becomes the role's runtime ``root``."""
         out = {name: value for name, value in self.variables if name != "PATH"}
+        if root is not None:
+            for name in self.explicit:
+                if name != "PATH":
+                    out[name] = out[name].replace(RUNTIME_PLACEHOLDER, str(root))
         return {**out, **RUNNER_SET, "TMPPREFIX": str(tmpdir / "zsh")}
+
+    def role_runtime(self, role: str, root: Path) -> RoleRuntime:
+        """Prepare ``root`` as ``role``'s private runtime root (``home``, ``tmp``, a private
+        copy of each seed the role selects, a link to each shared cache it selects) and say
+        what the role's commands get. Idempotent for one root; raises
+        :class:`~sevro_core.isolation.seeds.RuntimeUnavailable` when a seed changed since the
+        file was read or a shared cache is gone (the command must then not run)."""
+        try:
+            home, tmpdir = prepare_root(root)
+            caches = fill_slots(root, role, self.seeds, self.caches)
+        except OSError as exc:
+            raise RuntimeUnavailable(f"the runtime root of role {role}: {exc}") from None
+        return RoleRuntime(
+            root=root,
+            home=home,
+            tmpdir=tmpdir,
+            path=self.path,
+            environment=self.environment(tmpdir, root),
+            read_roots=self.read_roots,
+            writable_roots=(root, *caches),
+        )
 
     def configuration(self) -> dict[str, Any]:
         """What enters ``configuration.redacted.runtimePolicy``: names, the effective PATH,
@@ -164,6 +202,10 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.seeds:
+            document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
+        if self.caches:
+            document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -216,6 +258,12 @@ def load_runtime(
                 raise InvocationError(
                     f"{what} is not supported yet", source=path, pointer=f"/{key}"
                 )
+        runtime = document.get("runtime")
+        for key, what in RUNTIME_NOT_YET.items():
+            if isinstance(runtime, dict) and key in runtime:
+                raise InvocationError(
+                    f"{what} is not supported yet", source=path, pointer=f"/runtime/{key}"
+                )
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
@@ -255,6 +303,13 @@ class _Loader:
                     skipped.append(declared)
                 else:
                     self.grants.setdefault(root, pointer)
+        seeds, caches = parse_slots(
+            document.get("runtime", {}),
+            lambda declared, pointer, what: self._required(declared, values, pointer, what),
+            self.fail,
+            self.credential_roots,
+            list(self.grants),
+        )
         return RuntimePolicy(
             source=str(self.path),
             variables=tuple(sorted(values.items())),
@@ -264,6 +319,8 @@ class _Loader:
             skipped=tuple(skipped),
             dropped_path=tuple(dropped),
             local_http=document.get("network", {}).get("localHttp"),
+            seeds=seeds,
+            caches=caches,
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:
@@ -281,8 +338,6 @@ class _Loader:
         for name, value in explicit.items():
             pointer = f"/environment/set/{name}"
             self._check_name(name, pointer)
-            if RUNTIME_PLACEHOLDER in value:
-                raise self.fail(f"{RUNTIME_PLACEHOLDER} is not supported yet", pointer)
             values[name] = value  # an explicit value overrides an inherited one
         return values
 
@@ -364,8 +419,21 @@ class _Loader:
     def _root(
         self, declared: str, values: Mapping[str, str], pointer: str, *, optional: bool
     ) -> Path | None:
+        return self._source(declared, values, pointer, "read-only root", optional=optional)
+
+    def _source(
+        self,
+        declared: str,
+        values: Mapping[str, str],
+        pointer: str,
+        what: str,
+        *,
+        optional: bool = False,
+    ) -> Path | None:
+        """A declared directory: beside the file, ``~/`` or ``${NAME}``, canonical, readable,
+        outside credential locations (None for a missing optional one)."""
         if RUNTIME_PLACEHOLDER in declared:
-            raise self.fail(f"{RUNTIME_PLACEHOLDER} is not supported yet", pointer)
+            raise self.fail(f"{RUNTIME_PLACEHOLDER} is only understood in environment.set", pointer)
         text = self._expand(declared, values, pointer)
         if text.startswith("~/") or text == "~":
             if self.home is None:
@@ -378,13 +446,19 @@ class _Loader:
         if not os.path.lexists(lexical) or not os.path.exists(resolved):
             if optional:
                 return None
-            raise self.fail(f"read-only root {declared} does not exist", pointer)
+            raise self.fail(f"{what} {declared} does not exist", pointer)
         if not resolved.is_dir():
-            raise self.fail(f"read-only root {declared} is not a directory", pointer)
+            raise self.fail(f"{what} {declared} is not a directory", pointer)
         if not os.access(resolved, os.R_OK | os.X_OK):
-            raise self.fail(f"read-only root {declared} is not readable", pointer)
+            raise self.fail(f"{what} {declared} is not readable", pointer)
         if self._credential(lexical) or self._credential(resolved):
-            raise self.fail(f"read-only root {declared} lies in a credential location", pointer)
+            raise self.fail(f"{what} {declared} lies in a credential location", pointer)
+        return resolved
+
+    def _required(self, declared: str, values: Mapping[str, str], pointer: str, what: str) -> Path:
+        resolved = self._source(declared, values, pointer, what)
+        if resolved is None:  # only an optional root is skipped
+            raise self.fail(f"{what} {declared} does not exist", pointer)
         return resolved
 
     def _expand(self, declared: str, values: Mapping[str, str], pointer: str) -> str:
@@ -405,7 +479,8 @@ def refuse_overlaps(
     credentials: CredentialLocations,
     hidden: Sequence[Path] = (),
 ) -> None:
-    """Refuse (exit 64) a read grant that overlaps a protected root or is too broad.
+    """Refuse (exit 64) a read grant, seed or shared cache that overlaps a protected root or
+    is too broad.
 
     A grant may lie inside a home (that is how ``~/.local`` is read) but never be or hold a
     home; it may hold a credential location, which stays hidden below it (the sandbox mounts
@@ -414,11 +489,14 @@ def refuse_overlaps(
     grant may hold a directory where workspaces live (``hidden``).
     """
     variables = {name.lower().replace("_", "-") for name in credentials.home_variables}
-    for grant, pointer in policy.grants:
+    declared = [("read grant", grant, pointer) for grant, pointer in policy.grants]
+    declared += [("seed directory", s.source, s.pointer + "/source") for s in policy.seeds]
+    declared += [("shared cache", c.source, c.pointer + "/source") for c in policy.caches]
+    for what, grant, pointer in declared:
         problem = _overlap(grant, roots, variables, hidden)
         if problem is not None:
             raise InvocationError(
-                f"read grant {grant} {problem}", source=policy.source, pointer=pointer
+                f"{what} {grant} {problem}", source=policy.source, pointer=pointer
             )
 
 

@@ -12,7 +12,6 @@ refused with :class:`IsolationError`; it never runs unprotected unless the opera
 from __future__ import annotations
 
 import functools
-import os
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from sevro_core.isolation.protection import (
     readable_holder,
 )
 from sevro_core.isolation.runtime import RuntimePolicy
+from sevro_core.isolation.seeds import RoleRuntime, RuntimeUnavailable, prepare_root
 from sevro_core.limits import MAX_SANDBOX_DIAGNOSTIC_BYTES
 from sevro_core.models import CancelToken, ProcessOutcome
 from sevro_core.plugin.protocols import (
@@ -134,7 +134,7 @@ class SandboxSelection:
             "format": POLICY_FORMAT,
             "isolated": True,
             "backend": self.backend.id,
-            "writable": ["workspace", "home", "tmpdir"],
+            "writable": ["workspace", "home", "tmpdir", *(["runtime"] if self.runtime else [])],
             "otherFiles": "read-only",
             "protected": sorted(protected),
             "network": self.network,
@@ -290,44 +290,45 @@ class Isolation:
     def available(self) -> bool:
         return self.selection.problem is None
 
-    def role_dirs(self, role: str) -> tuple[Path, Path]:
-        base = self.private_root / role
-        dirs = (base / "home", base / "tmp")
-        for directory in (base, *dirs):
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                if directory.is_symlink() or not directory.is_dir():
-                    raise IsolationError(f"{directory} is not a private directory") from None
-        return dirs
+    def role_runtime(self, role: str) -> RoleRuntime:
+        """The role's private root under the trial's private directory (its own ``home`` and
+        ``tmp``, and with a runtime policy its seed copies and shared-cache links)."""
+        root = self.private_root / role
+        runtime = self.selection.runtime
+        try:
+            if runtime is not None:
+                return runtime.role_runtime(role, root)
+            home, tmpdir = prepare_root(root)
+        except RuntimeUnavailable as exc:
+            raise IsolationError(str(exc)) from None
+        except OSError as exc:
+            raise IsolationError(
+                f"the runtime root of role {role} could not be made: {exc}"
+            ) from None
+        return RoleRuntime(root=root, home=home, tmpdir=tmpdir)
 
-    def environment(self, home: Path, tmpdir: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    def environment(self, prepared: RoleRuntime, extra: Mapping[str, str]) -> dict[str, str]:
         clash = sorted(set(extra) & RESERVED_VARIABLES)
         if clash:
             raise IsolationError(f"the sandbox sets {', '.join(clash)} itself")
-        runtime = self.selection.runtime
-        path = DEFAULT_PATH
-        declared: dict[str, str] = {}
-        if runtime is not None:
-            path = runtime.path or path
-            declared = runtime.environment(tmpdir)
+        path = prepared.path or DEFAULT_PATH
         if self.fixture_bin_dir is not None:
             path = f"{self.fixture_bin_dir}:{path}"  # fixture binaries keep precedence
         return {
-            **declared,
+            **prepared.environment,
             **extra,
             **BASE_ENVIRONMENT,
             "PATH": path,
-            "HOME": str(home),
-            "TMPDIR": str(tmpdir),
+            "HOME": str(prepared.home),
+            "TMPDIR": str(prepared.tmpdir),
         }
 
     def policy(self, role: str, extra: Mapping[str, str] | None = None) -> SandboxPolicy:
         """The concrete policy for one command, with roots canonicalised as they are now."""
-        home, tmpdir = self.role_dirs(role)
         granted = self.check_resources if role == CHECKS_ROLE else CheckResources()
         if granted.problem is not None:
             raise IsolationError(granted.problem)
+        prepared = self.role_runtime(role)
         extra = {**(extra or {}), **granted.environment}
         hidden = [root.path for root in self.selection.roots]
         # Every other trial's workspace, including those created later, is hidden by hiding
@@ -340,9 +341,7 @@ class Isolation:
         temp_dirs = [p for p in defaults if p != own_root]
         hidden += [*temp_dirs, own_root, self.private_root]
         protected = existing_canonical(hidden)
-        runtime = self.selection.runtime
-        read_only = list(runtime.read_roots) if runtime is not None else []
-        read_only += granted.read_only
+        read_only = [*prepared.read_roots, *granted.read_only]
         if self.fixture_bin_dir is not None and not self.fixture_bin_dir.is_relative_to(
             self.workspace
         ):
@@ -353,12 +352,13 @@ class Isolation:
             read_only.append(holder)
         return SandboxPolicy(
             workspace=self.workspace,
-            home=home,
-            tmpdir=tmpdir,
+            home=prepared.home,
+            tmpdir=prepared.tmpdir,
             protected_roots=protected,
             read_only_roots=existing_canonical(read_only),
             network=self.selection.network,
-            environment=self.environment(home, tmpdir, extra),
+            environment=self.environment(prepared, extra),
+            extra_writable=prepared.writable_roots,
         )
 
     def run(

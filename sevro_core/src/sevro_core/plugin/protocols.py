@@ -324,10 +324,12 @@ class SandboxPolicy:
     read_only_roots: tuple[Path, ...] = ()
     network: str = NETWORK_NONE
     environment: Mapping[str, str] = field(factory=dict)
+    extra_writable: tuple[Path, ...] = ()
+    """Also writable: a role's runtime root and the shared caches it selects."""
 
     @property
     def writable_roots(self) -> tuple[Path, ...]:
-        return (self.workspace, self.home, self.tmpdir)
+        return (self.workspace, self.home, self.tmpdir, *self.extra_writable)
 
 
 @frozen

@@ -62,6 +62,7 @@ from sevro_core.plugin.protocols import (
     MaterialisedFixture,
 )
 from sevro_core.run.checkinputs import check_resources, check_resources_unwritten
+from sevro_core.run.checkparts import declared, parts_problem, with_parts
 from sevro_core.run.evaluator import changed_since_loaded
 from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
@@ -154,7 +155,8 @@ def execute_trial(
         outcomes, grader_error = _grade(
             run, host_result, observations, _Grading(isolation, baseline, judges, report.artifacts)
         )
-        if cancel.cancelled and grader_error is None and len(outcomes) < len(planned.checks):
+        graded = len(declared(outcomes))
+        if cancel.cancelled and grader_error is None and graded < len(planned.checks):
             execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
     t_grade = time.monotonic()
     required = _required_evidence(planned, observations, host_result, report)
@@ -407,7 +409,7 @@ def _judge(
         execution,
         grader_error=grader_error is not None,
         declared_checks=len(planned.checks),
-        outcomes=[o.status for o in outcomes],
+        outcomes=[o.status for o in declared(outcomes)],
         required_evidence_missing=any(r["status"] != "complete" for r in required),
     )
     try:
@@ -598,7 +600,7 @@ def _grade(
             continue
         try:
             outcome = check.compiled.grade(declaration.id, seen)
-            problem = _check_observations_problem(outcome, observations)
+            problem = _check_observations_problem(outcome, observations) or parts_problem(outcome)
         except GradingError as exc:
             message = str(exc)
         except Exception as exc:  # a grader bug is a grading error, never a pass
@@ -606,7 +608,10 @@ def _grade(
         else:
             if problem is None:
                 by_id[declaration.id] = evolve(
-                    outcome, observations=(), detail=_turn_detail(declaration, outcome.detail)
+                    outcome,
+                    observations=(),
+                    detail=_turn_detail(declaration, outcome.detail),
+                    part_of=None,
                 )
                 observations.update((o.id, o) for o in outcome.observations)
                 continue
@@ -621,7 +626,7 @@ def _grade(
             CheckStatus.UNAVAILABLE,
             detail=f"grader error: {message}",
         )
-    ordered = [by_id[c.id] for c in planned.case.checks if c.id in by_id]
+    ordered = [o for c in planned.case.checks if c.id in by_id for o in with_parts(by_id[c.id])]
     return ordered, error
 
 

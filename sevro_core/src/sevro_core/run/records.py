@@ -52,6 +52,7 @@ class TrialRecord:
                 CheckStatus(c["status"]),
                 c.get("detail"),
                 tuple(c["evidenceRefs"]),
+                part_of=c.get("partOf"),
             )
             for c in evidence["checks"]
         )
