@@ -49,8 +49,9 @@ def test_each_role_has_its_own_home_and_temp_directory(tmp_path: Path) -> None:
         return done.exit_code, done.output.decode()
 
     assert run(CANDIDATE, CANDIDATE_WRITES)[0] == 0
-    cand_home, cand_tmp = isolation.role_dirs(CANDIDATE)
-    check_home, check_tmp = isolation.role_dirs(CHECKS_ROLE)
+    candidate, checks = isolation.role_runtime(CANDIDATE), isolation.role_runtime(CHECKS_ROLE)
+    cand_home, cand_tmp = candidate.home, candidate.tmpdir
+    check_home, check_tmp = checks.home, checks.tmpdir
     assert {cand_home, cand_tmp}.isdisjoint({check_home, check_tmp})
     for check_id, script in ROLE_CHECKS.items():
         assert run(CHECKS_ROLE, script)[0] == 0, check_id
@@ -87,6 +88,14 @@ def _verifier() -> dict[str, Any]:
     }
 
 
+PASSED = {
+    **dict.fromkeys(ROLE_CHECKS, "passed"),
+    "verifier": "passed",
+    **{f"verifier/{check_id}": "passed" for check_id in ROLE_CHECKS},
+}
+"""Every check and every assertion of the verifier (each its own outcome), passed."""
+
+
 def role_checks() -> list[dict[str, Any]]:
     """The shell checks, and the verifier asserting the same."""
     shell = [
@@ -106,7 +115,7 @@ def test_shell_checks_and_verifiers_do_not_share_the_candidate_s_home(
     steps = [{"run": {"command": CANDIDATE_WRITES}}, {"reply": {"text": "done"}}]
     done = sevro_project.run(case, "--host-config", sevro_project.script(default=[steps]))
     statuses = {c["id"]: c["status"] for c in trial_evidence(done.json())["checks"]}
-    assert statuses == dict.fromkeys([*ROLE_CHECKS, "verifier"], "passed"), done.stdout
+    assert statuses == PASSED, done.stdout
     assert done.exit_code == 0, done.stdout + done.stderr
 
     silent = sevro_project.script("silent.json", default=[[{"reply": {"text": "done"}}]])
