@@ -4,9 +4,7 @@ item 3)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +17,6 @@ from tests.core.evaluator_probes import MARKER, assert_blind, evaluator_area, pr
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def short_root() -> Iterator[Path]:
-    """A short directory of its own: Claude Code's sandbox makes its bridge sockets in the
-    trial's temp directory, under the workspace root, and a socket's path is limited to 107
-    bytes (under pytest's ``tmp_path`` the sandbox fails to start and no command runs)."""
-    root = Path(tempfile.mkdtemp(prefix="sv-", dir="/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _text(block: dict[str, Any]) -> str:
