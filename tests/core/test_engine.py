@@ -101,10 +101,11 @@ def test_a_host_that_reports_failure_fails_the_trial(
     assert record.document["evidence"]["execution"]["message"] == "the agent crashed"
 
 
+@pytest.mark.parametrize("forged_id", ["sevro.observation.final-message", "sevro.host.runtime"])
 def test_a_host_that_claims_an_engine_observation_is_an_invalid_result(
-    sevro_plugins: ScopedPlugins, tmp_path: Path
+    sevro_plugins: ScopedPlugins, tmp_path: Path, forged_id: str
 ) -> None:
-    forged = Observation("sevro.observation.final-message", "acme", Completeness.COMPLETE, {})
+    forged = Observation(forged_id, "acme", Completeness.COMPLETE, {})
     record = trial(
         with_host(sevro_plugins, replying("ok", observations=(forged,))),
         tmp_path,

@@ -185,6 +185,10 @@ def test_json_prints_the_record(judged: Path) -> None:
 def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Path) -> None:
     bad = tmp_path / "corpus.json"
     bad.write_text(json.dumps({"format": "sevro.judge-corpus.v1", "items": []}))
+    runtime = tmp_path / "runtime.json"
+    runtime.write_text(
+        json.dumps({"format": "sevro.runtime.v1", "environment": {"set": {"HOME": "/x"}}})
+    )
     cases = [
         (["judge", "calibrate", bad, "--host-config", judged], "corpus.json#/items"),
         (["judge", "calibrate"], "--host-config"),
@@ -194,6 +198,14 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
         ),
         (["judge", "calibrate", "--host-config", judged, "--rubric", "x.y"], "--rubric 'x.y'"),
         (["judge", "calibrate", "--host-config", judged, "--host", "nope"], "--host 'nope'"),
+        (
+            ["judge", "calibrate", "--host-config", judged, "--runtime-config-file", "rt.json"],
+            "--runtime-config-file must be an absolute path",
+        ),
+        (
+            ["judge", "calibrate", "--host-config", judged, "--runtime-config-file", runtime],
+            "runtime.json#/environment/set/HOME: HOME cannot be declared",
+        ),
     ]
     for args, message in cases:
         result = run_in_process(args)
@@ -202,6 +214,17 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
         assert len(result.stderr.strip().splitlines()) == 1
         assert result.stdout == ""
     assert not (tmp_path / "no").exists()
+
+
+def test_a_runtime_file_is_read_for_the_judge(judged: Path, tmp_path: Path) -> None:
+    runtime = tmp_path / "runtime.json"
+    runtime.write_text(
+        json.dumps({"format": "sevro.runtime.v1", "environment": {"set": {"MODE": "ci"}}})
+    )
+    args = ["judge", "calibrate", "--host-config", judged, "--json", "--sandbox", "none"]
+    result = run_in_process([*args, "--runtime-config-file", runtime])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == "sevro.judge-calibration.v1"
 
 
 def test_the_command_takes_the_hosts_flags() -> None:

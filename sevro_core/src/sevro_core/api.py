@@ -104,6 +104,7 @@ from sevro_core.models import (
     unit_key,
 )
 from sevro_core.plugin.hookspecs import hookimpl
+from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
@@ -162,6 +163,7 @@ from sevro_core.vocabulary import (
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     GIT_HEAD_OBSERVATION,
+    HOST_RUNTIME_OBSERVATION,
     JUDGE_PREFIX,
     JUDGE_ROLES,
     LOCAL_HTTP_CAPABILITY,
@@ -208,6 +210,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "FixtureContext",
     "FixtureReport",
     "HostOptions",
+    "HostRuntime",
     "HostSetting",
     "HostRequest",
     "JudgeReply",
@@ -263,6 +266,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SEMANTIC_ROLE",
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
+    "HOST_RUNTIME_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations

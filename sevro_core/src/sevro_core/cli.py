@@ -299,6 +299,14 @@ RuntimeConfigOpt = Annotated[
         "<project-root>/sevro.json; see docs/runtime.md.",
     ),
 ]
+JudgeRuntimeConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--runtime-config-file",
+        help="Give the judge the runtime configuration (sevro.runtime.v1) in FILE: its "
+        "variables reach the judge's process; see docs/runtime.md.",
+    ),
+]
 StatusIntervalOpt = Annotated[
     float,
     typer.Option(
@@ -827,6 +835,7 @@ def judge_calibrate(
         typer.Option(help="Write the sevro.judge-calibration.v1 record here."),
     ] = None,
     sandbox: SandboxOpt = "auto",
+    runtime_config_file: JudgeRuntimeConfigOpt = None,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -850,6 +859,7 @@ def judge_calibrate(
             model=model,
             effort=effort,
             settings=_host_settings(registry, host, host_setting),
+            runtime=_judge_runtime(registry, runtime_config_file),
         )
         _check_output(output)
         choices = CalibrationChoices(corpus, host, options, rubric, sandbox, output)
@@ -868,6 +878,21 @@ def judge_calibrate(
         from sevro_core.reporting.calibration import render_calibration
 
         sys.stdout.write(render_calibration(document))
+
+
+def _judge_runtime(registry: Any, explicit: Path | None) -> Any:
+    """The judge's runtime value from ``--runtime-config-file`` (only an explicit file: the
+    command has no project root whose ``sevro.json`` would apply), or None."""
+    from sevro_core.errors import InvocationError
+    from sevro_core.isolation.protection import credential_locations
+    from sevro_core.isolation.runtime import load_runtime
+
+    if explicit is None:
+        return None
+    if not explicit.is_absolute():
+        raise InvocationError("--runtime-config-file must be an absolute path", source=explicit)
+    policy = load_runtime(Path.cwd(), explicit, credential_locations(registry.hosts()))
+    return policy.host_runtime() if policy is not None else None
 
 
 def _check_output(output: Path | None) -> None:

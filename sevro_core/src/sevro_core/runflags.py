@@ -136,7 +136,7 @@ def run_settings(
         project_root=project,
         host=flags.host,
         host_options=_host_options(
-            flags, config, host_settings, project, results, protected, credentials
+            flags, config, host_settings, project, results, protected, credentials, runtime
         ),
         verdict_policy=flags.verdict_policy,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
@@ -329,7 +329,10 @@ def _host_options(
     results: Path,
     protected: tuple[Path, ...],
     credentials: CredentialLocations,
+    runtime: RuntimePolicy | None,
 ) -> HostOptions:
+    """Every role's options start here (judges' routes evolve them), so every role gets the
+    same runtime policy."""
     return HostOptions(
         config=config,
         config_source=str(flags.host_config) if flags.host_config else None,
@@ -339,6 +342,7 @@ def _host_options(
         protected_roots=_host_protected_roots(
             project, results, flags.run_state_root, protected, credentials
         ),
+        runtime=runtime.host_runtime() if runtime is not None else None,
     )
 
 

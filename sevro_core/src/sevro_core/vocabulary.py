@@ -33,6 +33,10 @@ FILES_DIFF_OBSERVATION = "sevro.observation.files-diff"
 """Beside ``sevro.files.diff``: ``{byteLength, sha256, truncated}``; ``partial`` when cut."""
 TOOL_CALLS_OBSERVATION = "sevro.tool-calls"
 """Agent-CLI hosts: the tool calls the agent made, by name."""
+HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
+"""The engine, for every host when a runtime file is in effect: the runtime policy the
+candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
+roots; an inherited value other than PATH only through the digest."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

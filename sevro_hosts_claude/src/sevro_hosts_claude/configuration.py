@@ -109,13 +109,20 @@ def _absolute_rule(tool: str, path: Path) -> str:
 
 
 def render_settings(
-    layout: TrialLayout, workspace: Path, *, api_key: bool, judge: bool = False
+    layout: TrialLayout,
+    workspace: Path,
+    *,
+    api_key: bool,
+    judge: bool = False,
+    writable: Sequence[Path] = (),
 ) -> str:
     """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir.
 
-    A judge's allows nothing and lets the sandbox write only its temp directory."""
+    A judge's allows nothing and lets the sandbox write only its temp directory. ``writable``
+    adds the runtime policy's writable roots (the role's runtime root, its shared caches)."""
     secret_dir = layout.config_dir
-    writable = [str(layout.tmp)] if judge else [str(workspace), str(layout.tmp)]
+    allowed = [str(layout.tmp)] if judge else [str(workspace), str(layout.tmp)]
+    allowed += [str(path) for path in writable]
     settings: dict[str, Any] = {
         "permissions": {
             "defaultMode": PERMISSION_MODE,
@@ -137,7 +144,7 @@ def render_settings(
             "allowUnsandboxedCommands": False,
             "autoAllowBashIfSandboxed": True,
             "filesystem": {
-                "allowWrite": writable,
+                "allowWrite": allowed,
                 "denyRead": [str(secret_dir)],
             },
             "network": {"allowedDomains": []},
@@ -157,6 +164,7 @@ def sandbox_argv(
     extra_read: Sequence[Path],
     hidden: Sequence[Path],
     judge: bool = False,
+    extra_write: Sequence[Path] = (),
 ) -> list[str]:
     """bubblewrap arguments that run a command seeing only what a trial needs.
 
@@ -177,6 +185,8 @@ def sandbox_argv(
     for extra in (executable_tree, *extra_read):
         argv += ["--ro-bind", str(extra), str(extra)]
     argv += ["--bind", str(layout.root), str(layout.root)]
+    for extra in extra_write:  # the runtime's shared caches
+        argv += ["--bind", str(extra), str(extra)]
     argv += ["--ro-bind" if judge else "--bind", str(workspace), str(workspace)]
     for path in hidden:
         if path.is_dir():

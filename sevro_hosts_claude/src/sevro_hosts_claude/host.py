@@ -173,16 +173,21 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         key = self.api_key()
         if key is not None:
             write_private(layout.api_key_file, key.encode())
-        text = render_settings(layout, workspace, api_key=key is not None, judge=self.judge)
+        read_roots, writable = self.runtime_grants()
+        text = render_settings(
+            layout, workspace, api_key=key is not None, judge=self.judge, writable=writable
+        )
         write_private(layout.settings_file, text.encode())
-        path = DEFAULT_PATH
-        extra_read: list[Path] = []
+        # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
+        # variables and PATH go there, and its read roots are mounted in the outer sandbox.
+        extra_read = [*read_roots]
         fixture_bin = self.fixture_bin_dir
         if fixture_bin is not None:
-            path = f"{fixture_bin}:{path}"
             extra_read.append(fixture_bin)
+        prepared = self.role_runtime()
         self.env = {
-            "PATH": path,
+            **(prepared.environment if prepared is not None else {}),
+            "PATH": cli_path(self.command_path(DEFAULT_PATH)),
             "HOME": str(layout.home),
             "TMPDIR": str(layout.tmp),
             "CLAUDE_CONFIG_DIR": str(layout.config_dir),
@@ -201,6 +206,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             layout=layout,
             executable_tree=host.binary.tree,
             extra_read=extra_read,
+            extra_write=[p for p in writable if not inside(p, layout.root)],
             hidden=self._hidden(extra_read),
             judge=self.judge,
         )
@@ -360,6 +366,13 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for text in call.injected
         )
         return FileRead(skill.path, launched and delivered, "Skill")
+
+
+def cli_path(declared: str) -> str:
+    """The declared PATH with sevro's fixed entries after it: Claude Code finds its own sandbox
+    tools (``bwrap``, ``socat``) on PATH, so a declared PATH without them would break it."""
+    entries = declared.split(":")
+    return ":".join([*entries, *(e for e in DEFAULT_PATH.split(":") if e not in entries)])
 
 
 def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:

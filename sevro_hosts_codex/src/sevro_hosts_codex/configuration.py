@@ -183,11 +183,14 @@ def render_config_toml(
     executable_tree: Path,
     denied: Sequence[Path],
     command_env: Mapping[str, str],
+    granted: tuple[Sequence[Path], Sequence[Path]] = ((), ()),
     judge: bool = False,
 ) -> str:
     """The trial's ``config.toml``: provider, permission profile, no inherited environment.
 
-    A judge's profile grants the workspace (empty, its own) for reading only."""
+    A judge's profile grants the workspace (empty, its own) for reading only. ``granted``
+    are the runtime policy's read roots (the declared tools' install prefixes) and writable
+    roots (the role's runtime root and shared caches)."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -240,6 +243,8 @@ def render_config_toml(
         # CODEX_HOME (credentials, sessions) is not listed, so it is invisible to commands; only
         # the directory where Codex puts its sandbox-helper alias (run inside the sandbox) is.
         f'{q(str(layout.codex_home / "tmp" / "arg0-linux"))} = "read"',
+        *(f'{q(str(path))} = "read"' for path in granted[0]),
+        *(f'{q(str(path))} = "write"' for path in granted[1]),
         *(f'{q(str(path))} = "deny"' for path in denied),
         "",
         f'[permissions.{PROFILE}.filesystem.":workspace_roots"]',

@@ -160,14 +160,19 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         layout, host = self.layout, self.host
         os.symlink(host.binary.native, layout.bin / SANDBOX_HELPER)
         path = f"{layout.bin}:{DEFAULT_PATH}"
-        command_path = DEFAULT_PATH
         fixture_bin = self.fixture_bin_dir
         if fixture_bin is not None:
             path = f"{fixture_bin}:{path}"
-            command_path = f"{fixture_bin}:{command_path}"
+        # The runtime policy's variables and PATH reach the commands through the generated
+        # shell environment (HOME and TMPDIR stay the trial's own); Codex itself keeps sevro's
+        # PATH (its sandbox helper is found there).
+        prepared = self.role_runtime()
+        declared = dict(prepared.environment) if prepared is not None else {}
         base = {"HOME": str(layout.home), "TMPDIR": str(layout.tmp), "LANG": "C.UTF-8"}
-        command_env = {"PATH": command_path, **base, **self.fixture_environment}
+        command_path = self.command_path(DEFAULT_PATH)
+        command_env = {**declared, **self.fixture_environment, "PATH": command_path, **base}
         self.env = {
+            **declared,
             "PATH": path,
             "HOME": str(layout.home),
             "CODEX_HOME": str(layout.codex_home),
@@ -184,6 +189,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 layout=layout,
                 executable_tree=host.binary.tree,
                 denied=self._denied(),
+                granted=self.runtime_grants(),
                 command_env=command_env,
                 judge=self.judge,
             )
@@ -213,10 +219,11 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         explicitly (bubblewrap can only mount over a path whose parent exists in the sandbox).
         """
         request, host = self.request, self.host
-        visible = (*_MINIMAL_TREES, host.binary.tree, request.private_root)
+        granted = [p for roots in self.runtime_grants() for p in roots]
+        visible = (*_MINIMAL_TREES, host.binary.tree, request.private_root, *granted)
         return roots_to_hide(
             host.protected_roots,
-            needed=(request.workspace, request.private_root, host.binary.tree),
+            needed=(request.workspace, request.private_root, host.binary.tree, *granted),
             exposed=lambda root: any(inside(root.parent, tree) for tree in visible),
         )
 

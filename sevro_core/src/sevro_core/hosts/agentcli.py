@@ -62,6 +62,7 @@ from sevro_core.hosts.skills import (
 )
 from sevro_core.hosts.skills import skills_data as make_skills_data
 from sevro_core.isolation.processes import run_bounded
+from sevro_core.isolation.seeds import RuntimeUnavailable
 from sevro_core.limits import (
     DEFAULT_HOST_STALL_SECONDS,
     DEFAULT_HOST_TURN_TIMEOUT_SECONDS,
@@ -84,6 +85,7 @@ from sevro_core.models import (
     Route,
     Usage,
 )
+from sevro_core.plugin.hostruntime import HostRuntime, RoleRuntime
 from sevro_core.plugin.protocols import (
     CredentialLocations,
     DoctorCheck,
@@ -483,6 +485,7 @@ class AgentCliHost(Generic[ConfigT]):
             pid_namespace=pid_namespace,
             capabilities=self.capabilities,
             role=options.role,
+            runtime=options.runtime,
             **extra,
         )
 
@@ -541,6 +544,8 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
     """``candidate``, or the judge role this configuration plays: a judge's CLI gets no tools,
     no MCP servers, no skills and nothing writable but its private home (each host applies
     that in its own argv and configuration, and records it in :meth:`redacted_isolation`)."""
+    runtime: HostRuntime | None = None
+    """The operator's runtime configuration, the same for every role (None without one)."""
 
     @property
     def judge(self) -> bool:
@@ -608,6 +613,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         self.instructions: str | None = None
         """The instructions file the CLI read at the start (where context is mounted)."""
         self.text_budget = MAX_TOOL_CALL_TEXT_TOTAL_CHARS
+        self._role_runtime: RoleRuntime | None = None
 
     @property
     def name(self) -> str:
@@ -627,6 +633,37 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     def fixture_bin_dir(self) -> Path | None:
         """The fixture's tools directory for PATH; a judge gets none of the candidate's."""
         return None if self.judge else self.request.fixture_bin_dir
+
+    def role_runtime(self) -> RoleRuntime | None:
+        """This role's runtime (``{{sevro.runtime}}`` is ``<private root>/<role>``, prepared
+        once per trial with the role's seeds and shared caches); None without a runtime file.
+        A root that cannot be prepared fails the trial (``HostFailure``), never runs it."""
+        runtime = self.host.runtime
+        if runtime is None:
+            return None
+        if self._role_runtime is None:
+            role = self.host.role
+            try:
+                self._role_runtime = runtime.role_runtime(role, self.request.private_root / role)
+            except RuntimeUnavailable as exc:
+                raise HostFailure(str(exc)) from None
+        return self._role_runtime
+
+    def command_path(self, default: str) -> str:
+        """The agent's commands' PATH: the fixture's tools, then the declared PATH (else
+        ``default``), as sevro's own sandbox orders them."""
+        runtime = self.role_runtime()
+        path = (runtime.path if runtime is not None else None) or default
+        fixture_bin = self.fixture_bin_dir
+        return f"{fixture_bin}:{path}" if fixture_bin is not None else path
+
+    def runtime_grants(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The directories the runtime grants the agent's commands: (read-only, writable);
+        none for a judge, which runs no command."""
+        runtime = self.role_runtime()
+        if runtime is None or self.judge:
+            return (), ()
+        return runtime.read_roots, runtime.writable_roots
 
     @property
     def skills_dir(self) -> str:

@@ -39,6 +39,7 @@ from sevro_core.limits import (
     MAX_RUNTIME_PATH_TOOLS,
     MAX_RUNTIME_VALUE_CHARS,
 )
+from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.protocols import CredentialLocations
 
 FORMAT = "sevro.runtime.v1"
@@ -181,6 +182,16 @@ class RuntimePolicy:
             environment=self.environment(tmpdir, root),
             read_roots=self.read_roots,
             writable_roots=(root, *caches),
+        )
+
+    def host_runtime(self) -> HostRuntime:
+        """The policy as agent-CLI hosts apply it: the same value for every role, no temp
+        path in it; each role's host prepares its own root with :meth:`role_runtime`."""
+        return HostRuntime(
+            path=self.path,
+            read_roots=self.read_roots,
+            record=self.configuration(),
+            prepare=self.role_runtime,
         )
 
     def configuration(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from attrs import field, frozen
 from sevro_core.errors import InvocationError
 from sevro_core.isolation.protection import canonical
 from sevro_core.limits import MAX_SEED_BYTES, MAX_SEED_ENTRIES
+from sevro_core.plugin.hostruntime import RoleRuntime
 from sevro_core.vocabulary import ADVISORY_ROLE, SEMANTIC_ROLE
 
 RUNTIME_ROLES = ("candidate", "checks", "hooks", SEMANTIC_ROLE, ADVISORY_ROLE)
@@ -148,25 +149,6 @@ class SharedCache:
 
     def configuration(self) -> dict[str, Any]:
         return {"source": str(self.source), "target": self.target, "roles": list(self.roles)}
-
-
-@frozen
-class RoleRuntime:
-    """What one role's commands get from the runtime configuration.
-
-    ``root`` is ``{{sevro.runtime}}`` (writable, holding ``home``, ``tmp`` and the role's
-    slots); ``environment`` is every declared variable but ``PATH`` (the placeholder resolved)
-    plus the runner-set ones; ``read_roots`` are the read grants; ``writable_roots`` are the
-    root and the shared caches the role selects. A host applies all of them to its commands.
-    """
-
-    root: Path
-    home: Path
-    tmpdir: Path
-    path: str | None = None
-    environment: Mapping[str, str] = field(factory=dict)
-    read_roots: tuple[Path, ...] = ()
-    writable_roots: tuple[Path, ...] = ()
 
 
 def prepare_root(root: Path) -> tuple[Path, Path]:

@@ -89,6 +89,7 @@ def prepare_calibration(registry: Registry, choices: CalibrationChoices) -> Cali
         effort=options.effort,
         settings=options.settings,
         protected_roots=tuple(root.path for root in roots),
+        runtime=options.runtime,
     )
     specs = [
         JudgeRouteSpec(role, choices.host, base.model, base.effort, base.config, base.config_source)

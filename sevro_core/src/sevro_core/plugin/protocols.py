@@ -24,6 +24,7 @@ from sevro_core.models import (
     Route,
     TrialView,
 )
+from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.states import Execution, Grading, Verdict
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
@@ -59,6 +60,9 @@ class HostOptions:
     role: str = "candidate"
     """The role this configuration plays: ``candidate`` or a judge's (``semantic``, ...). A host
     that cannot run a judge without tools refuses a judge role here (``ConfigurationError``)."""
+    runtime: HostRuntime | None = None
+    """The operator's runtime configuration (``sevro.json``): the same declared tools and read
+    grants for every role; None without a runtime file (the host's fixed PATH applies)."""
 
 
 class ConfiguredHost(Protocol):

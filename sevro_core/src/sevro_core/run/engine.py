@@ -20,6 +20,7 @@ from sevro_core.errors import GradingError, PersistenceError, SevroError
 from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
+from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.sandbox import Isolation
 from sevro_core.judges.advisory import (
     AdvisoryInputs,
@@ -92,6 +93,7 @@ from sevro_core.vocabulary import (
     FILES_DIFF_OBSERVATION,
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
+    HOST_RUNTIME_OBSERVATION,
     SKILLS_OBSERVATION,
     TURNS_OBSERVATION,
     WORKSPACE_OBSERVATION,
@@ -146,7 +148,7 @@ def execute_trial(
     host_result, execution, error = _run_candidate(run, fixture, isolation)
     t_host = time.monotonic()
     report = _inspect_after_host(run, fixture, baseline, host_result)
-    observations = _observations(host_result, run.turns)
+    observations = _observations(host_result, run)
     observations.update((o.id, o) for o in report.observations)
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
@@ -531,7 +533,11 @@ def _bounds_problem(result: HostResult) -> str | None:
     seen: set[str] = set()
     total = 0
     for obs in result.observations:
-        if not _ID_RE.match(obs.id) or obs.id.startswith(ENGINE_OBSERVATION_PREFIX):
+        if (
+            not _ID_RE.match(obs.id)
+            or obs.id.startswith(ENGINE_OBSERVATION_PREFIX)
+            or obs.id == HOST_RUNTIME_OBSERVATION
+        ):
             return f"observation id {obs.id!r} is not namespaced or is reserved for the engine"
         if obs.id in seen:
             return f"observation id {obs.id!r} appears twice"
@@ -566,13 +572,28 @@ def _final_observation(result: HostResult | None) -> Observation:
     )
 
 
-def _observations(result: HostResult | None, turns: TurnRecorder) -> dict[str, Observation]:
+def _observations(result: HostResult | None, run: _Trial) -> dict[str, Observation]:
     out = {FINAL_MESSAGE_OBSERVATION: _final_observation(result)}
-    if turns.turns > 1:
-        out[TURNS_OBSERVATION] = turns.observation()
+    if run.turns.turns > 1:
+        out[TURNS_OBSERVATION] = run.turns.observation()
     if result is not None:
         out.update((o.id, o) for o in result.observations)
+    runtime = _runtime_observation(run.plan)
+    if runtime is not None:
+        out[HOST_RUNTIME_OBSERVATION] = runtime
     return out
+
+
+def _runtime_observation(plan: RunPlan) -> Observation | None:
+    """The runtime policy every role's host was given (the same value for each), absent
+    without a runtime file and in a dry run (no host ran): names, ``set`` values, PATH and read
+    roots, never an inherited value other than PATH (that enters only the digest)."""
+    runtime = plan.settings.host_options.runtime
+    if runtime is None or plan.settings.dry:
+        return None
+    roles: list[JsonValue] = [plan.settings.host_options.role, *sorted(plan.judges.routes)]
+    data = {**runtime.record, "roles": roles}
+    return Observation(HOST_RUNTIME_OBSERVATION, "sevro.engine", Completeness.COMPLETE, data)
 
 
 def _grade(
