@@ -5,11 +5,11 @@ read-only for checks; a name both declare is refused."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from sevro_core.testing import SevroProject, require_sandbox
+from tests.core.test_evaluator_resources import dry_run_digests
 
 CHECKS: list[tuple[str, str]] = [
     ("candidate-blind", "! grep -q s3cret leak.txt"),
@@ -85,26 +85,16 @@ def test_every_case_gets_the_shared_directory_hidden_from_each_arm(
     assert not (area / "shared" / "new").exists()
 
 
-def digests(project: SevroProject, path: Path) -> dict[str, str]:
-    host = project.script(default=[[{"reply": {"text": "done"}}]])
-    done = project.run(path, "--dry", "--host-config", host)
-    assert done.exit_code == 0, done.stdout + done.stderr
-    (run,) = project.results.glob("*/run.json")
-    found: dict[str, str] = json.loads(run.read_text())["cases"][0]["digests"]
-    shutil.rmtree(project.results)
-    return found
-
-
 def test_a_changed_shared_directory_changes_the_identity(
     sevro_project: SevroProject, tmp_path: Path
 ) -> None:
     area = tmp_path / "area"
     area.mkdir()
     path = experiment(sevro_project, area, {"own": "own"})
-    first = digests(sevro_project, path)
-    assert digests(sevro_project, path) == first, "the control: nothing changed, same identity"
+    first = dry_run_digests(sevro_project, path)
+    assert dry_run_digests(sevro_project, path) == first, "the control: nothing changed, same identity"
     (area / "shared" / "secret.txt").write_text("other\n")
-    changed = digests(sevro_project, path)
+    changed = dry_run_digests(sevro_project, path)
     assert changed["checks"] != first["checks"] and changed["identity"] != first["identity"]
     assert changed["case"] == first["case"]
 
