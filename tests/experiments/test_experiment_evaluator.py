@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core.testing import SevroProject, require_sandbox
-from tests.core.test_evaluator_resources import dry_run_digests
+from tests.core.test_evaluator_resources import dry_digests
 
 CHECKS: list[tuple[str, str]] = [
     ("candidate-blind", "! grep -q s3cret leak.txt"),
@@ -91,10 +91,10 @@ def test_a_changed_shared_directory_changes_the_identity(
     area = tmp_path / "area"
     area.mkdir()
     path = experiment(sevro_project, area, {"own": "own"})
-    first = dry_run_digests(sevro_project, path)
-    assert dry_run_digests(sevro_project, path) == first, "the control: nothing changed, same identity"
+    first = dry_digests(sevro_project, path)
+    assert dry_digests(sevro_project, path) == first, "the control: nothing changed, same identity"
     (area / "shared" / "secret.txt").write_text("other\n")
-    changed = dry_run_digests(sevro_project, path)
+    changed = dry_digests(sevro_project, path)
     assert changed["checks"] != first["checks"] and changed["identity"] != first["identity"]
     assert changed["case"] == first["case"]
 
