@@ -19,6 +19,7 @@ from sevro_core.run import checkinputs, evaluator
 from sevro_core.run.checkinputs import check_resources
 from sevro_core.run.loading import load_cases
 from sevro_core.testing import SevroProject, require_sandbox
+from tests.core import evaluator_probes
 
 BASE: dict[str, Any] = {
     "id": "c1",
@@ -158,7 +159,7 @@ def test_a_directory_holding_what_checks_must_not_read_is_refused(
 # ---- identity --------------------------------------------------------------------------------
 
 
-def _digests(project: SevroProject, case: Path) -> dict[str, str]:
+def dry_digests(project: SevroProject, case: Path) -> dict[str, str]:
     host = project.script(default=[[{"reply": {"text": "done"}}]])
     done = project.run(case, "--dry", "--host-config", host)
     assert done.exit_code == 0, done.stdout + done.stderr
@@ -170,14 +171,14 @@ def _digests(project: SevroProject, case: Path) -> dict[str, str]:
 
 def test_a_changed_verifier_changes_the_identity(sevro_project: SevroProject) -> None:
     case = layout(sevro_project.root / "area")
-    first = _digests(sevro_project, case)
-    assert _digests(sevro_project, case) == first, "the control: nothing changed, same identity"
+    first = dry_digests(sevro_project, case)
+    assert dry_digests(sevro_project, case) == first, "the control: nothing changed, same identity"
     (case.parent.parent / "evaluators" / "gold" / "secret.txt").write_text("other\n")
-    changed = _digests(sevro_project, case)
+    changed = dry_digests(sevro_project, case)
     assert changed["checks"] != first["checks"] and changed["identity"] != first["identity"]
     assert changed["case"] == first["case"] and changed["fixture"] == first["fixture"]
     plain = sevro_project.write_json("plain.json", BASE)
-    assert _digests(sevro_project, plain)["checks"] == hash_json([]), "no evaluator: unchanged"
+    assert dry_digests(sevro_project, plain)["checks"] == hash_json([]), "no evaluator: unchanged"
 
 
 # ---- what checks receive ---------------------------------------------------------------------
@@ -269,3 +270,27 @@ def test_the_candidate_cannot_see_what_checks_read(
     assert statuses == {i: ("passed", None) for i, _ in shell}, done.stdout + done.stderr
     assert done.exit_code == 0
     assert not (gold / "new").exists()
+
+
+def test_the_candidate_cannot_reach_it_through_dot_dot_or_a_link(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """The probes the real-CLI tests send (tests/core/evaluator_probes.py) as scripted commands:
+    none shows the marker, each read fails, while the checks of the same trial read it."""
+    require_sandbox()
+    case, gold, workspaces = evaluator_probes.evaluator_area(tmp_path / "area")
+    commands = evaluator_probes.probes(gold)
+    steps: list[dict[str, Any]] = [
+        {"run": {"command": f"({command}) > probe-{n}.txt 2>&1; true"}}
+        for n, command in enumerate(commands, start=1)
+    ]
+    steps.append({"reply": {"text": "done"}})
+    declared = json.loads(case.read_text())
+    declared["checks"] += evaluator_probes.blind_checks(len(commands))
+    case.write_text(json.dumps(declared))
+    host = sevro_project.script(default=[steps])
+    done = sevro_project.run(case, "--host-config", host, "--workspace-root", workspaces)
+    (trial,) = done.json()["cases"][0]["trials"]
+    statuses = {c["id"]: c["status"] for c in trial["checks"]}
+    assert statuses == dict.fromkeys([c["id"] for c in declared["checks"]], "passed"), statuses
+    assert done.exit_code == 0, done.stdout + done.stderr

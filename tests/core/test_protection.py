@@ -42,7 +42,7 @@ def test_engine_roots_cover_project_results_inputs_homes_and_cli_homes(tmp_path:
     assert by_path[home] == "home"
     assert by_path[home / ".ssh"] == "home/.ssh"
     assert by_path[tmp_path / "codex"] == "codex-home"
-    for rel in (".codex", ".claude", ".aws", ".config/gcloud", ".azure"):
+    for rel in (".codex", ".claude", ".aws", ".config/gcloud", ".azure", ".cargo/credentials"):
         assert rel in INSTALLED.home_entries and home / rel in by_path
     account_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     assert account_home / ".ssh" in by_path, "the account's home counts even when HOME lies"
@@ -57,6 +57,20 @@ def test_a_home_of_slash_keeps_its_credential_paths(tmp_path: Path) -> None:
     )
     assert ProtectedRoot("home", Path("/")) not in roots
     assert ProtectedRoot("home/.ssh", Path("/.ssh")) in roots
+
+
+def test_cargo_registry_tokens_are_credential_locations(tmp_path: Path) -> None:
+    """Cargo keeps registry tokens in ``~/.cargo/credentials(.toml)``; the rest of ``~/.cargo``
+    (its toolchain binaries) stays grantable, so only the two files are protected."""
+    roots = engine_roots(
+        project_root=tmp_path / "p",
+        results_root=tmp_path / "r",
+        environ={"HOME": "/"},
+        credentials=INSTALLED,
+    )
+    paths = {r.path for r in roots}
+    assert {Path("/.cargo/credentials"), Path("/.cargo/credentials.toml")} <= paths
+    assert Path("/.cargo") not in paths and Path("/.cargo/bin") not in paths
 
 
 def test_operator_roots_enter_the_policy_by_path() -> None:

@@ -37,11 +37,14 @@ def test_transcripts_and_an_unwritable_artifact_directory_of_a_real_claude_run(
     sevro_project: SevroProject,
     mock_model: Callable[..., Any],
     tmp_path: Path,
+    short_root: Path,
     declared: bool,
 ) -> None:
     claude = require_claude()
     server = mock_model([reply(bash(WRITE)), reply(Message("ready"))], protocols=PROTOCOLS)
-    args: list[str] = []
+    workspaces = short_root / "workspaces"  # where Claude Code's sandbox can make its sockets
+    workspaces.mkdir()
+    args: list[str] = ["--workspace-root", str(workspaces)]
     if declared:
         config = tmp_path / "runtime.json"
         directories = [{"name": "reviews", "path": ".darrow/reviews"}]
@@ -50,10 +53,18 @@ def test_transcripts_and_an_unwritable_artifact_directory_of_a_real_claude_run(
                 {"format": "sevro.runtime.v1", "runtime": {"artifactDirectories": directories}}
             )
         )
-        args = ["--runtime-config-file", str(config)]
+        args += ["--runtime-config-file", str(config)]
     case = sevro_project.case(checks=[check("transcripts", TRANSCRIPTS)])
     done = run_claude(sevro_project, claude, server, case, *args)
     document = trial(sevro_project)
+    shown = [  # what the model was shown of the command
+        block
+        for message in server.requests[-1].json()["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert "Read-only file system" in json.dumps(shown), shown  # not a sandbox that failed
     (found,) = document["evidence"]["checks"]
     (command,) = observation(document, "sevro.commands")["data"]["commands"]
     assert command["exitCode"] != 0, "Claude's Bash sandbox keeps its HOME read-only"

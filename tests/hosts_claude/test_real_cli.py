@@ -291,13 +291,31 @@ def test_a_slow_model_that_keeps_making_progress_is_not_stalled(
     assert result.json()["task"]["verdict"] == "passed", result.stdout
 
 
+def _tool_results(server: Any) -> list[dict[str, Any]]:
+    """The tool results of the last request: what the model was shown of each tool call."""
+    return [
+        block
+        for message in server.requests[-1].json()["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def _text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
 def test_nothing_a_trial_starts_outlives_it(
-    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], short_root: Path
 ) -> None:
     """Claude Code runs in the outer sandbox's PID namespace: a command that detaches with
     setsid ends with the trial (the mechanism's negative control: tests/core/test_hostkit.py)."""
     marker = f"sleep 87{os.getpid() % 10000}.5"
-    workspaces = tmp_path / "workspaces"
+    workspaces = short_root / "workspaces"
     workspaces.mkdir()
     server = model(
         [
@@ -309,8 +327,8 @@ def test_nothing_a_trial_starts_outlives_it(
     case = sevro_project.case(checks=[READY])
     result = run_claude(sevro_project, claude, server, case, "--workspace-root", str(workspaces))
     assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
-    sent = server.requests[-1].body
-    assert b"detached" in sent and b"forked" in sent
+    outputs = [_text(result) for result in _tool_results(server)]
+    assert "detached" in outputs[0] and "forked" in outputs[1], outputs
     assert not survivors(marker)
     assert not survivors(str(workspaces))
 
@@ -342,7 +360,11 @@ def _claude_processes(project: SevroProject) -> list[str]:
 
 
 def test_protected_roots_and_credentials_stay_out(
-    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+    sevro_project: SevroProject,
+    claude: str,
+    model: Callable[..., Any],
+    tmp_path: Path,
+    short_root: Path,
 ) -> None:
     project_secret = "PROJECT-SECRET-7f3a9c"
     home_secret = "HOME-SECRET-51d2e8"
@@ -355,7 +377,7 @@ def test_protected_roots_and_credentials_stay_out(
     (home / ".claude" / ".credentials.json").write_text(json.dumps({"token": home_secret}))
     user_skill = f"---\nname: greet\ndescription: {skill_secret}\n---\n{skill_secret}\n"
     (home / ".claude" / "skills" / "greet" / "SKILL.md").write_text(user_skill)
-    workspaces = tmp_path / "workspaces"
+    workspaces = short_root / "workspaces"
     (workspaces / "sevro-case-peer").mkdir(parents=True)
     (workspaces / "sevro-case-peer" / "notes.txt").write_text(peer_secret)
     outside = tmp_path / "outside.txt"
@@ -406,6 +428,9 @@ def test_protected_roots_and_credentials_stay_out(
         if block.get("type") == "tool_result"
     ]
     assert len(results) == len(attempts)
+    texts = [_text(result) for result in results]
+    assert not any("Sandbox is required" in text for text in texts), texts  # the commands ran
+    assert "No such file" in texts[0] or "Permission denied" in texts[0], texts[0]
     assert "sevro-case-peer" not in json.dumps(results[3])  # other trials are not even listed
     assert not (sevro_project.root / "pwned.txt").exists()
     assert not outside.exists()

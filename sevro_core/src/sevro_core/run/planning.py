@@ -204,9 +204,10 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
-    host_plugin, host = _configure_host(registry, settings, settings.host, settings.host_options)
+    candidate = evolve(settings, host_options=_candidate_options(settings.host_options, cases))
+    host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
     config_source = settings.host_options.config_source or "--host-config"
-    arms = _plan_arms(registry, settings)
+    arms = _plan_arms(registry, candidate)
     judges, calibrations = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
         if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
@@ -260,6 +261,17 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         judges=judges,
         calibrations=calibrations,
     )
+
+
+def _candidate_options(options: HostOptions, cases: Sequence[Case]) -> HostOptions:
+    """The candidate's host denies the evaluator directories in its own sandbox settings too:
+    one under a tree an agent CLI shows its commands (``/opt``, ``/usr``) would otherwise be
+    readable by the agent. Judges keep the run's options: they may read what checks read."""
+    evaluator = [e.path for case in cases for e in case.evaluator]
+    if not evaluator:
+        return options
+    roots = tuple(dict.fromkeys([*options.protected_roots, *evaluator]))
+    return evolve(options, protected_roots=roots)
 
 
 def _select_sandbox(
