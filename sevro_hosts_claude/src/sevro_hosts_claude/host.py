@@ -178,7 +178,11 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             write_private(layout.api_key_file, key.encode())
         read_roots, writable = self.runtime_grants()
         text = render_settings(
-            layout, workspace, api_key=key is not None, judge=self.judge, writable=writable
+            layout,
+            workspace,
+            api_key=key is not None,
+            judge=self.judge,
+            writable=(*writable, *self._artifact_directories()),
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -214,6 +218,26 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             judge=self.judge,
         )
         self.session = str(uuid.uuid4())
+
+    def _artifact_directories(self) -> list[Path]:
+        """The declared candidate artifact directories, made empty in the candidate's home so
+        Claude Code's Bash sandbox can grant them: it skips an ``allowWrite`` path that does not
+        exist yet, and its HOME is read-only otherwise. None for a judge."""
+        runtime = self.host.runtime
+        if runtime is None or self.judge:
+            return []
+        made: list[Path] = []
+        for relative in runtime.artifact_paths:
+            current = self.layout.home
+            for part in relative.split("/"):
+                current = current / part
+                try:
+                    current.mkdir(mode=0o700)
+                except FileExistsError:
+                    if current.is_symlink() or not current.is_dir():
+                        raise HostFailure(f"~/{relative} is not a directory ({current})") from None
+            made.append(current)
+        return made
 
     def _hidden(self, extra_read: Sequence[Path]) -> list[Path]:
         """Protected roots inside a mounted tree (covered in the sandbox)."""

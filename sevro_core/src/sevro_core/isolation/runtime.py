@@ -193,6 +193,7 @@ class RuntimePolicy:
             read_roots=self.read_roots,
             record=self.configuration(),
             prepare=self.role_runtime,
+            artifact_paths=tuple(a.path for a in self.artifacts),
         )
 
     def configuration(self) -> dict[str, Any]:

@@ -42,12 +42,16 @@ class HostRuntime:
 
     ``record`` is what ``configuration.redacted.runtimePolicy`` holds (digest, names, ``set``
     values, PATH, read roots, slots); the engine reports it per trial as ``sevro.host.runtime``.
+    ``artifact_paths`` are the declared candidate artifact directories, relative to the
+    candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
+    keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
     """
 
     path: str | None
     read_roots: tuple[Path, ...]
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
+    artifact_paths: tuple[str, ...] = ()
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as
