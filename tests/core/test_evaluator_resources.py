@@ -159,7 +159,7 @@ def test_a_directory_holding_what_checks_must_not_read_is_refused(
 # ---- identity --------------------------------------------------------------------------------
 
 
-def _digests(project: SevroProject, case: Path) -> dict[str, str]:
+def dry_digests(project: SevroProject, case: Path) -> dict[str, str]:
     host = project.script(default=[[{"reply": {"text": "done"}}]])
     done = project.run(case, "--dry", "--host-config", host)
     assert done.exit_code == 0, done.stdout + done.stderr
@@ -171,14 +171,14 @@ def _digests(project: SevroProject, case: Path) -> dict[str, str]:
 
 def test_a_changed_verifier_changes_the_identity(sevro_project: SevroProject) -> None:
     case = layout(sevro_project.root / "area")
-    first = _digests(sevro_project, case)
-    assert _digests(sevro_project, case) == first, "the control: nothing changed, same identity"
+    first = dry_digests(sevro_project, case)
+    assert dry_digests(sevro_project, case) == first, "the control: nothing changed, same identity"
     (case.parent.parent / "evaluators" / "gold" / "secret.txt").write_text("other\n")
-    changed = _digests(sevro_project, case)
+    changed = dry_digests(sevro_project, case)
     assert changed["checks"] != first["checks"] and changed["identity"] != first["identity"]
     assert changed["case"] == first["case"] and changed["fixture"] == first["fixture"]
     plain = sevro_project.write_json("plain.json", BASE)
-    assert _digests(sevro_project, plain)["checks"] == hash_json([]), "no evaluator: unchanged"
+    assert dry_digests(sevro_project, plain)["checks"] == hash_json([]), "no evaluator: unchanged"
 
 
 # ---- what checks receive ---------------------------------------------------------------------

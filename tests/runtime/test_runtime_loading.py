@@ -113,11 +113,6 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"inherit": ["1BAD"]}), "", "/environment/inherit/0"),
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
-        (
-            doc(runtime={"artifactDirectories": []}),
-            "not supported yet",
-            "/runtime/artifactDirectories",
-        ),
         (doc(hooks={"plugins": []}), "not supported yet", "/hooks"),
         (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
         (

@@ -165,7 +165,7 @@ def test_a_bad_sevro_json_is_refused_before_a_dry_run_unless_replaced(
         ({"network": {"localHttp": False}}, ["--local-http"], "disagrees with network.localHttp"),
         ({"filesystem": {"readOnlyRoots": ["project"]}}, [], "holds the protected project-root"),
         ({"filesystem": {"readOnlyRoots": ["project/sub"]}}, [], "inside the protected"),
-        ({"runtime": {"artifactDirectories": []}}, [], "not supported yet"),
+        ({"runtime": {"artifactDirectories": [{"name": "a", "path": "/x"}]}}, [], "relative"),
         (
             {"runtime": {"seedDirectories": [{"source": "project/sub", "target": "deps"}]}},
             [],

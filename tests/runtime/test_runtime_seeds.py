@@ -162,9 +162,9 @@ def test_content_modes_and_entries_change_the_digest(area: Path, change: Any) ->
             "/runtime/sharedCacheDirectories/0/source",
         ),
         (
-            {"artifactDirectories": []},
-            "not supported yet",
-            "/runtime/artifactDirectories",
+            {"artifactDirectories": [{"name": "a", "path": ".."}]},
+            "'..' component",
+            "/runtime/artifactDirectories/0/path",
         ),
     ],
 )

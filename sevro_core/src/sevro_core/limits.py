@@ -138,6 +138,10 @@ MAX_SEED_BYTES = 512 * MIB
 """Bytes of the regular files in one seed directory's tree (beyond: refused)."""
 MAX_RUNTIME_SLOT_CHARS = 64
 """One seed or shared-cache ``target`` (a slot name in the role's runtime root)."""
+MAX_ARTIFACT_DIRECTORIES = 16
+"""Entries of ``runtime.artifactDirectories`` (beyond: refused before the run)."""
+MAX_ARTIFACT_DIRECTORY_ENTRIES = 16_384
+"""Entries of one candidate artifact directory, its root included (beyond: a grading error)."""
 
 # Scripted host
 MAX_HOST_CONFIG_BYTES = 8 * MIB
@@ -220,3 +224,6 @@ MAX_EVALUATOR_DIRECTORIES = 8
 MAX_EVALUATOR_ENTRIES = 4096
 MAX_EVALUATOR_BYTES = 64 * MIB
 MAX_CHECK_INPUT_BYTES = 8 * MIB
+MAX_CHECK_TRANSCRIPT_BYTES = 64 * MIB
+"""Bytes of the candidate's transcripts copied for checks, all files together (beyond: a file
+is listed as ``omitted`` in ``index.json`` and not copied)."""

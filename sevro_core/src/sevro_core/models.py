@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -212,6 +213,10 @@ class HostResult:
     artifacts: tuple[Artifact, ...] = ()
     usage: Usage = UNKNOWN_USAGE
     turns_completed: int = 0
+    home: Path | None = None
+    """The candidate's private HOME, left in place until the trial's private directory is
+    removed, so checks may read its declared artifact directories; None when the host has none
+    it can name (its ``runtime.artifactDirectories`` are then a grading error)."""
 
 
 @frozen
@@ -301,6 +306,10 @@ class TrialIsolation(Protocol):
         """Run ``argv`` in the workspace under the sandbox; raise ``IsolationError`` if it can't."""
         ...
 
+    def home(self, role: str) -> Path:
+        """The role's private HOME (made when absent): the one its commands get."""
+        ...
+
 
 @frozen
 class JudgeReply:
@@ -377,6 +386,11 @@ class TrialView:
     evaluator: Mapping[str, Path] = field(factory=dict)
     """The case's evaluator directories by name, as mounted read-only for role ``checks``
     (a verifier's ``script`` names one); empty when the case declares none."""
+    pristine: Callable[[], AbstractContextManager[TrialIsolation]] | None = None
+    """A fresh copy of the case's fixture, materialised as before the candidate ran (no arm
+    mounted), as the trial's sandbox with that copy for its workspace; removed when the
+    context exits. Checks that grade only the answer run there (``"workspace": "pristine"``).
+    None outside the engine."""
 
 
 @frozen

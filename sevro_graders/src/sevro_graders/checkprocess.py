@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sevro_core.api import GradingError, IsolationError, ProcessOutcome, TrialView
+from sevro_graders.check_workspace import FINAL, check_isolation
 
 ROLE = "checks"
 
@@ -20,8 +21,10 @@ def run_check_process(
     what: str,
     timeout_ms: int,
     stdout_limit: int | None,
+    workspace: str = FINAL,
 ) -> ProcessOutcome:
-    """Run ``argv`` for ``what`` ("the shell check"); ``stdout_limit`` None discards stdout.
+    """Run ``argv`` for ``what`` ("the shell check"); ``stdout_limit`` None discards stdout;
+    ``workspace`` ``pristine`` runs it in a fresh copy of the fixture (``check_workspace``).
 
     The outcome returned has a non-negative exit code and complete stdout.
     """
@@ -29,15 +32,16 @@ def run_check_process(
         raise GradingError(f"{what} runs only inside the trial's sandbox, and none was given")
     limit = stdout_limit if stdout_limit is not None else 0
     try:
-        outcome = view.isolation.run(
-            list(argv),
-            role=ROLE,
-            timeout_s=timeout_ms / 1000,
-            output_limit=limit,
-            merge_stderr=False,
-            capture_output=stdout_limit is not None,
-            kill_on_overflow=True,
-        )
+        with check_isolation(view, workspace) as isolation:
+            outcome = isolation.run(
+                list(argv),
+                role=ROLE,
+                timeout_s=timeout_ms / 1000,
+                output_limit=limit,
+                merge_stderr=False,
+                capture_output=stdout_limit is not None,
+                kill_on_overflow=True,
+            )
     except IsolationError as exc:
         raise GradingError(f"isolation error: {exc}") from None
     if outcome.cancelled:

@@ -28,6 +28,7 @@ from sevro_core.api import (
     Observation,
     TrialView,
 )
+from sevro_graders.check_workspace import FINAL
 from sevro_graders.checkprocess import run_check_process
 from sevro_graders.configuration import check_shape, regex_at
 from sevro_graders.jsregex import JsRegex, match_budget
@@ -66,6 +67,8 @@ class ShellCheck:
     expect_exact: str | None = None
     expect_regex: JsRegex | None = None
     not_regex: JsRegex | None = None
+    workspace: str = FINAL
+    """``final`` (the agent's workspace) or ``pristine`` (a fresh copy of the fixture)."""
 
     @property
     def asserts_stdout(self) -> bool:
@@ -77,6 +80,7 @@ class ShellCheck:
             ["/bin/sh", "-e", "-c", self.run],
             what="the shell check",
             timeout_ms=self.timeout_ms,
+            workspace=self.workspace,
             stdout_limit=MAX_SHELL_STDOUT_BYTES if self.asserts_stdout else None,
         )
         assert outcome.exit_code is not None
@@ -146,4 +150,5 @@ class ShellGrader:
             not_regex=regex_at(config["notRegex"], flags, pattern_key="notRegex")
             if "notRegex" in config
             else None,
+            workspace=config.get("workspace", FINAL),
         )

@@ -35,6 +35,7 @@ from sevro_core.api import (
     TrialView,
     parse_json_text,
 )
+from sevro_graders.check_workspace import FINAL
 from sevro_graders.checkprocess import run_check_process
 from sevro_graders.configuration import check_shape
 from sevro_graders.shell_grader import OBSERVATION_PREFIX as SHELL_PREFIX
@@ -80,6 +81,8 @@ class VerifierCheck:
     interpreter: tuple[str, ...] = ()
     timeout_ms: int = DEFAULT_VERIFIER_TIMEOUT_MS
     critical: tuple[str, ...] = ()
+    workspace: str = FINAL
+    """``final`` (the agent's workspace) or ``pristine`` (a fresh copy of the fixture)."""
 
     def command(self, view: TrialView) -> list[str]:
         if self.script is None:
@@ -99,6 +102,7 @@ class VerifierCheck:
             self.command(view),
             what="the verifier",
             timeout_ms=self.timeout_ms,
+            workspace=self.workspace,
             stdout_limit=MAX_VERIFIER_STDOUT_BYTES,
         )
         assert outcome.exit_code is not None
@@ -239,10 +243,13 @@ class VerifierGrader:
         run = config["run"]
         timeout = config.get("timeoutMs", DEFAULT_VERIFIER_TIMEOUT_MS)
         critical = tuple(config.get("critical", ()))
+        workspace = config.get("workspace", FINAL)
         if isinstance(run, list):
             if any("\0" in part for part in run):
                 raise ConfigurationError("run must not contain a NUL character", "/run")
-            return VerifierCheck(argv=tuple(run), timeout_ms=timeout, critical=critical)
+            return VerifierCheck(
+                argv=tuple(run), timeout_ms=timeout, critical=critical, workspace=workspace
+            )
         name, _, relative = run["script"].partition("/")
         path = PurePosixPath(relative)
         if not relative or path.is_absolute() or ".." in path.parts or "\0" in relative:
@@ -254,4 +261,5 @@ class VerifierGrader:
             interpreter=tuple(run.get("interpreter", ())),
             timeout_ms=timeout,
             critical=critical,
+            workspace=workspace,
         )

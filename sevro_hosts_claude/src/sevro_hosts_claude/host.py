@@ -162,6 +162,9 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
 
     # -- set-up ---------------------------------------------------------------------------
 
+    def candidate_home(self) -> Path | None:
+        return self.layout.home
+
     def private_dirs(self) -> Sequence[Path]:
         return (self.layout.config_dir, self.layout.home, self.layout.tmp)
 

@@ -152,6 +152,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     # -- set-up ---------------------------------------------------------------------------
 
+    def candidate_home(self) -> Path | None:
+        return self.layout.home
+
     def private_dirs(self) -> Sequence[Path]:
         layout = self.layout
         return (layout.codex_home, layout.home, layout.tmp, layout.bin)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
@@ -405,7 +406,17 @@ class _TrialState:
             observations=observations,
             usage=UNKNOWN_USAGE,
             turns_completed=turns,
+            home=self._home(),
         )
+
+    def _home(self) -> Path | None:
+        """The sandbox's candidate home, which ``run`` steps get as ``HOME``."""
+        if self.request.isolation is None:
+            return None
+        try:
+            return self.request.isolation.home("candidate")
+        except (IsolationError, OSError):
+            return None
 
 
 def _discover(request: HostRequest) -> tuple[tuple[MountedSkill, ...], bool]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.sources import Source, parse_source
@@ -85,6 +85,9 @@ class Experiment:
     comparisons: tuple[Comparison, ...]
     judges: JudgeSettings | None = None
     """The file's ``judges`` block, or None when it declares no judge."""
+    evaluator: Mapping[str, str] = field(factory=dict)
+    """Evaluator directories every case receives (name -> path relative to the file); read and
+    fingerprinted by the run layer, exactly like a case's own ``evaluator``."""
 
     def arm(self, arm_id: str) -> Arm:
         return next(arm for arm in self.arms if arm.id == arm_id)
@@ -108,6 +111,7 @@ def load_experiment(path: Path) -> Experiment:
         repetitions=document.get("repetitions", DEFAULT_REPETITIONS),
         comparisons=_comparisons(document, path),
         judges=_judges(document.get("judges"), base, path),
+        evaluator=dict(document.get("evaluator", {})),
     )
 
 

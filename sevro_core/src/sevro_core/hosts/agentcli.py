@@ -681,6 +681,11 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         """Write the trial's configuration and credentials; set ``env`` and the session."""
         raise NotImplementedError
 
+    def candidate_home(self) -> Path | None:
+        """The ``HOME`` the CLI and its commands get, for the candidate's artifact directories
+        (None: this host names none, and declared artifact directories are a grading error)."""
+        return None
+
     def argv(self, number: int) -> list[str]:
         """The command for turn ``number`` (the PID-namespace prefix is added by the base)."""
         raise NotImplementedError
@@ -912,6 +917,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             artifacts=self.artifacts(records),
             usage=self.usage(turns, failure is None),
             turns_completed=len(completed),
+            home=self.candidate_home() if not self.judge else None,
         )
 
     def artifacts(self, records: Sequence[TurnRecord[TurnT]]) -> tuple[Artifact, ...]:

@@ -24,6 +24,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import hash_json
 from sevro_core.formats.jsonio import parse_json_text, read_bounded
 from sevro_core.formats.schemas import validate_input
+from sevro_core.isolation.candidateartifacts import ArtifactDirectory, artifact_directories
 from sevro_core.isolation.protection import ProtectedRoot, canonical
 from sevro_core.isolation.seeds import (
     RoleRuntime,
@@ -118,8 +119,6 @@ NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
-RUNTIME_NOT_YET = {"artifactDirectories": "runtime.artifactDirectories"}
-"""The same, inside ``runtime``."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -142,6 +141,8 @@ class RuntimePolicy:
     local_http: bool | None = None
     seeds: tuple[SeedDirectory, ...] = ()
     caches: tuple[SharedCache, ...] = ()
+    artifacts: tuple[ArtifactDirectory, ...] = ()
+    """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -213,6 +214,8 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.artifacts:  # absent otherwise, so a file without them keeps its digest
+            document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
@@ -269,12 +272,6 @@ def load_runtime(
                 raise InvocationError(
                     f"{what} is not supported yet", source=path, pointer=f"/{key}"
                 )
-        runtime = document.get("runtime")
-        for key, what in RUNTIME_NOT_YET.items():
-            if isinstance(runtime, dict) and key in runtime:
-                raise InvocationError(
-                    f"{what} is not supported yet", source=path, pointer=f"/runtime/{key}"
-                )
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
@@ -289,6 +286,7 @@ class _Loader:
         self.env = env
         self.home = _real_home(env)
         self.host_homes = credentials.home_variables
+        self.home_entries = credentials.home_entries
         self.credential_roots = _credential_roots(self.home, env, credentials)
         self.grants: dict[Path, str] = {}
 
@@ -332,6 +330,11 @@ class _Loader:
             local_http=document.get("network", {}).get("localHttp"),
             seeds=seeds,
             caches=caches,
+            artifacts=artifact_directories(
+                document.get("runtime", {}).get("artifactDirectories", []),
+                self.home_entries,
+                self.fail,
+            ),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

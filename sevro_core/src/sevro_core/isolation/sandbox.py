@@ -307,6 +307,10 @@ class Isolation:
             ) from None
         return RoleRuntime(root=root, home=home, tmpdir=tmpdir)
 
+    def home(self, role: str) -> Path:
+        """The role's private HOME (made when absent): the one its commands get."""
+        return self.role_runtime(role).home
+
     def environment(self, prepared: RoleRuntime, extra: Mapping[str, str]) -> dict[str, str]:
         clash = sorted(set(extra) & RESERVED_VARIABLES)
         if clash:

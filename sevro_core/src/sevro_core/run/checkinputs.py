@@ -7,23 +7,36 @@ candidate's commands can neither read nor forge them), and hands them, with the 
 evaluator directories, to role ``checks`` only: mounted read-only and named by documented
 variables (``docs/evaluator-resources.md``). Each file is bounded; one that would be longer is
 left out and its variable unset, so a verifier sees that it is missing rather than a cut text.
+
+The candidate's side of the trial reaches checks too: the host's retained transcripts (event
+streams), copied with an index that says what was kept and whether it is whole, and the
+subtrees of the candidate's home the runtime file declares, checked and mounted as they are.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from sevro_core.isolation.candidateartifacts import ArtifactDirectory, checked_artifact_directory
 from sevro_core.isolation.sandbox import CheckResources
-from sevro_core.limits import MAX_CHECK_INPUT_BYTES
-from sevro_core.models import Artifact, EvaluatorDirectory
+from sevro_core.limits import MAX_CHECK_INPUT_BYTES, MAX_CHECK_TRANSCRIPT_BYTES
+from sevro_core.models import Artifact, EvaluatorDirectory, HostResult
 from sevro_core.vocabulary import DIFF_ARTIFACT, FILES_DIFF_ARTIFACT
 
 INPUTS_DIRECTORY = "check-inputs"
 EVALUATOR_VARIABLE = "SEVRO_EVALUATOR_"
 FINAL_OUTPUT_VARIABLE = "SEVRO_FINAL_OUTPUT"
 WORKSPACE_DIFF_VARIABLE = "SEVRO_WORKSPACE_DIFF"
+TRANSCRIPTS_VARIABLE = "SEVRO_CANDIDATE_TRANSCRIPTS"
+TRANSCRIPTS_DIRECTORY = "candidate-transcripts"
+TRANSCRIPTS_FORMAT = "sevro.candidate-transcripts.v1"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def turn_output_variable(number: int) -> str:
@@ -65,6 +78,95 @@ def check_resources_unwritten(evaluator: Sequence[EvaluatorDirectory]) -> CheckR
     """Only the evaluator directories, when the inputs could not be written."""
     environment = {EVALUATOR_VARIABLE + e.name.upper(): str(e.path) for e in evaluator}
     return CheckResources(read_only=tuple(e.path for e in evaluator), environment=environment)
+
+
+def candidate_artifacts(home: Path | None, declared: Sequence[ArtifactDirectory]) -> CheckResources:
+    """The declared subtrees of the candidate's home, each checked now (the candidate has
+    finished); any that cannot be read as whole, link-free evidence makes every check a
+    grading error (``problem``), never a pass."""
+    if not declared:
+        return CheckResources()
+    if home is None:
+        return CheckResources(
+            problem="candidate artifact directories are declared, but the host names no "
+            "candidate home to read them from"
+        )
+    read_only: list[Path] = []
+    environment: dict[str, str] = {}
+    for directory in declared:
+        try:
+            path = checked_artifact_directory(home, directory)
+        except (ValueError, OSError) as exc:
+            return CheckResources(problem=f"candidate artifact directory {directory.name}: {exc}")
+        read_only.append(path)
+        environment[directory.variable] = str(path)
+    return CheckResources(read_only=tuple(read_only), environment=environment)
+
+
+def candidate_transcripts(private: Path, host_id: str, result: HostResult) -> CheckResources:
+    """Copy the host's retained artifacts to ``<private>/candidate-transcripts/<host>/`` with
+    an ``index.json`` saying, per file, what was kept and whether it is whole; a file beyond
+    the bounds is listed as ``omitted`` and not copied."""
+    directory = private / TRANSCRIPTS_DIRECTORY
+    host = host_directory(host_id)
+    os.mkdir(directory, 0o700)
+    os.mkdir(directory / host, 0o700)
+    whole = result.complete and not result.execution_failed and not result.cancelled
+    files: list[dict[str, Any]] = []
+    names: set[str] = set()
+    total = 0
+    for index, artifact in enumerate(result.artifacts):
+        name = artifact.id if _SAFE_NAME.match(artifact.id) else f"artifact-{index + 1}"
+        if name in names or name == "index.json":
+            name = f"artifact-{index + 1}"
+        names.add(name)
+        data = artifact.content
+        entry: dict[str, Any] = {
+            "id": artifact.id,
+            "host": host,
+            "path": f"{host}/{name}",
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "completeness": "complete" if whole else "partial",
+        }
+        if len(data) > MAX_CHECK_INPUT_BYTES or total + len(data) > MAX_CHECK_TRANSCRIPT_BYTES:
+            entry.update(path=None, completeness="omitted")
+        else:
+            total += len(data)
+            _write_private(directory / host / name, data)
+        files.append(entry)
+    _write_private(directory / "index.json", _index(host_id, host, files))
+    return CheckResources(
+        read_only=(directory,), environment={TRANSCRIPTS_VARIABLE: str(directory)}
+    )
+
+
+def host_directory(host_id: str) -> str:
+    """The subdirectory named by the host: the last part of its plugin id."""
+    name = host_id.rsplit(".", 1)[-1]
+    return name if _SAFE_NAME.match(name) and name != "index.json" else "host"
+
+
+def _index(host_id: str, host: str, files: list[dict[str, Any]]) -> bytes:
+    kinds = {f["completeness"] for f in files}
+    capture = "none" if not files else "complete" if kinds == {"complete"} else "partial"
+    document = {
+        "format": TRANSCRIPTS_FORMAT,
+        "hostId": host_id,
+        "host": host,
+        "capture": capture,
+        "files": files,
+    }
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+
+
+def combined(*parts: CheckResources) -> CheckResources:
+    """One grant of several: every read-only root and variable, and the first problem."""
+    return CheckResources(
+        read_only=tuple(p for part in parts for p in part.read_only),
+        environment={k: v for part in parts for k, v in part.environment.items()},
+        problem=next((part.problem for part in parts if part.problem is not None), None),
+    )
 
 
 def _text(text: str) -> bytes:

@@ -6,6 +6,7 @@ removed; if writing fails the workspace is kept and named.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -21,7 +22,7 @@ from sevro_core.experiments.mounting import mount_arm
 from sevro_core.fixtures.workspace import PRIVATE_PREFIX, create_workspace, remove_tree
 from sevro_core.formats.canonical import canonical_json
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.isolation.sandbox import Isolation
+from sevro_core.isolation.sandbox import CheckResources, Isolation
 from sevro_core.judges.advisory import (
     AdvisoryInputs,
     AdvisoryReview,
@@ -53,6 +54,7 @@ from sevro_core.models import (
     HostRequest,
     HostResult,
     Observation,
+    TrialIsolation,
     TrialStates,
     TrialView,
 )
@@ -62,7 +64,13 @@ from sevro_core.plugin.protocols import (
     FixtureReport,
     MaterialisedFixture,
 )
-from sevro_core.run.checkinputs import check_resources, check_resources_unwritten
+from sevro_core.run.checkinputs import (
+    candidate_artifacts,
+    candidate_transcripts,
+    check_resources,
+    check_resources_unwritten,
+    combined,
+)
 from sevro_core.run.checkparts import declared, parts_problem, with_parts
 from sevro_core.run.evaluator import changed_since_loaded
 from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
@@ -99,6 +107,7 @@ from sevro_core.vocabulary import (
     WORKSPACE_OBSERVATION,
 )
 
+PRISTINE_PREFIX = "sevro-pristine-"
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -655,7 +664,8 @@ def _grant_checks(
     run: _Trial, result: HostResult, observations: Mapping[str, Observation], grading: _Grading
 ) -> Isolation:
     """The trial's sandbox with what checks receive: the evaluator directories, the final
-    output, each turn's output and the workspace diff (``run/checkinputs.py``)."""
+    output, each turn's output, the workspace diff, the candidate's transcripts and its
+    declared artifact directories (``run/checkinputs.py``)."""
     complete = observations[FINAL_MESSAGE_OBSERVATION].completeness is Completeness.COMPLETE
     turns = {number: turn.reply for number, turn in run.turns.settled.items()}
     try:
@@ -669,7 +679,24 @@ def _grant_checks(
     except OSError:  # the inputs could not be written: checks still get the evaluator
         granted = check_resources_unwritten(run.planned.case.evaluator)
     drift = changed_since_loaded(run.planned.case.evaluator)
-    return evolve(grading.isolation, check_resources=evolve(granted, problem=drift))
+    return evolve(
+        grading.isolation,
+        check_resources=combined(
+            CheckResources(problem=drift), granted, *_candidate_evidence(run, result)
+        ),
+    )
+
+
+def _candidate_evidence(run: _Trial, result: HostResult) -> tuple[CheckResources, ...]:
+    """The candidate's transcripts (left out when they cannot be written) and its declared
+    artifact directories (a problem when they cannot be read)."""
+    runtime = run.plan.sandbox.runtime
+    artifacts = candidate_artifacts(result.home, runtime.artifacts if runtime else ())
+    try:
+        host = run.plan.host_for(run.planned).route.host
+        return candidate_transcripts(run.private, host, result), artifacts
+    except OSError:
+        return (artifacts,)
 
 
 def _final_view(
@@ -692,7 +719,20 @@ def _final_view(
         checks=tuple(c.declaration for c in run.planned.checks if c.declaration.turn is None),
         prompts=tuple(render_prompt(p, run.workspace) for p in case.prompts),
         evaluator={e.name: e.path for e in case.evaluator},
+        pristine=functools.partial(_pristine, run, isolation),
     )
+
+
+@contextmanager
+def _pristine(run: _Trial, isolation: Isolation) -> Iterator[TrialIsolation]:
+    """The case's fixture materialised afresh beside the workspace (no arm), as the sandbox's
+    workspace for one check; removed afterwards, whatever the check did."""
+    workspace = create_workspace(run.plan.settings.workspace_root, prefix=PRISTINE_PREFIX)
+    try:
+        fixture = run.planned.fixture.materialise(workspace)
+        yield evolve(isolation, workspace=workspace, fixture_bin_dir=fixture.bin_dir)
+    finally:
+        remove_tree(workspace)
 
 
 def _view_for(

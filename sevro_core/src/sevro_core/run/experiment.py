@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from attrs import evolve
+
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.design import ExperimentDesign, design_from_file, quick_design
 from sevro_core.experiments.loading import FORMAT, MAX_EXPERIMENT_FILE_BYTES, InlineCase
 from sevro_core.experiments.loading import load_experiment as load_experiment_file
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import MAX_CASES_PER_RUN
-from sevro_core.models import Case
+from sevro_core.models import Case, EvaluatorDirectory
+from sevro_core.run.evaluator import read_evaluator
 from sevro_core.run.loading import load_case, load_cases
 
 
@@ -31,6 +34,7 @@ def experiment_file(paths: Sequence[Path]) -> Path | None:
 def load_experiment(path: Path, repetitions: int | None) -> tuple[ExperimentDesign, list[Case]]:
     """The experiment file's design and cases, or the one-line exit-64 refusal."""
     experiment = load_experiment_file(path)
+    shared = read_evaluator(experiment.evaluator, source=path, pointer="")
     cases: list[Case] = []
     seen: dict[str, str] = {}
     for item in experiment.cases:
@@ -47,10 +51,28 @@ def load_experiment(path: Path, repetitions: int | None) -> tuple[ExperimentDesi
                     pointer=f"{case.pointer}/id",
                 )
             seen[case.id] = where
-            cases.append(case)
+            cases.append(with_shared_evaluator(case, shared, path))
     if len(cases) > MAX_CASES_PER_RUN:
         raise InvocationError(f"more than {MAX_CASES_PER_RUN} cases in one run", source=path)
     return design_from_file(experiment, repetitions), cases
+
+
+def with_shared_evaluator(case: Case, shared: Sequence[EvaluatorDirectory], path: Path) -> Case:
+    """The case with the experiment's evaluator directories beside its own (a Skivolve
+    ``shared_verifier_dir``); a name both declare is refused rather than silently shadowed."""
+    if not shared:
+        return case
+    own = {directory.name for directory in case.evaluator}
+    for directory in shared:
+        if directory.name in own:
+            raise InvocationError(
+                f"evaluator directory {directory.name!r} is declared by both the experiment "
+                f"({path}) and case {case.id!r}: rename one",
+                source=case.source,
+                pointer=f"{case.pointer}/evaluator/{directory.name}",
+            )
+    merged = sorted((*case.evaluator, *shared), key=lambda directory: directory.name)
+    return evolve(case, evaluator=tuple(merged))
 
 
 def quick_experiment(
