@@ -46,11 +46,12 @@ allowed, so anything the model asks for is denied, never run."""
 SANDBOX_TMP = Path("/tmp/sevro-tmp")  # noqa: S108 (a mount point inside the outer sandbox)
 """Where the trial's private temp directory appears inside the outer sandbox (its ``TMPDIR``).
 
-Claude Code's own sandbox makes its bridge sockets (``claude-http-<16 hex>.sock``) directly in
-the temp directory, and a Unix socket's path holds at most ``limits.MAX_SOCKET_PATH_BYTES``: under a
-deep private root every Bash call would fail with "Failed to create bridge sockets". Bound here,
-the directory keeps a short path however deep the private root is, stays on disk in that root
-(removed with the trial) and is seen by no other trial (each has its own mount namespace)."""
+Claude Code's own sandbox makes its bridge sockets (``claude-http-<16 hex>.sock``) directly
+in the temp directory, and a Unix socket's path holds at most ``MAX_SOCKET_PATH_BYTES``
+(``limits``): under a deep private root every Bash call would fail with "Failed to create
+bridge sockets". Bound here, the directory keeps a short path however deep the private root is,
+stays on disk in that root (removed with the trial) and is seen by no other trial (each has its
+own mount namespace)."""
 SOCKET_NAME_BYTES = len("/claude-socks-0123456789abcdef.sock")
 """The longest name Claude Code gives a bridge socket, with its separator."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
