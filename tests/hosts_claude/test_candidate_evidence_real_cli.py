@@ -15,6 +15,7 @@ from sevro_core.isolation.runtime import load_runtime
 from sevro_core.plugin.protocols import HostOptions
 from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, reply
+from sevro_hosts_claude.configuration import SANDBOX_TMP
 from sevro_hosts_claude.host import ClaudeHost, ClaudeTrial
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV, PROTOCOLS, bash, run_claude
@@ -65,14 +66,13 @@ def test_a_real_claude_candidate_writes_only_its_declared_artifact_directory(
     sevro_project: SevroProject,
     mock_model: Callable[..., Any],
     tmp_path: Path,
-    short_root: Path,
     declared: bool,
 ) -> None:
     claude = require_claude()
     commands = [WRITE, ELSEWHERE, CONFIG, CONFIG_AFTER]
     replies = [reply(bash(command)) for command in commands]
     server = mock_model([*replies, reply(Message("ready"))], protocols=PROTOCOLS)
-    workspaces = short_root / "workspaces"  # where Claude Code's sandbox can make its sockets
+    workspaces = tmp_path / "workspaces"
     workspaces.mkdir()
     args: list[str] = ["--workspace-root", str(workspaces)]
     checks = [check("transcripts", TRANSCRIPTS)]
@@ -136,7 +136,7 @@ def test_only_the_candidate_is_granted_exactly_its_artifact_directories(
     assert "--safe-mode" not in argv
     # Negative control: a judge (same runtime value) is granted none and gets nothing made.
     judge_home, judge_settings, _ = prepared(claude, tmp_path / "judge", "comparator")
-    assert judge_settings["sandbox"]["filesystem"]["allowWrite"] == [str(judge_home.parent / "tmp")]
+    assert judge_settings["sandbox"]["filesystem"]["allowWrite"] == [str(SANDBOX_TMP)]
     assert not (judge_home / ".darrow").exists()
 
 
@@ -144,11 +144,10 @@ def test_an_artifact_directory_the_claude_candidate_left_alone_is_empty_not_evid
     sevro_project: SevroProject,
     mock_model: Callable[..., Any],
     tmp_path: Path,
-    short_root: Path,
 ) -> None:
     claude = require_claude()
     server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
-    workspaces = short_root / "workspaces"
+    workspaces = tmp_path / "workspaces"
     workspaces.mkdir()
     empty = 'cd "$SEVRO_CANDIDATE_ARTIFACT_REVIEWS" && test -z "$(ls -A)"'
     case = sevro_project.case(checks=[check("artifact", ARTIFACT), check("empty", empty)])
