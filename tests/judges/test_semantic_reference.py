@@ -358,3 +358,41 @@ def test_a_reference_changed_during_the_trial_is_a_grading_error(
     assert "evaluator directory 'gold' changed since the case was loaded" in message
     assert not evidence.get("judges", {}).get("calls")
     assert evidence["task"]["verdict"] != "passed"
+
+
+def test_an_experiments_shared_evaluator_directory_can_hold_the_reference(
+    sevro_project: SevroProject,
+) -> None:
+    """The name may be the experiment's (``evaluator`` beside ``arms``); the control: the same
+    experiment without it is refused at load."""
+    (sevro_project.root / "gold").mkdir()
+    (sevro_project.root / "gold" / "answer.md").write_text(GOLD)
+    skill = sevro_project.skill("skills/notes", "notes", "Release notes.")
+    case = {"id": "c1", "prompt": "Add 19 and 23.", "fixture": {"files": {}},
+            "checks": [{"id": "right-total", "grader": "sevro.semantic",
+                        "configuration": {"proposition": "It gives the reference's total.",
+                                          "reference": "gold/answer.md"}}],
+            "requiredEvidence": []}  # fmt: skip
+    document = {
+        "format": "sevro.experiment.v1",
+        "arms": {
+            "baseline": {"skills": [], "target": None, "context": []},
+            "candidate": {"skills": [str(skill)], "target": "notes", "context": []},
+        },
+        "evaluator": {"gold": "gold"},
+        "cases": [case],
+        "repetitions": 1,
+    }
+    host = sevro_project.script(default=[[{"reply": {"text": RESPONSE}}]])
+    rules = [{"promptContains": "Gold answer: 42", "reply": PASS}]
+    judge = sevro_project.write_json("judge.json", {"judges": {"semantic": rules}})
+    args = ["--host-config", host, "--semantic-host", "scripted", "--semantic-host-config", judge]
+    shared = sevro_project.write_json("experiment.json", document)
+    done = sevro_project.run(shared, *args)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    del document["evaluator"]
+    alone = sevro_project.write_json("alone.json", document)
+    refused = sevro_project.run(alone, *args)
+    assert refused.exit_code == 64, refused.stdout + refused.stderr
+    assert "/checks/0/configuration/reference" in refused.stderr
+    assert "does not declare (declared: none)" in refused.stderr
