@@ -37,12 +37,11 @@ def test_transcripts_and_an_unwritable_artifact_directory_of_a_real_claude_run(
     sevro_project: SevroProject,
     mock_model: Callable[..., Any],
     tmp_path: Path,
-    short_root: Path,
     declared: bool,
 ) -> None:
     claude = require_claude()
     server = mock_model([reply(bash(WRITE)), reply(Message("ready"))], protocols=PROTOCOLS)
-    workspaces = short_root / "workspaces"  # where Claude Code's sandbox can make its sockets
+    workspaces = tmp_path / "workspaces"
     workspaces.mkdir()
     args: list[str] = ["--workspace-root", str(workspaces)]
     if declared:

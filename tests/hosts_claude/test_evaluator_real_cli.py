@@ -27,9 +27,9 @@ def _text(block: dict[str, Any]) -> str:
 
 
 def test_the_agent_cannot_see_the_evaluator(
-    sevro_project: SevroProject, mock_model: Callable[..., Any], short_root: Path
+    sevro_project: SevroProject, mock_model: Callable[..., Any], tmp_path: Path
 ) -> None:
-    case, gold, workspaces = evaluator_area(short_root)
+    case, gold, workspaces = evaluator_area(tmp_path)
     attempts = [bash(c) for c in probes(gold)]
     attempts.append(ToolCall("Read", {"file_path": f"{gold}/secret.txt"}))
     server = mock_model(

@@ -20,6 +20,7 @@ from sevro_core.api import ConfigurationError
 from sevro_core.models import CancelToken, HostRequest, HostResult
 from sevro_core.plugin.protocols import HostOptions
 from sevro_core.testing.mockmodel import Message, MockModelServer, reply
+from sevro_hosts_claude.configuration import SANDBOX_TMP
 from sevro_hosts_claude.host import ClaudeHost, ConfiguredClaudeHost
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV, PROTOCOLS
@@ -146,7 +147,11 @@ def test_the_judge_restrictions_are_in_its_argv_settings_and_redacted_configurat
     assert config_dir.parent == asked.private_root
     settings = json.loads((config_dir / "sevro-settings.json").read_text())
     assert settings["permissions"]["allow"] == []
-    assert settings["sandbox"]["filesystem"]["allowWrite"] == [str(asked.private_root / "tmp")]
+    # Its only writable directory is its private temp directory, seen at the short path.
+    assert settings["sandbox"]["filesystem"]["allowWrite"] == [str(SANDBOX_TMP)]
+    private_tmp = str(asked.private_root / "tmp")
+    assert ["--bind", private_tmp, str(SANDBOX_TMP)] in triples(wrapper)
+    assert trial.env["TMPDIR"] == str(SANDBOX_TMP)
     redacted = host.redacted_configuration()
     assert isinstance(redacted, dict) and redacted["role"] == "comparator"
     assert redacted["tools"] == [] and redacted["judge"]["tools"] == "none"  # type: ignore[index,call-overload]

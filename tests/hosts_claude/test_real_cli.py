@@ -310,12 +310,12 @@ def _text(block: dict[str, Any]) -> str:
 
 
 def test_nothing_a_trial_starts_outlives_it(
-    sevro_project: SevroProject, claude: str, model: Callable[..., Any], short_root: Path
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
 ) -> None:
     """Claude Code runs in the outer sandbox's PID namespace: a command that detaches with
     setsid ends with the trial (the mechanism's negative control: tests/core/test_hostkit.py)."""
     marker = f"sleep 87{os.getpid() % 10000}.5"
-    workspaces = short_root / "workspaces"
+    workspaces = tmp_path / "workspaces"
     workspaces.mkdir()
     server = model(
         [
@@ -364,7 +364,6 @@ def test_protected_roots_and_credentials_stay_out(
     claude: str,
     model: Callable[..., Any],
     tmp_path: Path,
-    short_root: Path,
 ) -> None:
     project_secret = "PROJECT-SECRET-7f3a9c"
     home_secret = "HOME-SECRET-51d2e8"
@@ -377,7 +376,7 @@ def test_protected_roots_and_credentials_stay_out(
     (home / ".claude" / ".credentials.json").write_text(json.dumps({"token": home_secret}))
     user_skill = f"---\nname: greet\ndescription: {skill_secret}\n---\n{skill_secret}\n"
     (home / ".claude" / "skills" / "greet" / "SKILL.md").write_text(user_skill)
-    workspaces = short_root / "workspaces"
+    workspaces = tmp_path / "workspaces"
     (workspaces / "sevro-case-peer").mkdir(parents=True)
     (workspaces / "sevro-case-peer" / "notes.txt").write_text(peer_secret)
     outside = tmp_path / "outside.txt"

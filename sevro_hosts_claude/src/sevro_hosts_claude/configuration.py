@@ -20,7 +20,7 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags
+from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags, HostFailure, inside
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
 TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
@@ -43,6 +43,17 @@ JUDGE_FLAGS = (
 agents or commands (``--safe-mode``, ``--disable-slash-commands``), no transcript kept. MCP
 stays ``--strict-mcp-config`` with no servers and the permission mode ``dontAsk`` with nothing
 allowed, so anything the model asks for is denied, never run."""
+SANDBOX_TMP = Path("/tmp/sevro-tmp")  # noqa: S108 (a mount point inside the outer sandbox)
+"""Where the trial's private temp directory appears inside the outer sandbox (its ``TMPDIR``).
+
+Claude Code's own sandbox makes its bridge sockets (``claude-http-<16 hex>.sock``) directly
+in the temp directory, and a Unix socket's path holds at most ``MAX_SOCKET_PATH_BYTES``
+(``limits``): under a deep private root every Bash call would fail with "Failed to create
+bridge sockets". Bound here, the directory keeps a short path however deep the private root is,
+stays on disk in that root (removed with the trial) and is seen by no other trial (each has its
+own mount namespace)."""
+SOCKET_NAME_BYTES = len("/claude-socks-0123456789abcdef.sock")
+"""The longest name Claude Code gives a bridge socket, with its separator."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
 _TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
@@ -121,7 +132,7 @@ def render_settings(
     A judge's allows nothing and lets the sandbox write only its temp directory. ``writable``
     adds the runtime policy's writable roots (the role's runtime root, its shared caches)."""
     secret_dir = layout.config_dir
-    allowed = [str(layout.tmp)] if judge else [str(workspace), str(layout.tmp)]
+    allowed = [str(SANDBOX_TMP)] if judge else [str(workspace), str(SANDBOX_TMP)]
     allowed += [str(path) for path in writable]
     settings: dict[str, Any] = {
         "permissions": {
@@ -170,8 +181,9 @@ def sandbox_argv(
 
     ``hidden`` are protected roots lying inside a mounted tree: covered by an empty tmpfs (a
     directory) or ``/dev/null`` (a file). A judge's workspace is mounted read-only: only its
-    private root is writable.
+    private root is writable. The private temp directory is bound again at ``SANDBOX_TMP``.
     """
+    _check_sandbox_tmp((workspace, layout.root, executable_tree, *extra_read, *extra_write))
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 (a fresh tmpfs)
     for tree in RUNTIME_TREES:
@@ -188,6 +200,7 @@ def sandbox_argv(
     for extra in extra_write:  # the runtime's shared caches
         argv += ["--bind", str(extra), str(extra)]
     argv += ["--ro-bind" if judge else "--bind", str(workspace), str(workspace)]
+    argv += ["--bind", str(layout.tmp), str(SANDBOX_TMP)]
     for path in hidden:
         if path.is_dir():
             argv += ["--tmpfs", str(path)]
@@ -195,3 +208,14 @@ def sandbox_argv(
             argv += ["--ro-bind", "/dev/null", str(path)]
     argv += ["--chdir", str(workspace), "--"]
     return argv
+
+
+def _check_sandbox_tmp(mounted: Sequence[Path]) -> None:
+    """``SANDBOX_TMP`` must neither cover nor sit in a mounted tree (bubblewrap would hide one
+    or create its mount point in the other)."""
+    for path in mounted:
+        if inside(path, SANDBOX_TMP) or inside(SANDBOX_TMP, path):
+            raise HostFailure(
+                f"{path} overlaps {SANDBOX_TMP}, where the Claude host shows each trial its "
+                "temp directory: choose another --workspace-root"
+            )

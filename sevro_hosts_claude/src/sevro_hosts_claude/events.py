@@ -4,7 +4,9 @@ A turn is trusted only when every line is a bounded JSON object of a known type,
 opens with exactly one ``system``/``init`` naming the session, every event belongs to that
 session, each tool result answers a tool call made earlier, and the stream ends with exactly one
 ``result``. A ``result`` with ``is_error: true`` (or a subtype other than ``success``) is a failed
-turn even when the process exits 0. Usage absent from the result stays unknown, never zero.
+turn even when the process exits 0, and so is a turn in which Claude Code's own sandbox failed
+to start (a tool result opening with ``SANDBOX_FAILED``): nothing the agent asked for ran, so
+the turn is never graded as if it had. Usage absent from the result stays unknown, never zero.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 __all__ = ["StreamError", "ToolUse", "Turn", "parse_turn"]
 
 EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
+SANDBOX_FAILED = "Sandbox is required but failed to initialize"
+"""How Claude Code answers a Bash call when its sandbox could not start (e.g. its bridge sockets
+could not be made); ``sandbox.failIfUnavailable`` means the command did not run at all."""
 
 
 @frozen
@@ -229,19 +234,10 @@ def _turn(state: _State) -> Turn:
         if detail is None and isinstance(errors, list) and errors:
             detail = "; ".join(str(e) for e in errors[:4])
         failure = f"{result['subtype']}: {detail or 'no detail'}"
-    calls = tuple(
-        ToolUse(
-            ordinal=n,
-            id=i,
-            name=state.calls[i]["name"],
-            input=state.calls[i]["input"],
-            result_text=state.calls[i].get("result"),
-            is_error=state.calls[i].get("is_error"),
-            result_data=state.calls[i].get("data"),
-            injected=tuple(state.calls[i].get("injected", ())),
-        )
-        for n, i in enumerate(state.order, start=1)
-    )
+    calls = _calls(state)
+    unsandboxed = _sandbox_failure(calls)
+    if unsandboxed is not None:
+        completed, failure = False, unsandboxed
     denials = result.get("permission_denials")
     model = init.get("model")
     mode = init.get("permissionMode")
@@ -259,3 +255,31 @@ def _turn(state: _State) -> Turn:
         num_turns=_count(result.get("num_turns")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
     )
+
+
+def _calls(state: _State) -> tuple[ToolUse, ...]:
+    return tuple(
+        ToolUse(
+            ordinal=n,
+            id=i,
+            name=state.calls[i]["name"],
+            input=state.calls[i]["input"],
+            result_text=state.calls[i].get("result"),
+            is_error=state.calls[i].get("is_error"),
+            result_data=state.calls[i].get("data"),
+            injected=tuple(state.calls[i].get("injected", ())),
+        )
+        for n, i in enumerate(state.order, start=1)
+    )
+
+
+def _sandbox_failure(calls: tuple[ToolUse, ...]) -> str | None:
+    """Why the turn failed when Claude Code's sandbox refused to start for a tool call."""
+    for call in calls:
+        text = call.result_text or ""
+        if call.is_error and text.startswith(SANDBOX_FAILED):
+            return (
+                f"Claude Code's sandbox failed to start, so {call.name} call {call.ordinal} "
+                f"ran nothing: {text.splitlines()[0]}"
+            )
+    return None

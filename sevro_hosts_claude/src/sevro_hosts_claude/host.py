@@ -55,6 +55,7 @@ from sevro_hosts_claude.configuration import (
     JUDGE_FLAGS,
     PERMISSION_MODE,
     RUNTIME_TREES,
+    SANDBOX_TMP,
     TOOLS,
     ClaudeConfig,
     TrialLayout,
@@ -192,7 +193,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             **(prepared.environment if prepared is not None else {}),
             "PATH": cli_path(self.command_path(DEFAULT_PATH)),
             "HOME": str(layout.home),
-            "TMPDIR": str(layout.tmp),
+            "TMPDIR": str(SANDBOX_TMP),  # layout.tmp, at a path short enough for sockets
             "CLAUDE_CONFIG_DIR": str(layout.config_dir),
             "LANG": "C.UTF-8",
             "SHELL": "/bin/bash",

@@ -4,3 +4,7 @@ from __future__ import annotations
 
 MAX_HOST_TOOL_CALLS_PER_TURN = 4096
 """Tool calls one Claude Code turn may make before its stream is rejected."""
+
+MAX_SOCKET_PATH_BYTES = 107
+"""Bytes a Unix socket's path holds on Linux (``sun_path`` less its terminating NUL): the
+temp directory Claude Code's sandbox makes its bridge sockets in must leave room for them."""
