@@ -294,3 +294,23 @@ def test_the_candidate_cannot_reach_it_through_dot_dot_or_a_link(
     statuses = {c["id"]: c["status"] for c in trial["checks"]}
     assert statuses == dict.fromkeys([c["id"] for c in declared["checks"]], "passed"), statuses
     assert done.exit_code == 0, done.stdout + done.stderr
+
+
+def test_a_verifier_script_in_an_undeclared_directory_is_refused_before_anything_runs(
+    sevro_project: SevroProject,
+) -> None:
+    case = layout(sevro_project.root / "area")
+    document = json.loads(case.read_text())
+    verifier = {"grader": "sevro.verifier", "configuration": {"run": {"script": "other/v.py"}}}
+    document["checks"] = [{"id": "v", **verifier}]
+    case.write_text(json.dumps(document))
+    host = sevro_project.script(default=[[{"reply": {"text": "done"}}]])
+    done = sevro_project.run(case, "--host-config", host)
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert f"{case}#/checks/0/configuration/run/script" in done.stderr
+    assert "evaluator directory 'other', which the case does not declare" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    document["checks"][0]["configuration"]["run"]["script"] = "gold/v.py"
+    case.write_text(json.dumps(document))
+    declared = sevro_project.run(case, "--host-config", host, "--dry")
+    assert declared.exit_code == 0, declared.stdout + declared.stderr  # the control

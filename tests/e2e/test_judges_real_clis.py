@@ -136,3 +136,68 @@ def test_a_real_cli_judges_a_scripted_candidate_with_its_own_settings(
     evidence = _judged(sevro_project, judge)
     assert evidence["routes"][0]["host"] == "sevro.host.scripted"
     assert evidence["checks"][0]["status"] == "failed"
+
+
+GOLD = "Gold answer: 42 (19 + 23)."
+
+
+def _judge_args(project: SevroProject, host: str, judge: MockModelServer) -> list[str | Path]:
+    """The flags that make ``host`` (its real CLI) the semantic judge of a scripted candidate."""
+    if host == "codex":
+        from tests.hosts_codex.helpers import API_KEY_ENV
+
+        config = codex_config(project, judge).rename(project.root / "judge.json")
+        return [*("--semantic-host", "codex", "--semantic-host-config", config),
+                "--codex-bin", require_codex(), "--codex-api-key-env", API_KEY_ENV]  # fmt: skip
+    from tests.hosts_claude.helpers import API_KEY_ENV as CLAUDE_KEY_ENV
+
+    config = claude_config(project, judge).rename(project.root / "judge.json")
+    return [*("--semantic-host", "claude", "--semantic-host-config", config),
+            "--claude-bin", require_claude(), "--claude-api-key-env", CLAUDE_KEY_ENV]  # fmt: skip
+
+
+@pytest.mark.parametrize("host", sorted(RUNS))
+def test_the_reference_reaches_the_judges_model_and_only_its_own_checks_prompt(
+    sevro_project: SevroProject, mock_model: Callable[..., Any], host: str
+) -> None:
+    """A check with ``reference`` and one without: two judge calls; the evaluator's gold text is
+    in the request of the first and (the control) not in the second."""
+    from tests.hosts_claude.helpers import API_KEY as CLAUDE_KEY
+    from tests.hosts_claude.helpers import API_KEY_ENV as CLAUDE_KEY_ENV
+    from tests.hosts_codex.helpers import API_KEY, API_KEY_ENV
+
+    (sevro_project.root / "gold").mkdir()
+    (sevro_project.root / "gold" / "answer.md").write_text(GOLD + "\n")
+    with_reference = {"id": "c1", "grader": "sevro.semantic",
+                      "configuration": {"proposition": "The answer gives the reference's total.",
+                                        "reference": "gold/answer.md"}}  # fmt: skip
+    without = {"id": "c2", "grader": "sevro.semantic",
+               "configuration": {"proposition": "The answer is one sentence."}}  # fmt: skip
+    case = sevro_project.case(evaluator={"gold": "gold"}, checks=[with_reference, without])
+    candidate = sevro_project.script(default=[[{"reply": {"text": "The total is 42."}}]])
+    replies = [
+        json.dumps({"checks": [{"id": c, "verdict": "pass", "reason": "As the reference."}]})
+        for c in ("c1", "c2")
+    ]
+    protocols = {"protocols": PROTOCOLS} if host == "claude" else {}
+    judge = mock_model([reply(Message(text)) for text in replies], **protocols)
+    done = sevro_project.run(
+        case, "--host-config", candidate, *_judge_args(sevro_project, host, judge),
+        "--semantic-model", "mock-model",
+        env={API_KEY_ENV: API_KEY, CLAUDE_KEY_ENV: CLAUDE_KEY}, timeout=240,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stdout + done.stderr
+    sent = [r for r in judge.requests if r not in judge.unexpected]
+    assert len(sent) == 2, [r.body[:200] for r in sent]
+    bodies = [r.body.decode() for r in sent]
+    (first,) = [b for b in bodies if '\\"id\\":\\"c1\\"' in b]
+    (second,) = [b for b in bodies if '\\"id\\":\\"c2\\"' in b]
+    assert GOLD in first and "<reference>" in first  # the evaluator's file, in its block
+    assert GOLD not in second and "<reference>" not in second
+    assert all(r.tools == () for r in sent)  # still no tool to read anything with
+    evidence = trial(sevro_project)["evidence"]
+    assert sorted(c["purpose"] for c in evidence["judges"]["calls"]) == [
+        "sevro.semantic:response",
+        "sevro.semantic:response;reference:gold/answer.md",
+    ]
+    assert {c["id"]: c["status"] for c in evidence["checks"]} == {"c1": "passed", "c2": "passed"}

@@ -54,8 +54,13 @@ def test_the_semantic_prompt_is_the_examples_first_call_in_full() -> None:
         if "artifactPath" not in c["configuration"]
     ]
     assert len(about_response) == 2
-    (quoted,) = TEXT_BLOCK.findall(subsection("### The semantic prompt"))
+    quoted, reference = TEXT_BLOCK.findall(subsection("### The semantic prompt"))
     assert quoted == semantic_prompt(about_response, response)
+    gold = ("gold/answer.md", "Gold answer: 42 (19 + 23).\n")
+    with_reference = semantic_prompt(about_response, response, reference=gold)
+    assert with_reference == quoted.replace(
+        "</propositions>\n\n", "</propositions>\n\n" + reference + "\n"
+    )
 
 
 def test_the_semantic_reply_sample_is_one_the_grader_accepts() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core import limits
+from sevro_judges import limits as judges_limits
 from sevro_judges import semantic_prompt
 from sevro_judges.semantic_grader import SemanticGrader
 
@@ -28,8 +29,9 @@ def section(doc: Path = DOC) -> str:
 def test_the_documented_checks_compile() -> None:
     blocks = [json.loads(body) for body in JSON_BLOCK.findall(section())]
     checks: list[dict[str, Any]] = [b for b in blocks if b.get("grader") == "sevro.semantic"]
-    assert len(checks) == 2
+    assert len(checks) == 3
     assert any("artifactPath" in check["configuration"] for check in checks)
+    assert any("reference" in check["configuration"] for check in checks)
     for check in checks:
         SemanticGrader().compile(check["configuration"])
 
@@ -53,6 +55,8 @@ def test_bounds_are_documented_with_their_values() -> None:
     ):
         value = getattr(limits, name)
         assert re.search(rf"{value} [^()]{{0,40}}\(`{name}`\)", text), name
+    value = judges_limits.MAX_SEMANTIC_REFERENCE_BYTES
+    assert f"at most {value} bytes (`MAX_SEMANTIC_REFERENCE_BYTES`)" in text
 
 
 def test_the_prompt_is_named_where_it_lives() -> None:

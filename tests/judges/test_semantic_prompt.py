@@ -192,4 +192,11 @@ def test_html_safe_json_is_canonical_and_keeps_text_utf8() -> None:
 
 def test_the_template_is_the_one_place_the_prompt_text_lives() -> None:
     placeholders = set(re.findall(r"\$(\w+)", PROMPT_TEMPLATE.template))
-    assert placeholders == {"subject", "subject_capitalised", "propositions", "data", "max_reason"}
+    assert placeholders == {
+        "reference",
+        "subject",
+        "subject_capitalised",
+        "propositions",
+        "data",
+        "max_reason",
+    }

@@ -386,6 +386,9 @@ class TrialView:
     evaluator: Mapping[str, Path] = field(factory=dict)
     """The case's evaluator directories by name, as mounted read-only for role ``checks``
     (a verifier's ``script`` names one); empty when the case declares none."""
+    evaluator_problem: str | None = None
+    """Why the evaluator directories differ from those fingerprinted when the case was loaded
+    (changed, vanished), or None: a check must then not read them (a judge's reference too)."""
     pristine: Callable[[], AbstractContextManager[TrialIsolation]] | None = None
     """A fresh copy of the case's fixture, materialised as before the candidate ran (no arm
     mounted), as the trial's sandbox with that copy for its workspace; removed when the

@@ -84,6 +84,10 @@ class VerifierCheck:
     workspace: str = FINAL
     """``final`` (the agent's workspace) or ``pristine`` (a fresh copy of the fixture)."""
 
+    def evaluator_names(self) -> dict[str, str]:
+        """The evaluator directory its script lives in (refused at load when undeclared)."""
+        return {} if self.script is None else {self.script[0]: "/run/script"}
+
     def command(self, view: TrialView) -> list[str]:
         if self.script is None:
             return list(self.argv)

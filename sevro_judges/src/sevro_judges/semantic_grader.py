@@ -45,6 +45,15 @@ from sevro_judges.semantic_prompt import (
     parse_semantic_reply,
     semantic_prompt,
 )
+from sevro_judges.semantic_reference import (
+    POINTER as REFERENCE_POINTER,
+)
+from sevro_judges.semantic_reference import (
+    Reference,
+    ReferenceText,
+    compile_reference,
+    read_reference,
+)
 
 GRADER_ID = "sevro.semantic"
 PACKAGE = "sevro_judges"
@@ -64,13 +73,22 @@ def observation_id(check_id: str) -> str:
 class SemanticCheck:
     proposition: str
     artifact: ArtifactPattern | None = None
+    reference: Reference | None = None
 
     @property
     def source(self) -> str:
-        """What the judge reads: ``response``, or ``artifact:<artifactPath>`` (the group key)."""
-        if self.artifact is None:
-            return RESPONSE_SOURCE
-        return f"artifact:{self.artifact.source}"
+        """What the judge reads, the group key: ``response`` or ``artifact:<artifactPath>``,
+        then ``;reference:<reference>`` when the check names one."""
+        read = RESPONSE_SOURCE if self.artifact is None else f"artifact:{self.artifact.source}"
+        if self.reference is None:
+            return read
+        return f"{read};reference:{self.reference.source}"
+
+    def evaluator_names(self) -> dict[str, str]:
+        """The evaluator directory its reference reads (refused at load when undeclared)."""
+        if self.reference is None:
+            return {}
+        return {self.reference.name: REFERENCE_POINTER}
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         if view.final_message is None or not view.final_message_complete:
@@ -79,6 +97,7 @@ class SemanticCheck:
         judges = view.judges
         if judges is None or not judges.available(SEMANTIC_ROLE):
             raise GradingError("no semantic judge in this run (give one with --semantic-host)")
+        reference = None if self.reference is None else read_reference(view, self.reference)
         path: str | None = None
         text = view.final_message
         if self.artifact is not None:
@@ -87,7 +106,8 @@ class SemanticCheck:
                 return _unavailable(check_id, f"{found.detail} ({NOT_ASKED})", refs=())
             path, text = found.path, found.text
         group = self.group(check_id, view)
-        prompt = semantic_prompt(group, text, artifact_path=path)
+        shown = None if reference is None else (reference.source, reference.text)
+        prompt = semantic_prompt(group, text, artifact_path=path, reference=shown)
         size = len(prompt.encode("utf-8", "surrogatepass"))
         if size > limits.MAX_JUDGE_PROMPT_BYTES:
             detail = f"the judge prompt would be {size} bytes, more than the judges' bound"
@@ -96,7 +116,7 @@ class SemanticCheck:
         if not reply.usable or reply.text is None:
             raise GradingError(f"the semantic judge gave no usable reply: {_why(reply.error)}")
         verdict, reason = parse_semantic_reply(reply.text, [p.id for p in group])[check_id]
-        observation = _observation(check_id, verdict, reason, text, path)
+        observation = _observation(check_id, verdict, reason, text, path, reference)
         source_refs = () if path else (FINAL_MESSAGE_OBSERVATION,)
         refs = (observation.id, *source_refs, *reply.artifacts)
         return CheckOutcome(
@@ -154,6 +174,10 @@ def compile_semantic(configuration: Mapping[str, JsonValue]) -> SemanticCheck:
     if artifact_path is not None:
         assert isinstance(artifact_path, str)
         artifact = compile_artifact_path(artifact_path)
+    reference = config.get("reference")
+    if reference is not None:
+        assert isinstance(reference, str)
+        return SemanticCheck(proposition, artifact, compile_reference(reference))
     return SemanticCheck(proposition, artifact)
 
 
@@ -184,7 +208,12 @@ def _unavailable(
 
 
 def _observation(
-    check_id: str, verdict: str, reason: str, text: str, path: str | None
+    check_id: str,
+    verdict: str,
+    reason: str,
+    text: str,
+    path: str | None,
+    reference: ReferenceText | None,
 ) -> Observation:
     data = text.encode("utf-8", "surrogatepass")
     facts: dict[str, JsonValue] = {
@@ -196,6 +225,12 @@ def _observation(
     }
     if path is not None:
         facts["path"] = path
+    if reference is not None:
+        facts["reference"] = {
+            "path": reference.source,
+            "sha256": reference.sha256,
+            "byteLength": reference.byte_length,
+        }
     return Observation(observation_id(check_id), GRADER_ID, Completeness.COMPLETE, facts)
 
 

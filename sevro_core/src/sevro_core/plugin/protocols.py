@@ -212,6 +212,16 @@ class CompiledCheck(Protocol):
         """Assess the check; raise ``GradingError`` when it cannot be assessed."""
 
 
+@runtime_checkable
+class ReadsEvaluator(Protocol):
+    """A compiled check that reads named evaluator directories (a judge's reference file):
+    the run refuses a name its case does not declare before anything runs (exit 64)."""
+
+    def evaluator_names(self) -> Mapping[str, str]:
+        """Each evaluator directory name it reads, with the pointer inside its configuration
+        that names it (``{"gold": "/reference"}``)."""
+
+
 class Grader(Plugin, Protocol):
     @property
     def stage(self) -> int:

@@ -311,6 +311,8 @@ class _Grading:
     judges: JudgeSession | None
     artifacts: tuple[Artifact, ...] = ()
     """The fixture's artifacts (the workspace diff handed to checks)."""
+    evaluator_problem: str | None = None
+    """Why the evaluator directories differ from those loaded (set before checks), or None."""
 
 
 def _recorder(planned: PlannedCase, workspace: Path, private: Path) -> TurnRecorder:
@@ -614,6 +616,8 @@ def _grade(
     """Grade in stage order; observations that graders record join ``observations``."""
     planned, cancel = run.planned, grading.isolation.cancel
     assert result is not None  # only a completed execution is graded
+    drift = changed_since_loaded(planned.case.evaluator)
+    grading = evolve(grading, evaluator_problem=drift)
     grading = evolve(grading, isolation=_grant_checks(run, result, observations, grading))
     view = _final_view(run, result, observations, grading)
     by_id: dict[str, CheckOutcome] = {}
@@ -678,11 +682,12 @@ def _grant_checks(
         )
     except OSError:  # the inputs could not be written: checks still get the evaluator
         granted = check_resources_unwritten(run.planned.case.evaluator)
-    drift = changed_since_loaded(run.planned.case.evaluator)
     return evolve(
         grading.isolation,
         check_resources=combined(
-            CheckResources(problem=drift), granted, *_candidate_evidence(run, result)
+            CheckResources(problem=grading.evaluator_problem),
+            granted,
+            *_candidate_evidence(run, result),
         ),
     )
 
@@ -719,6 +724,7 @@ def _final_view(
         checks=tuple(c.declaration for c in run.planned.checks if c.declaration.turn is None),
         prompts=tuple(render_prompt(p, run.workspace) for p in case.prompts),
         evaluator={e.name: e.path for e in case.evaluator},
+        evaluator_problem=grading.evaluator_problem,
         pristine=functools.partial(_pristine, run, isolation),
     )
 

@@ -59,6 +59,7 @@ from sevro_core.plugin.protocols import (
     Grader,
     Host,
     HostOptions,
+    ReadsEvaluator,
     SkillPlaces,
     VerdictPolicy,
     skill_places_of,
@@ -555,6 +556,7 @@ def _plan_case(
         | around.judges.capabilities
     )
     checks = _negotiate_checks(case, compile_checks(case, registry), provided, host, sandbox)
+    _refuse_unknown_evaluators(case, checks)
     try:
         host.check_case(case)
     except ConfigurationError as exc:
@@ -573,6 +575,25 @@ def _plan_case(
         checks=tuple(checks),
         digests=digests,
     )
+
+
+def _refuse_unknown_evaluators(case: Case, checks: Sequence[PlannedCheck]) -> None:
+    """A check that reads an evaluator directory the case (with its experiment's) does not
+    declare is refused before anything runs, never a grading error in every trial."""
+    declared = {directory.name for directory in case.evaluator}
+    for check in checks:
+        if not isinstance(check.compiled, ReadsEvaluator):
+            continue
+        for name, pointer in check.compiled.evaluator_names().items():
+            if name not in declared:
+                index = case.checks.index(check.declaration)
+                shown = ", ".join(sorted(declared)) or "none"
+                raise InvocationError(
+                    f"check {check.declaration.id!r} reads evaluator directory {name!r}, which "
+                    f"the case does not declare (declared: {shown})",
+                    source=case.source,
+                    pointer=join_pointer(case.pointer, "checks", index, "configuration") + pointer,
+                )
 
 
 def _checks_digest(case: Case) -> str:
