@@ -227,3 +227,11 @@ MAX_CHECK_INPUT_BYTES = 8 * MIB
 MAX_CHECK_TRANSCRIPT_BYTES = 64 * MIB
 """Bytes of the candidate's transcripts copied for checks, all files together (beyond: a file
 is listed as ``omitted`` in ``index.json`` and not copied)."""
+
+# The static HTML viewer (docs/viewer.md)
+MAX_VIEWER_TEXT_CHARS = 64 * 1024
+"""Characters of one final message, command or tool call shown (beyond: cut, marked)."""
+MAX_VIEWER_DIFF_BYTES = 1 * MIB
+"""Bytes of one trial's diff artifact rendered (beyond: cut, marked)."""
+MAX_VIEWER_TRIALS = 20_000
+"""Trials in one viewer page, all runs together (beyond: refused, exit 64)."""
