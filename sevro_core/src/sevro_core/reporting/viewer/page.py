@@ -74,11 +74,23 @@ def _case_rows(rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, 
     return shown
 
 
+def _judged(pair: Mapping[str, Any] | None) -> str | None:
+    """What the blinded comparator decided about one pair, with its flags."""
+    if pair is None:
+        return None
+    flags = ", ".join(pair.get("flags") or [])
+    return f"{pair['outcome']} ({flags})" if flags else str(pair["outcome"])
+
+
 def _pairs(statistics: Mapping[str, Any], anchors: Mapping[tuple[str, int], str]) -> Any:
     """Each comparison's pairs: trial r of the control beside trial r of the treatment."""
     shown = []
     for comparison in statistics.get("comparisons") or []:
         control, treatment = comparison["control"], comparison["treatment"]
+        judged = {
+            (p["caseId"], p["repetition"]): p
+            for p in (comparison.get("judged") or {}).get("pairs") or []
+        }
         for case in comparison.get("cases") or []:
             for pair in case.get("pairs") or []:
                 number = pair["repetition"]
@@ -88,6 +100,7 @@ def _pairs(statistics: Mapping[str, Any], anchors: Mapping[tuple[str, int], str]
                         "control": control,
                         "treatment": treatment,
                         "repetition": number,
+                        "judged": _judged(judged.get((case["caseId"], number))),
                         "controlOutcome": pair["control"],
                         "treatmentOutcome": pair["treatment"],
                         "controlAnchor": anchors.get((unit_key(case["caseId"], control), number)),

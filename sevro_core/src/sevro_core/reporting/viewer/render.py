@@ -48,7 +48,7 @@ def render_page(page: Mapping[str, Any]) -> str:
     """The page as HTML; every value is escaped by Jinja's autoescape."""
     import jinja2
 
-    from sevro_core.reporting.experiment import verdict_sentence
+    from sevro_core.reporting.experiment import judged_sentences, verdict_sentence
 
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("sevro_core.reporting.viewer", "templates"),
@@ -58,6 +58,7 @@ def render_page(page: Mapping[str, Any]) -> str:
     environment.filters["percent"] = _percent
     environment.filters["interval"] = _interval
     environment.globals["verdict_sentence"] = verdict_sentence
+    environment.globals["judged_sentences"] = judged_sentences
     script, style = _asset("viewer.js"), _asset("viewer.css")
     template = environment.get_template("page.html.j2")
     return template.render(

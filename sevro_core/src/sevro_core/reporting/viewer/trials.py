@@ -29,6 +29,8 @@ from sevro_core.vocabulary import (
 )
 
 _DIFF_IDS = (DIFF_ARTIFACT, FILES_DIFF_ARTIFACT)
+_USAGE = ("inputTokens", "outputTokens", "costUsd", "complete")
+_DURATIONS = ("fixtureMs", "candidateMs", "gradingMs", "totalMs")
 
 
 def visible(text: object, limit: int = MAX_VIEWER_TEXT_CHARS) -> str:
@@ -152,7 +154,10 @@ def _messages(run_dir: Path, evidence: Mapping[str, Any]) -> list[dict[str, Any]
     """The reply of each settled turn, or the final message when the case had one turn."""
     turns = _observation(evidence, TURNS_OBSERVATION).get("turns")
     if turns:
-        return [{"turn": t.get("turn"), "text": visible(t.get("reply"))} for t in turns]
+        return [
+            {"turn": t.get("turn"), "text": visible(t.get("reply")), "cut": t.get("replyTruncated")}
+            for t in turns
+        ]
     raw = evidence.get("rawResult")
     if raw is None:
         return []
@@ -228,8 +233,8 @@ def trial_view(
         "skillsRead": [visible(s, 200) for s in skills.get("read") or []],
         "skillsOffered": [visible(s.get("name"), 200) for s in skills.get("offered") or []],
         "skillsKnown": bool(skills),
-        "usage": evidence.get("usage") or {},
-        "durations": evidence.get("durations") or {},
+        "usage": {key: (evidence.get("usage") or {}).get(key) for key in _USAGE},
+        "durations": {key: (evidence.get("durations") or {}).get(key) for key in _DURATIONS},
         "judges": _judges(evidence),
         "advisory": _advisory(evidence),
         "paths": [visible(p, 1024) for p in [ref["path"], raw and raw["path"], *artifacts] if p],
