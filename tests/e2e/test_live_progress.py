@@ -112,9 +112,12 @@ def test_a_dumb_terminal_and_a_pipe_get_no_live_table(sevro_project: SevroProjec
 
 def test_ctrl_c_leaves_the_terminal_clean(sevro_project: SevroProject) -> None:
     case, host = slow_case(sevro_project, ms=3000)
-    args = [case, "--host-config", host, "--trials", "3", "--jobs", "1"]
+    args = [case, "--host-config", host, "--trials", "3", "--jobs", "1", "-v"]
     done, screen = on_terminal(sevro_project, args, interrupt_on="remaining unknown")
     assert done.exit_code == 130, screen
+    # the log's warning is printed above the table (the table erased first), not into it
+    log_line = r"(?:\x1b\[2K|\n)(?:\x1b\[[0-9;]*m)*\d{4}-\d\d-\d\dT[^\n]*cancelling run"
+    assert re.search(log_line, screen), screen
     assert screen.rindex(SHOW_CURSOR) > screen.rindex(HIDE_CURSOR)
     final = ANSI.sub("", screen[screen.rindex(SHOW_CURSOR) :])
     assert "sevro run stopped" in final, final
