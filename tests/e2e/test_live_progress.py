@@ -135,3 +135,18 @@ def test_an_experiment_shows_a_row_per_arm(sevro_project: SevroProject) -> None:
     assert rows(final, "candidate") == [["2/2", "2", "0", "0"]], final
     assert "4/4 trials" in final
     assert len(rows(screen, "candidate")) >= 2  # live frames before the final table
+
+
+def test_a_resumed_run_counts_the_trials_it_kept(sevro_project: SevroProject) -> None:
+    """Trials kept from the interrupted attempt are done: the resumed run's table ends
+    "finished" at 3/3 and says how many it kept (without them it would say "stopped")."""
+    case, host = slow_case(sevro_project, ms=1500)
+    args = [case, "--host-config", host, "--trials", "3", "--jobs", "1"]
+    first, screen = on_terminal(sevro_project, args, interrupt_on="1/3 trials")
+    assert first.exit_code == 130, screen
+    done, screen = on_terminal(sevro_project, [*args, "--resume"])
+    assert done.exit_code == 0, screen
+    final = ANSI.sub("", screen[screen.rindex(SHOW_CURSOR) :])
+    assert "sevro run finished" in final and rows(final, "run") == [["3/3", "3", "0", "0"]]
+    kept = re.search(r"([12]) kept from the earlier attempt", final)
+    assert kept is not None, final

@@ -505,7 +505,9 @@ def _execute(plan: Any, flags: Any) -> Any:
         json_lines=flags.log_format == "json",
         arms=arms,
     ) as progress:
-        outcome = execute(plan, on_trial=progress.advance, resume=flags.resume)
+        outcome = execute(
+            plan, on_trial=progress.advance, resume=flags.resume, on_reused=progress.reused
+        )
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
     else:

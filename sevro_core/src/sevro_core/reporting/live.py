@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sevro_core.limits import LIVE_REFRESH_PER_SECOND, MAX_LIVE_LABEL_CHARS
@@ -50,6 +50,8 @@ class Tally:
         self.cost_usd = 0.0
         self.costed = 0
         self.tokens = 0
+        self.kept = 0
+        """Trials a resumed run kept from its earlier attempt: done, but not paced."""
         self.lock = threading.Lock()
 
     def add(self, record: Any) -> None:
@@ -121,6 +123,13 @@ class LiveDisplay:
     def advance(self, record: Any) -> None:
         self.tally.add(record)
 
+    def reused(self, records: Sequence[Any]) -> None:
+        """Trials kept from an earlier attempt: counted as done, left out of the pace."""
+        for record in records:
+            self.tally.add(record)
+        with self.tally.lock:
+            self.tally.kept += len(records)
+
     def stop(self, *, summary: bool) -> None:
         """Clear the live table (and restore the cursor); with ``summary``, print the final one."""
         self.ended = time.monotonic()
@@ -142,6 +151,7 @@ class LiveDisplay:
         from rich.text import Text
 
         rows, cost, costed, tokens = self.tally.snapshot()
+        kept = self.tally.kept
         done = sum(sum(c.values()) for _, _, c in rows)
         total = sum(t for _, t, _ in rows)
         elapsed = (self.ended or time.monotonic()) - self.started
@@ -164,7 +174,8 @@ class LiveDisplay:
                 str(counts["failed"]),
                 str(counts["error"]),
             )
-        return Group(table, Text(_status(final, elapsed, done, total, (cost, costed, tokens))))
+        status = _status(final, elapsed, (done, total, kept), (cost, costed, tokens))
+        return Group(table, Text(status))
 
 
 def _title(final: bool, done: int, total: int) -> str:
@@ -174,11 +185,14 @@ def _title(final: bool, done: int, total: int) -> str:
 
 
 def _status(
-    final: bool, elapsed: float, done: int, total: int, spend: tuple[float, int, int]
+    final: bool, elapsed: float, progress: tuple[int, int, int], spend: tuple[float, int, int]
 ) -> str:
+    done, total, kept = progress
     parts = [f"{done}/{total} trials", f"{clock(elapsed)} elapsed"]
+    if kept:
+        parts.append(f"{kept} kept from the earlier attempt")
     if not final:
-        left = remaining(elapsed, done, total)
+        left = remaining(elapsed, done - kept, total - kept)
         parts.append("remaining unknown" if left is None else f"~{clock(left)} left")
     cost, costed, tokens = spend
     if costed:

@@ -93,6 +93,14 @@ class TrialProgress:
                 reason=reason,
             )
 
+    def reused(self, records: Sequence[Any]) -> None:
+        """Count the trials a resumed run keeps from its earlier attempt as done (the table's
+        counts and its "finished" title stay true), without a line for each off a terminal."""
+        self.finished += len(records)
+        self.passed += sum(r.states.verdict.value == "passed" for r in records)
+        if self._live is not None:
+            self._live.reused(records)
+
     def _elapsed(self) -> str:
         seconds = time.monotonic() - self._started
         if seconds < 60:
