@@ -81,8 +81,11 @@ def execute(
     cancel: CancelToken | None = None,
     *,
     resume: bool = False,
+    on_reused: Callable[[Sequence[TrialRecord]], None] = lambda _: None,
 ) -> RunOutcome:
-    """Claim the evaluation, run (or resume) it, and write its evidence."""
+    """Claim the evaluation, run (or resume) it, and write its evidence. ``on_reused`` learns,
+    once, the trials a resumed run keeps from its earlier attempt (they never reach
+    ``on_trial``)."""
     cancel = cancel or CancelToken()
     settings = plan.settings
     try:
@@ -93,7 +96,7 @@ def execute(
         ) from None
     state = RunState(settings.run_state_root or settings.results_root / DEFAULT_STATE_DIR)
     try:
-        return _execute_claimed(plan, state, on_trial, cancel, resume=resume)
+        return _execute_claimed(plan, state, on_trial, cancel, resume=resume, on_reused=on_reused)
     finally:
         state.close()
 
@@ -105,6 +108,7 @@ def _execute_claimed(
     cancel: CancelToken,
     *,
     resume: bool,
+    on_reused: Callable[[Sequence[TrialRecord]], None],
 ) -> RunOutcome:
     """Claim the evaluation, run its trials and write ``run.json``, all under signal handling."""
     settings = plan.settings
@@ -120,6 +124,7 @@ def _execute_claimed(
         )
         run_id = claim.run_id
         store, reused = _open_store(plan, state, claim)
+        on_reused(list(reused.values()))
         info = _started(plan, claim, store)
         finished = _trial_finished(plan, state, store, info, on_trial)
         try:
