@@ -121,6 +121,10 @@ def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
     assert "<td>candidate</td><td>3</td><td>3 / 3</td><td>100%</td>" in html
     assert "<td>baseline</td><td>3</td><td>0 / 3</td><td>0%</td>" in html
     assert html.count('class="pair-link"') == 3
+    chart = html.split('<svg class="chart"', 1)[1].split("</svg>", 1)[0]
+    assert '<rect x="240" y="4" width="0.0"' in chart  # the baseline: 0 of 3
+    assert '<rect x="240" y="26" width="400.0"' in chart  # the candidate: 3 of 3
+    assert chart.count('class="whisker"') == 2
     pair = html.split('<details class="pair" id="pair-1-1">', 1)[1].split("</details>", 1)[0]
     sides = pair.split('class="pair-side"')[1:]
     assert [s.split('data-side="', 1)[1].split('"', 1)[0] for s in sides] == [

@@ -121,6 +121,9 @@ def test_the_paired_view_puts_a_baseline_trial_beside_its_candidate(
             "improved" in page.locator("p.verdict").first.inner_text()
             or page.locator("p.verdict").count() == 1
         )
+        bars = page.locator("svg.chart rect")  # pass rate per case and arm, drawn with no script
+        box = bars.nth(1).bounding_box()
+        assert bars.count() == 2 and box is not None and box["width"] > 100
         page.locator("a.pair-link").nth(1).click()
         pair = page.locator("#pair-1-2")
         assert pair.evaluate("e => e.open") is True

@@ -134,6 +134,7 @@ def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> N
                 "cases": [],
                 "trials": [trial],
                 "checks": ["verify", "verify/title"],
+                "chart": {"bars": []},
                 "statistics": None,
                 "pairs": [],
             }
@@ -179,3 +180,27 @@ def test_a_changed_artifact_is_refused(tmp_path: Path) -> None:
     document = {"caseId": "c", "trial": 1, "arm": None, "evidence": trial_evidence}
     with pytest.raises(InvocationError, match="digest"):
         trial_view(tmp_path, {"path": "cases/c/trial-1.json"}, document, "a")
+
+
+def test_the_chart_draws_each_rate_and_its_interval_and_no_bar_for_unknown() -> None:
+    from sevro_core.reporting.viewer.chart import PLOT_WIDTH, pass_rate_chart
+
+    rows = [
+        {"caseId": "a", "arm": "candidate", "rate": 0.75, "interval": {"low": 0.5, "high": 0.9}},
+        {"caseId": "b", "arm": "", "rate": None, "interval": None},
+    ]
+    chart = pass_rate_chart(rows)
+    known, unknown = chart["bars"]
+    assert (known["label"], known["width"], known["value"]) == (
+        "a @ candidate",
+        0.75 * PLOT_WIDTH,
+        "75%",
+    )
+    assert (known["low"], known["high"]) == (0.5 * PLOT_WIDTH, 0.9 * PLOT_WIDTH)
+    assert (unknown["label"], unknown["width"], unknown["low"], unknown["value"]) == (
+        "b",
+        None,
+        None,
+        "unknown",
+    )
+    assert unknown["y"] > known["y"]

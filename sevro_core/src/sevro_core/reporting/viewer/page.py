@@ -12,6 +12,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import MAX_RESULT_FILE_BYTES, MAX_VIEWER_TRIALS
 from sevro_core.models import unit_key
+from sevro_core.reporting.viewer.chart import pass_rate_chart
 from sevro_core.reporting.viewer.trials import check_ids, read_trial, trial_view, visible
 
 _UNSAFE_ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -133,6 +134,7 @@ def _run_view(
         (e for e in report.get("experiments", []) if e["arms"][0]["runId"] == run_id), None
     )
     statistics = experiment["statistics"] if experiment else None
+    cases = _case_rows(rows, trials)
     return {
         "runId": run_id,
         "source": visible(str(run_dir), 2000),
@@ -142,7 +144,8 @@ def _run_view(
         "result": run["result"],
         "evaluationDigest": (run.get("evaluationIdentity") or {}).get("digest"),
         "arms": [a["id"] for a in run.get("arms") or []],
-        "cases": _case_rows(rows, trials),
+        "cases": cases,
+        "chart": pass_rate_chart(cases),
         "trials": trials,
         "checks": check_ids(trials),
         "statistics": statistics,
