@@ -207,3 +207,30 @@ def test_serve_serves_the_page_on_localhost_until_interrupted(
     # Ctrl-C ends it as it ends every sevro command: one line, exit 130
     assert process.returncode == 130
     assert process.stderr is not None and "interrupted" in process.stderr.read()
+
+
+def test_a_judged_run_shows_each_judge_reply_beside_the_check_it_decided(
+    tmp_path: Path,
+) -> None:
+    """skill-creator's evals with the scripted semantic judge: every expectation a judge call."""
+    from sevro_core.testing import require_sandbox
+
+    require_sandbox()
+    root = Path(__file__).resolve().parents[2]
+    example = root / "examples" / "skill-creator-evals"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "sevro_core", "run", str(example / "changelog"),
+            "--host-config", str(example / "host.json"), "--semantic-host", "scripted",
+            "--semantic-host-config", str(example / "judge.json"), "--trials", "1",
+            "--results-root", str(tmp_path / "results"), "--json",
+        ],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    run = Path(json.loads(done.stdout)["evidencePath"]).parent
+    html = view(tmp_path, run)
+    assert "<h4>Judges</h4>" in html and "<td>semantic</td>" in html
+    assert html.count('<pre class="judge-reply">') >= 2
+    assert "&#34;verdict&#34;:&#34;pass&#34;,&#34;reason&#34;:&#34;It says Unreleased" in html
+    assert 'data-check="expectation-1"' in html

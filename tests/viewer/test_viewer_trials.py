@@ -70,6 +70,7 @@ def evidence(run_dir: Path) -> dict[str, Any]:
                     "complete": False,
                     "error": "judge said <nothing>",
                     "durationMs": 3,
+                    "artifacts": ["sevro.judge.semantic.1.prompt", "sevro.judge.semantic.1.reply"],
                 }
             ],
             "usage": {},
@@ -82,7 +83,13 @@ def evidence(run_dir: Path) -> dict[str, Any]:
             ],
         },
         "rawResult": blob(run_dir, "cases/c/trial-1-raw.txt", b"second"),
-        "artifactRefs": [{"id": "sevro.git.diff", **blob(run_dir, "cases/c/trial-1-d.bin", diff)}],
+        "artifactRefs": [
+            {"id": "sevro.git.diff", **blob(run_dir, "cases/c/trial-1-d.bin", diff)},
+            {
+                "id": "sevro.judge.semantic.1.reply",
+                **blob(run_dir, "cases/c/trial-1-r.bin", b'{"verdict": "fail", "why": "<no>"}'),
+            },
+        ],
     }
 
 
@@ -101,6 +108,7 @@ def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path:
     assert [m["text"] for m in trial["messages"]] == ["first", "second"]
     assert [a["text"] for a in trial["actions"]] == ["ls", "earlier", "later"]
     assert trial["judges"][0]["error"] == "judge said <nothing>"
+    assert trial["judges"][0]["reply"] == '{"verdict": "fail", "why": "<no>"}'  # the reply only
     assert trial["advisory"]["findings"][0]["file"] == "a.py"
     assert ("add", "+new \\x1b[31mred") in trial["diff"]["lines"]  # ANSI made visible
     assert ("del", "-old") in trial["diff"]["lines"] and ("hunk", "@@ -1 +1 @@") in trial["diff"][
@@ -110,6 +118,7 @@ def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path:
         "cases/c/trial-1.json",
         "cases/c/trial-1-raw.txt",
         "cases/c/trial-1-d.bin",
+        "cases/c/trial-1-r.bin",
     ]
 
 
@@ -149,6 +158,10 @@ def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> N
     assert '<span class="part-of">part of verify:</span> verify/title' in html
     assert "expected &lt;b&gt;Title&lt;/b&gt;" in html and "<b>Title</b>" not in html
     assert "judge said &lt;nothing&gt;" in html
+    assert (
+        '<pre class="judge-reply">{&#34;verdict&#34;: &#34;fail&#34;, '
+        "&#34;why&#34;: &#34;&lt;no&gt;&#34;}" in html
+    )
     assert "<td>10</td><td>5</td><td>0.25</td><td>yes</td>" in html
     assert "<td>unknown</td><td>12</td><td>unknown</td><td>unknown</td>" in html
     assert "Final messages per turn" in html

@@ -178,7 +178,17 @@ def _checks(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _judges(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _judge_reply(run_dir: Path, evidence: Mapping[str, Any], call: Mapping[str, Any]) -> Any:
+    """The judge's reply as it was kept (its verdict and reasons), or None."""
+    replies = [a for a in call.get("artifacts") or [] if str(a).endswith(".reply")]
+    for ref in evidence.get("artifactRefs") or []:
+        if ref.get("id") in replies:
+            text, cut = _blob(run_dir, ref, MAX_VIEWER_TEXT_CHARS)
+            return visible(text) + ("\n… (cut)" if cut else "")
+    return None
+
+
+def _judges(run_dir: Path, evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
     calls = (evidence.get("judges") or {}).get("calls") or []
     return [
         {
@@ -188,6 +198,7 @@ def _judges(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
             "complete": c.get("complete"),
             "error": visible(c.get("error")) if c.get("error") else None,
             "durationMs": c.get("durationMs"),
+            "reply": _judge_reply(run_dir, evidence, c),
         }
         for c in calls
     ]
@@ -235,7 +246,7 @@ def trial_view(
         "skillsKnown": bool(skills),
         "usage": {key: (evidence.get("usage") or {}).get(key) for key in _USAGE},
         "durations": {key: (evidence.get("durations") or {}).get(key) for key in _DURATIONS},
-        "judges": _judges(evidence),
+        "judges": _judges(run_dir, evidence),
         "advisory": _advisory(evidence),
         "paths": [visible(p, 1024) for p in [ref["path"], raw and raw["path"], *artifacts] if p],
         "startedAt": visible(evidence.get("startedAt"), 80),
