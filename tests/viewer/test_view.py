@@ -133,6 +133,7 @@ def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
     ]
     assert "task failed" in sides[0] and "task passed" in sides[1]
     assert "read: notes" in sides[1] and "read: none" in sides[0]
+    assert "reads by turn: notes (turn 1 #1: read); notes (turn 1 #2: partial)" in sides[1]
 
 
 def test_several_runs_on_one_page(hostile_run: Path, experiment_run: Path, tmp_path: Path) -> None:

@@ -243,6 +243,14 @@ def trial_view(
         "diff": _diff(run_dir, evidence),
         "skillsRead": [visible(s, 200) for s in skills.get("read") or []],
         "skillsOffered": [visible(s.get("name"), 200) for s in skills.get("offered") or []],
+        "skillReads": [
+            visible(
+                f"{r.get('skill')} (turn {r.get('turn')} #{r.get('ordinal')}: {r.get('status')})",
+                400,
+            )
+            for r in skills.get("reads") or []
+            if isinstance(r, dict)
+        ],
         "skillsKnown": bool(skills),
         "usage": {key: (evidence.get("usage") or {}).get(key) for key in _USAGE},
         "durations": {key: (evidence.get("durations") or {}).get(key) for key in _DURATIONS},
