@@ -52,11 +52,14 @@ def _interval(passes: int, decided: int) -> Mapping[str, float] | None:
 
 def _case_rows(rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, Any]]) -> Any:
     """Report rows with pass counts over decided trials and their Wilson interval."""
+    verdicts: dict[str, list[str]] = {}
+    for trial in trials:
+        verdicts.setdefault(trial["unit"], []).append(trial["task"])
     shown = []
     for row in rows:
-        unit = [t for t in trials if t["unit"] == unit_key(row["caseId"], row.get("arm"))]
-        passes = sum(1 for t in unit if t["task"] == "passed")
-        decided = sum(1 for t in unit if t["task"] in ("passed", "failed"))
+        unit = verdicts.get(unit_key(row["caseId"], row.get("arm")), [])
+        passes = unit.count("passed")
+        decided = passes + unit.count("failed")
         shown.append(
             {
                 "caseId": visible(row["caseId"], 400),
