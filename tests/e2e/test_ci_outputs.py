@@ -4,13 +4,15 @@ and a file that cannot be written is refused before anything runs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject, require_sandbox
+from sevro_core.testing import SevroProject, require_sandbox, require_tool
 from tests.e2e.helpers import regex_check
 
 HOSTILE = "ready ]]> <script>alert(1)</script> &amp; \x01\x1b[31m red \ufffe end"
@@ -280,3 +282,27 @@ def test_a_writable_output_is_not_refused(
     target = sevro_project.root / "out" / "junit.xml"
     done = sevro_project.run(cases, "--host-config", host, "--junit", target)
     assert done.exit_code == 4 and target.is_file()
+
+
+def test_a_junit_file_in_a_read_only_directory_is_refused_up_front(
+    sevro_project: SevroProject, four_cases: tuple[Path, Path]
+) -> None:
+    """Even root cannot write a read-only mount; bubblewrap makes one for the test."""
+    bwrap = require_tool("bwrap")
+    cases, host = four_cases
+    out = sevro_project.root / "out"
+    out.mkdir()
+    done = subprocess.run(
+        [
+            bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--ro-bind", str(out), str(out),
+            sys.executable, "-m", "sevro_core", "run", str(cases), "--host-config", str(host),
+            "--results-root", str(sevro_project.results), "--junit", str(out / "junit.xml"),
+        ],
+        cwd=sevro_project.root, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 64, done.stderr
+    assert done.stderr == (
+        f"sevro: error: {out / 'junit.xml'}: --junit: the directory {out} is not writable\n"
+    )
+    assert not sevro_project.results.exists()
