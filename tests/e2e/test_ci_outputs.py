@@ -45,9 +45,29 @@ def sevro_register_graders(register):
 can: untrusted text in a check detail."""
 
 
+COUNTS = ("tests", "failures", "errors", "skipped", "time")
+
+
 def parse(path: Path) -> ET.Element:
+    """The JUnit document, checked against the structure JUnit consumers share: testsuites >
+    testsuite > testcase > at most one failure, error or skipped, with their attributes."""
+    assert path.read_bytes().startswith(b"<?xml version='1.0' encoding='utf-8'?>")
     root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
+    assert root.tag == "testsuites" and set(COUNTS) <= set(root.attrib)
+    for suite in root:
+        assert suite.tag == "testsuite" and {"name", *COUNTS} <= set(suite.attrib)
+        cases = list(suite)
+        assert all(case.tag == "testcase" for case in cases)
+        assert int(suite.attrib["tests"]) == len(cases)
+        for key, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+            assert int(suite.attrib[key]) == sum(1 for case in cases if case.find(tag) is not None)
+        for case in cases:
+            assert {"classname", "name", "time"} <= set(case.attrib)
+            float(case.attrib["time"])
+            assert all(child.tag in ("failure", "error", "skipped") for child in case)
+            assert all("message" in child.attrib for child in case)
+    for key in ("tests", "failures", "errors", "skipped"):
+        assert int(root.attrib[key]) == sum(int(suite.attrib[key]) for suite in root)
     return root
 
 
