@@ -319,6 +319,7 @@ JunitOpt = Annotated[
         "--junit",
         help="Also write the outcome as JUnit XML to FILE (one testcase per case, or per case "
         "and arm), for CI dashboards; see docs/ci.md.",
+        metavar="FILE",
         show_default=False,
     ),
 ]
