@@ -6,7 +6,7 @@ import datetime
 import json
 from pathlib import Path
 
-from sevro_core.testing import SevroProject, require_sandbox, start_sevro
+from sevro_core.testing import SevroProject, require_sandbox
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check, trial_evidence
 
 
@@ -173,36 +173,3 @@ def test_json_logs_go_to_stderr(sevro_project: SevroProject) -> None:
     assert done.json()["exitCode"] == 0  # stdout stays one document
     quiet = sevro_project.run(case, "--host-config", host)
     assert quiet.stderr == ""
-
-
-def test_progress_bar_on_a_terminal(sevro_project: SevroProject) -> None:
-    import os
-    import pty
-
-    case = sevro_project.case(checks=[regex_check("r", "ok")])
-    host = sevro_project.script(default=[[{"sleep": {"ms": 150}}, {"reply": {"text": "ok"}}]])
-    controller, terminal = pty.openpty()
-    args = [case, "--host-config", host, "--trials", "4", "--jobs", "1"]
-    with start_sevro(
-        ["run", *args, "--results-root", sevro_project.results],
-        cwd=sevro_project.root,
-        env={"TERM": "xterm", "COLUMNS": "100"},
-        stdin=terminal,
-        stderr=terminal,
-    ) as process:
-        os.close(terminal)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        done = process.finish(timeout=60)
-    os.close(controller)
-    assert done.exit_code == 0
-    assert b"trials" in seen or b"example #" in seen, seen[:500]
-    assert b"4/4" in seen or b"3/4" in seen
-    assert done.stdout.splitlines()[0].startswith("case")

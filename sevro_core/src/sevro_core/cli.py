@@ -550,17 +550,22 @@ def _note(note: str) -> None:
 def _execute(plan: Any, flags: Any) -> Any:
     import json
 
-    from sevro_core.reporting.output import TrialProgress, render_summary
+    from sevro_core.reporting.output import TrialProgress, live_terminal, render_summary
     from sevro_core.run.runner import execute
     from sevro_core.vocabulary import ADVISORY_ROLE
 
     total = len(plan.cases) * plan.settings.trials
+    arms: dict[str | None, int] = {}
+    for planned in plan.cases:
+        arm = planned.arm.id if planned.arm is not None else None
+        arms[arm] = arms.get(arm, 0) + plan.settings.trials
     with TrialProgress(
         total,
-        enabled=not flags.as_json and sys.stderr.isatty(),
+        enabled=not flags.as_json and live_terminal(sys.stderr),
         verbose=flags.verbose,
         status_interval=flags.status_interval,
         json_lines=flags.log_format == "json",
+        arms=arms,
     ) as progress:
         outcome = execute(plan, on_trial=progress.advance, resume=flags.resume)
     if flags.as_json:

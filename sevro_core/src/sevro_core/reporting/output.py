@@ -1,4 +1,4 @@
-"""Human output: progress (a bar on a terminal, lines elsewhere), then a summary table.
+"""Human output: progress (a live table on a terminal, lines elsewhere), then a summary table.
 
 rich is imported only when a terminal is attached; pipes and ``--json`` never load it.
 """
@@ -20,7 +20,8 @@ from sevro_core.reporting.failures import escape_text
 
 
 class TrialProgress:
-    """Progress on stderr: a live bar on a terminal, plain lines everywhere else.
+    """Progress on stderr: a live table on a terminal (:mod:`~sevro_core.reporting.live`), plain
+    lines everywhere else.
 
     Off a terminal (CI logs, pipes, ``--json``) it prints one line per finished trial at ``-v``
     and, by default, a status line every ``status_interval`` seconds, so a long run is never
@@ -36,16 +37,19 @@ class TrialProgress:
         verbose: int = 0,
         status_interval: float = DEFAULT_STATUS_INTERVAL_SECONDS,
         json_lines: bool = False,
+        arms: Mapping[str | None, int] | None = None,
+        console: Any = None,
     ) -> None:
         self.total = total
+        self.arms = arms
+        self.console = console
         self.json_lines = json_lines
         self.enabled = enabled
         self.verbose = verbose
         self.status_interval = status_interval
         self.finished = 0
         self.passed = 0
-        self._progress: Any = None
-        self._task: Any = None
+        self._live: Any = None
         self._started = time.monotonic()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -53,19 +57,10 @@ class TrialProgress:
     def __enter__(self) -> TrialProgress:
         self._started = time.monotonic()
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from sevro_core.reporting.live import LiveDisplay
 
-            self._progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("trials", total=self.total)
+            self._live = LiveDisplay(self.arms or {None: self.total}, self.console)
+            self._live.start()
         elif self.status_interval > 0:
             self._ticker = threading.Thread(target=self._tick, name="sevro-status", daemon=True)
             self._ticker.start()
@@ -75,10 +70,8 @@ class TrialProgress:
         self.finished += 1
         passed = record.states.verdict.value == "passed"
         self.passed += passed
-        if self._progress is not None:
-            self._progress.update(
-                self._task, advance=1, description=f"{record.case_id} #{record.trial}"
-            )
+        if self._live is not None:
+            self._live.advance(record)
         elif self.verbose >= 1:
             line = (
                 f"trial {self.finished}/{self.total} finished: {escape_text(record.case_id)} "
@@ -140,8 +133,18 @@ class TrialProgress:
         self._stop.set()
         if self._ticker is not None:
             self._ticker.join(timeout=1.0)
-        if self._progress is not None:
-            self._progress.stop()
+        if self._live is not None:  # the final table only after a run that returned
+            self._live.stop(summary=exc_type is None)
+
+
+def live_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal that can redraw in place (``TERM=dumb`` cannot; rich
+    treats ``unknown`` the same)."""
+    try:
+        tty = bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+    return tty and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
 
 
 def _record_reason(record: Any) -> str | None:
