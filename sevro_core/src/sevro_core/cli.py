@@ -313,6 +313,24 @@ StatusIntervalOpt = Annotated[
         "--status-interval", help="Off a terminal, print a status line every SECONDS (0: never)."
     ),
 ]
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit",
+        help="Also write the outcome as JUnit XML to FILE (one testcase per case, or per case "
+        "and arm), for CI dashboards; see docs/ci.md.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+GithubSummaryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--github-summary",
+        help="Append a Markdown summary to $GITHUB_STEP_SUMMARY (GitHub Actions); without "
+        "it set, say so on stderr and do nothing.",
+    ),
+]
 CasesArg = Annotated[
     list[Path],
     typer.Argument(
@@ -448,6 +466,8 @@ def run(
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
     status_interval: StatusIntervalOpt = DEFAULT_STATUS_INTERVAL_SECONDS,
+    junit: JunitOpt = None,
+    github_summary: GithubSummaryOpt = False,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -463,11 +483,13 @@ def run(
     try:
         from sevro_core.isolation.protection import credential_locations
         from sevro_core.plugin.hostsettings import check_settings_used
+        from sevro_core.reporting.ci import check_ci_outputs
         from sevro_core.run.planning import plan_run
         from sevro_core.runflags import check_status_interval, run_inputs, run_settings
 
         _setup_logging(log_format, verbose)
         check_status_interval(status_interval)
+        check_ci_outputs(flags.ci_outputs)
         registry = _loaded_registry()
         host_flags = _host_settings(registry, None, host_setting)  # checked once hosts are known
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
@@ -482,7 +504,47 @@ def run(
         _fail(exc, as_json=as_json)
     except Exception as exc:
         _fail(exc, as_json=as_json)
-    raise typer.Exit(outcome.exit_code)
+    raise typer.Exit(_ci_after_run(outcome, flags.ci_outputs, registry))
+
+
+def _ci_after_run(outcome: Any, outputs: Any, registry: Any) -> int:
+    """Write the run's CI outputs from its retained evidence; the run's exit code, or 70 when
+    they could not be written after a run that would have exited 0 (CI must not go green)."""
+    from sevro_core.errors import SevroError
+    from sevro_core.reporting.ci import run_ci_outputs
+    from sevro_core.reporting.report import reporter_for
+    from sevro_core.states import ExitCode
+
+    evidence = outcome.result.get("evidencePath")
+    if not outputs.wanted:
+        return int(outcome.exit_code)
+    if evidence is None:
+        sys.stderr.write("sevro: no evidence was kept, so no CI outputs were written\n")
+        return int(outcome.exit_code)
+    try:
+        markdown = reporter_for(registry, "markdown")
+        run_ci_outputs(outputs, Path(evidence), markdown.render, _note)
+    except (SevroError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        sys.stderr.write(f"sevro: error: CI outputs not written: {message}\n")
+        return int(outcome.exit_code) or int(ExitCode.INTERNAL)
+    return int(outcome.exit_code)
+
+
+def _report_ci_outputs(outputs: Any, document: Any, markdown: Any) -> None:
+    """``sevro report``'s CI outputs; a file that cannot be written after all exits 70."""
+    from sevro_core.reporting.ci import write_ci_outputs
+    from sevro_core.states import ExitCode
+
+    try:
+        write_ci_outputs(outputs, document, markdown.render, _note)
+    except OSError as exc:
+        sys.stderr.write(f"sevro: error: CI outputs not written: {' '.join(str(exc).split())}\n")
+        raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+
+def _note(note: str) -> None:
+    sys.stderr.write(f"sevro: {note}\n")
 
 
 def _execute(plan: Any, flags: Any) -> Any:
@@ -660,6 +722,8 @@ def report(
         ),
     ] = False,
     fail_on_regression: FailOnRegressionOpt = False,
+    junit: JunitOpt = None,
+    github_summary: GithubSummaryOpt = False,
     plugin: PluginOpt = None,
 ) -> None:
     """Summarise retained runs as Markdown (default) or a sevro.report.v1 JSON document.
@@ -672,18 +736,23 @@ def report(
 
     try:
         from sevro_core.plugin.manager import load_plugins
+        from sevro_core.reporting.ci import CiOutputs, check_ci_outputs
         from sevro_core.reporting.report import build_report, reporter_for
 
+        outputs = CiOutputs(junit, github_summary)
+        check_ci_outputs(outputs)
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
         document = build_report(
             inputs,
             details=details,
             compare=compare,
-            on_note=lambda note: sys.stderr.write(f"sevro: {note}\n"),
+            on_note=_note,
         )
     except InvocationError as exc:
         _fail(exc, as_json=False)
+    if outputs.wanted:
+        _report_ci_outputs(outputs, document, reporter_for(registry, "markdown"))
     sys.stdout.write(chosen.render(document))
     if fail_on_regression:
         from sevro_core.experiments.comparison import regressed

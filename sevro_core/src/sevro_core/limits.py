@@ -230,8 +230,16 @@ MAX_CHECK_TRANSCRIPT_BYTES = 64 * MIB
 """Bytes of the candidate's transcripts copied for checks, all files together (beyond: a file
 is listed as ``omitted`` in ``index.json`` and not copied)."""
 
+# Outputs CI systems read (docs/ci.md)
+MAX_JUNIT_DETAIL_CHARS = 64 * KIB
+"""Characters of one JUnit testcase's failure, error or skipped text (then a line says how many
+trials were left out)."""
+MAX_GITHUB_SUMMARY_BYTES = 1 * MIB
+"""GitHub's cap on one step's summary file: what ``--github-summary`` appends stays within it,
+counting what the step already wrote."""
+
 # The static HTML viewer (docs/viewer.md)
-MAX_VIEWER_TEXT_CHARS = 64 * 1024
+MAX_VIEWER_TEXT_CHARS = 64 * KIB
 """Characters of one final message, command or tool call shown (beyond: cut, marked)."""
 MAX_VIEWER_DIFF_BYTES = 1 * MIB
 """Bytes of one trial's diff artifact rendered (beyond: cut, marked)."""

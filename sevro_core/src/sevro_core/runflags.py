@@ -19,6 +19,7 @@ from sevro_core.judges.routes import JudgeSettings
 from sevro_core.limits import MAX_JOBS, MAX_TRIALS
 from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
+from sevro_core.reporting.ci import CiOutputs
 from sevro_core.run.planning import RunSettings
 from sevro_core.vocabulary import JUDGE_ROLES
 
@@ -77,6 +78,12 @@ class RunFlags:
     comparator_effort: str | None = None
     comparator_host_config: Path | None = None
     runtime_config_file: Path | None = None
+    junit: Path | None = None
+    github_summary: bool = False
+
+    @property
+    def ci_outputs(self) -> CiOutputs:
+        return CiOutputs(self.junit, self.github_summary)
 
 
 def positive_int(value: int, flag: str, maximum: int) -> int:
