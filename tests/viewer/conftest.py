@@ -4,6 +4,7 @@ experiment (`--skill ... --baseline none`) whose candidate passes and baseline f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -114,4 +115,57 @@ def experiment_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "3",
     )
     assert done.exit_code == 1, done.stdout + done.stderr
+    return run_dir(done)
+
+
+def _criteria(winner: str) -> str:
+    """A comparator reply deciding one criterion for ``winner``, with hostile text as its reason."""
+    names = (
+        "functional_correctness",
+        "security_reliability",
+        "maintainability_extensibility",
+        "performance_efficiency",
+        "simplicity_scope_discipline",
+    )
+    return json.dumps(
+        {
+            "criteria": {
+                n: {
+                    "winner": winner if n == names[2] else "tie",
+                    "reason": f"kept with care {HOSTILE}" if n == names[2] else "same",
+                }
+                for n in names
+            }
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An experiment whose pairs the scripted comparator judged (a tie in both orders)."""
+    require_sandbox()
+    require_tool("git")
+    project = _project(tmp_path_factory.mktemp("judged") / "project")
+    skill = project.skill("skills/notes", "notes", "Write notes with care.")
+    project.case(
+        "cases/out.json",
+        id="out",
+        prompt="Write out.txt.",
+        fixture={"kind": "generated", "commits": [{"message": "i", "files": {"in.txt": "x\n"}}]},
+        checks=[
+            {"id": "written", "grader": "sevro.shell", "configuration": {"run": "test -s out.txt"}}
+        ],
+    )
+    command = f"if test -f {SKILL_PATH}; then echo care > out.txt; else echo plain > out.txt; fi"
+    project.script(default=[[{"run": {"command": command}}, {"reply": {"text": "Wrote."}}]])
+    judge = project.write_json(
+        "judge.json",
+        {"judges": {"comparator": [{"reply": _criteria("tie")}]}},
+    )
+    done = project.run(
+        "cases", "--skill", str(skill), "--baseline", "none", "--trials", "2",
+        "--host-config", "host.json", "--comparator-host", "scripted",
+        "--comparator-host-config", str(judge),
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stdout + done.stderr
     return run_dir(done)

@@ -11,35 +11,42 @@ import sys
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sevro_core.reporting.viewer.page import script_json
 from sevro_core.reporting.viewer.render import content_security_policy
 from sevro_core.testing import run_in_process
 from tests.viewer.conftest import HOSTILE, HOSTILE_FILE, LINK
 
 
 class Elements(HTMLParser):
-    """Every start tag with its attributes, and the text of each <script> element."""
+    """Every start tag with its attributes, the text of each executable <script> element and
+    of each JSON data block (``<script type="application/json">``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[str] = []
-        self._in_script = False
+        self.blocks: list[str] = []
+        self._into: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
-        self._in_script = tag == "script"
-        if self._in_script:
-            self.scripts.append("")
+        self._into = None
+        if tag == "script":
+            self._into = (
+                self.blocks if dict(attrs).get("type") == "application/json" else self.scripts
+            )
+            self._into.append("")
 
     def handle_endtag(self, tag: str) -> None:
-        self._in_script = False
+        self._into = None
 
     def handle_data(self, data: str) -> None:
-        if self._in_script:
-            self.scripts[-1] += data
+        if self._into is not None:
+            self._into[-1] += data
 
 
 def view(tmp_path: Path, *runs: Path) -> str:
@@ -56,6 +63,18 @@ def elements(html: str) -> Elements:
     return parsed
 
 
+def trial_data(html: str) -> dict[str, Any]:
+    """Every trial's details as the page carries them for its script, by anchor."""
+    found: dict[str, Any] = {}
+    for block in elements(html).blocks:
+        found.update(json.loads(block))
+    return found
+
+
+def details(html: str) -> dict[str | None, dict[str, str | None]]:
+    return {a.get("id"): a for t, a in elements(html).tags if t == "details"}
+
+
 def test_a_plain_run_shows_cases_trials_checks_messages_commands_and_the_diff(
     hostile_run: Path, tmp_path: Path
 ) -> None:
@@ -67,12 +86,26 @@ def test_a_plain_run_shows_cases_trials_checks_messages_commands_and_the_diff(
     assert '<td>hostile</td><td class="s-failed">failed</td><td>0 / 2 (2)</td><td>0%</td>' in html
     assert "[34%, 100%]" in html and "[0%, 66%]" in html
     trial = f"trial-{run['runId'][:8]}-hostile-1"
-    assert f'id="{trial}" data-state="failed" data-case="hostile"' in html
-    assert 'data-check="has-highlights" data-check-status="failed"' in html
-    assert "check has-highlights (sevro.shell) failed" in html  # the reason, as report --details
-    assert "echo listing; ls" in html  # the command, in order
-    assert '<span class="d-add">+' in html and "sevro.git.diff" in html
-    assert "cases/hostile/trial-1.json" in html and "trial-1-raw.txt" in html
+    summary = details(html)[trial]
+    assert (summary["data-state"], summary["data-case"]) == ("failed", "hostile")
+    assert (summary["data-execution"], summary["data-grading"]) == ("completed", "completed")
+    assert ["has-highlights", "failed"] in json.loads(summary["data-checks"] or "")
+    # the details are data, rendered by the page's script only when the trial is opened
+    assert '<pre class="final-message">' not in html and "<h4>Checks</h4>" not in html
+    shown = trial_data(html)[trial]
+    assert {"id": "has-highlights", "status": "failed"}.items() <= shown["checks"][1].items()
+    assert "check has-highlights (sevro.shell) failed" in shown["reason"]  # as report --details
+    assert "echo listing; ls" in [a["text"] for a in shown["actions"]]  # the command, in order
+    assert ["add", "+base"] not in shown["diff"]["lines"] and shown["diff"][
+        "id"
+    ] == "sevro.git.diff"
+    assert any(kind == "add" and line.startswith("+") for kind, line in shown["diff"]["lines"])
+    assert "cases/hostile/trial-1.json" in shown["paths"]
+    assert any(p.endswith("trial-1-raw.txt") for p in shown["paths"])
+
+
+def run_id(run: Path) -> str:
+    return str(json.loads((run / "run.json").read_text())["runId"])
 
 
 def test_hostile_text_is_escaped_everywhere_and_nothing_but_the_viewer_script_runs(
@@ -89,10 +122,15 @@ def test_hostile_text_is_escaped_everywhere_and_nothing_but_the_viewer_script_ru
     assert handlers == []
     hrefs = [attrs["href"] for t, attrs in parsed.tags if t == "a"]
     assert hrefs and all(h is not None and h.startswith("#") for h in hrefs)
-    escaped = "&lt;script&gt;window.__pwned=1&lt;/script&gt;"
-    assert f"done {escaped}" in html  # the final message
-    assert "&lt;img src=x onerror=alert(1)&gt;.md" in html  # the file name
-    assert f'<span class="d-add">+{escaped}' in html  # the diff
+    # the data blocks hold no "<" at all, so nothing in them can close the block or open a
+    # comment; negative control: plain JSON of the same text would
+    assert parsed.blocks and all("<" not in block for block in parsed.blocks)
+    assert "</script>" in json.dumps(HOSTILE) and "<" not in script_json(HOSTILE)
+    assert "<!--" not in script_json("<!--") and json.loads(script_json("</<!--&>")) == "</<!--&>"
+    shown = trial_data(html)[f"trial-{run_id(hostile_run)[:8]}-hostile-1"]
+    assert shown["messages"][0]["text"] == f"done {HOSTILE} {LINK}"  # the final message
+    assert HOSTILE_FILE in [c["path"] for c in shown["changes"]]  # the file name
+    assert ["add", f"+{HOSTILE}"] in shown["diff"]["lines"]  # the diff
     assert "javascript:" not in "".join(str(a) for _, attrs in parsed.tags for a in attrs.values())
     assert HOSTILE_FILE not in html
 
@@ -131,9 +169,12 @@ def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
         "baseline",
         "candidate",
     ]
-    assert "task failed" in sides[0] and "task passed" in sides[1]
-    assert "read: notes" in sides[1] and "read: none" in sides[0]
-    assert "reads by turn: notes (turn 1 #1: read); notes (turn 1 #2: partial)" in sides[1]
+    data = trial_data(html)
+    baseline, candidate = (data[s.split('data-anchor="', 1)[1].split('"', 1)[0]] for s in sides)
+    assert (baseline["arm"], baseline["task"]) == ("baseline", "failed")
+    assert (candidate["arm"], candidate["task"]) == ("candidate", "passed")
+    assert candidate["skillsRead"] == ["notes"] and baseline["skillsRead"] == []
+    assert candidate["skillReads"] == ["notes (turn 1 #1: read)", "notes (turn 1 #2: partial)"]
 
 
 def test_several_runs_on_one_page(hostile_run: Path, experiment_run: Path, tmp_path: Path) -> None:
@@ -231,7 +272,33 @@ def test_a_judged_run_shows_each_judge_reply_beside_the_check_it_decided(
     assert done.returncode == 1, done.stderr
     run = Path(json.loads(done.stdout)["evidencePath"]).parent
     html = view(tmp_path, run)
-    assert "<h4>Judges</h4>" in html and "<td>semantic</td>" in html
-    assert html.count('<pre class="judge-reply">') >= 2
-    assert "&#34;verdict&#34;:&#34;pass&#34;,&#34;reason&#34;:&#34;It says Unreleased" in html
-    assert 'data-check="expectation-1"' in html
+    trials = list(trial_data(html).values())
+    judges = [j for t in trials for j in t["judges"]]
+    assert {j["role"] for j in judges} == {"semantic"} and len(judges) >= 2
+    replies = [j["reply"] for j in judges if j["reply"]]
+    assert len(replies) >= 2
+    assert any('"verdict":"pass","reason":"It says Unreleased' in r for r in replies)
+    assert "expectation-1" in [c["id"] for t in trials for c in t["checks"]]
+
+
+def test_the_paired_view_shows_the_comparators_reasons_escaped(
+    judged_run: Path, tmp_path: Path
+) -> None:
+    html = view(tmp_path, judged_run)
+    pair = html.split('<details class="pair" id="pair-1-1">', 1)[1].split("</details>", 1)[0]
+    assert "<h4>Comparator judgement: tie</h4>" in pair
+    assert pair.count('<pre class="comparator-reply">') == 2  # both orders' replies
+    assert 'data-order="AB"' in pair and 'data-order="BA"' in pair
+    assert "kept with care &lt;script&gt;window.__pwned=1&lt;/script&gt;" in pair
+    assert HOSTILE not in html
+    # negative control: a pair judgement whose trial digests no longer match is refused
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(judged_run, copy)
+    (judgement,) = copy.glob("comparisons/*/out/pair-1.json")
+    document = json.loads(judgement.read_text())
+    document["trials"]["control"] = "0" * 64
+    judgement.write_text(json.dumps(document))
+    done = run_in_process(["view", str(copy), "--out", str(tmp_path / "o")])
+    assert done.exit_code == 64 and "does not match the trials it judged" in done.stderr

@@ -11,8 +11,11 @@ import pytest
 
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_VIEWER_TEXT_CHARS
+from sevro_core.reporting.viewer.page import lazy_trials
 from sevro_core.reporting.viewer.render import render_page
 from sevro_core.reporting.viewer.trials import diff_lines, inside, trial_view, visible
+from sevro_core.testing import require_chromium
+from tests.viewer.browser import chromium_page
 
 
 def blob(run_dir: Path, relative: str, data: bytes) -> dict[str, Any]:
@@ -123,7 +126,9 @@ def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path:
 
 
 def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> None:
-    trial = {**shown(tmp_path), "unit": "c"}
+    """The trial's details are drawn by the page's script, in Chromium, when it is opened."""
+    chromium = require_chromium()
+    trials, blocks = lazy_trials(1, [{**shown(tmp_path), "unit": "c"}])
     page = {
         "runs": [
             {
@@ -141,7 +146,8 @@ def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> N
                 "evaluationDigest": "d",
                 "arms": [],
                 "cases": [],
-                "trials": [trial],
+                "trials": trials,
+                "blocks": blocks,
                 "checks": ["verify", "verify/title"],
                 "chart": {"bars": []},
                 "statistics": None,
@@ -150,21 +156,35 @@ def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> N
         ],
         "summary": {"cases": 1, "passed": 0, "failed": 1, "notAssessed": 0},
         "states": ["passed", "failed", "not_assessed"],
+        "executionStates": ["completed"],
+        "gradingStates": ["completed"],
         "cases": ["c"],
         "arms": [],
         "checks": ["verify", "verify/title"],
     }
     html = render_page(page)
-    assert '<span class="part-of">part of verify:</span> verify/title' in html
-    assert "expected &lt;b&gt;Title&lt;/b&gt;" in html and "<b>Title</b>" not in html
-    assert "judge said &lt;nothing&gt;" in html
-    assert (
-        '<pre class="judge-reply">{&#34;verdict&#34;: &#34;fail&#34;, '
-        "&#34;why&#34;: &#34;&lt;no&gt;&#34;}" in html
-    )
-    assert "<td>10</td><td>5</td><td>0.25</td><td>yes</td>" in html
-    assert "<td>unknown</td><td>12</td><td>unknown</td><td>unknown</td>" in html
-    assert "Final messages per turn" in html
+    assert "<b>Title</b>" not in html and "<nothing>" not in html
+    page_file = tmp_path / "index.html"
+    page_file.write_text(html, encoding="utf-8")
+    with chromium_page(chromium) as browser:
+        browser.goto(page_file.as_uri())
+        trial = browser.locator("details.trial").first
+        assert trial.locator(".trial-body.lazy").count() == 1  # nothing drawn before opening
+        assert browser.locator("table.checks").count() == 0
+        trial.locator("summary").click()
+        body = trial.locator(".trial-body")
+        assert body.locator(".part-of").inner_text() == "part of verify:"
+        part = body.locator("tr.part").first
+        assert part.get_attribute("data-check") == "verify/title"
+        assert "verify/title" in part.locator("td").first.inner_text()
+        text = body.inner_text()
+        assert "expected <b>Title</b>" in text and body.locator("b").count() == 0
+        assert "judge said <nothing>" in text
+        reply = body.locator("pre.judge-reply").inner_text()
+        assert reply == '{"verdict": "fail", "why": "<no>"}'
+        cells = body.locator("table.usage tr").nth(1).locator("td").all_inner_texts()
+        assert cells == ["10", "5", "0.25", "yes", "unknown", "12", "unknown", "unknown"]
+        assert "Final messages per turn" in text
 
 
 def test_visible_keeps_lines_escapes_controls_and_bounds_text() -> None:

@@ -3,6 +3,7 @@ full, case rows with Wilson intervals and experiments with their pairs side by s
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from sevro_core.reporting.viewer.chart import pass_rate_chart
 from sevro_core.reporting.viewer.trials import check_ids, read_trial, trial_view, visible
 
 _UNSAFE_ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
+_SUMMARY = ("anchor", "caseId", "arm", "trial", "execution", "grading", "task", "unit")
 
 
 def run_directories(inputs: Sequence[Path]) -> list[Path]:
@@ -41,6 +43,31 @@ def _anchor(run_id: str, ref: Mapping[str, Any], taken: set[str]) -> str:
         anchor = f"{base}~{number}"
     taken.add(anchor)
     return anchor
+
+
+def script_json(value: object) -> str:
+    """JSON for a ``<script type="application/json">`` block: ``<``, ``>`` and ``&`` written as
+    escapes, so no ``</script>`` or ``<!--`` in untrusted text can end or bend the block."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def lazy_trials(run_index: int, trials: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
+    """Each trial's summary for the page, and its details grouped per case into data blocks
+    the page's script renders only when a trial is opened (so 10 000 trials open fast)."""
+    blocks: dict[str, dict[str, Any]] = {}
+    summaries = []
+    for trial in trials:
+        block = blocks.setdefault(trial["unit"], {"id": f"data-{run_index}-{len(blocks) + 1}"})
+        block.setdefault("trials", {})[trial["anchor"]] = trial
+        summaries.append(
+            {
+                **{k: trial[k] for k in _SUMMARY},
+                "block": block["id"],
+                "checks": script_json([[c["id"], c["status"]] for c in trial["checks"]]),
+            }
+        )
+    return summaries, [{"id": b["id"], "json": script_json(b["trials"])} for b in blocks.values()]
 
 
 def _interval(passes: int, decided: int) -> Mapping[str, float] | None:
@@ -86,11 +113,20 @@ def _judged(pair: Mapping[str, Any] | None) -> str | None:
     return f"{pair['outcome']} ({flags})" if flags else str(pair["outcome"])
 
 
-def _pairs(statistics: Mapping[str, Any], anchors: Mapping[tuple[str, int], str]) -> Any:
-    """Each comparison's pairs: trial r of the control beside trial r of the treatment."""
+def _pairs(
+    statistics: Mapping[str, Any],
+    anchors: Mapping[tuple[str, int], str],
+    run_dir: Path,
+    run: Mapping[str, Any],
+) -> Any:
+    """Each comparison's pairs: trial r of the control beside trial r of the treatment, with
+    the comparator's reasons when it judged the pair."""
+    from sevro_core.reporting.viewer.judgements import pair_reasons
+
     shown = []
     for comparison in statistics.get("comparisons") or []:
         control, treatment = comparison["control"], comparison["treatment"]
+        reasons = pair_reasons(run_dir, run, control, treatment) if comparison.get("judged") else {}
         judged = {
             (p["caseId"], p["repetition"]): p
             for p in (comparison.get("judged") or {}).get("pairs") or []
@@ -105,6 +141,7 @@ def _pairs(statistics: Mapping[str, Any], anchors: Mapping[tuple[str, int], str]
                         "treatment": treatment,
                         "repetition": number,
                         "judged": _judged(judged.get((case["caseId"], number))),
+                        "reasons": reasons.get((case["caseId"], number)),
                         "controlOutcome": pair["control"],
                         "treatmentOutcome": pair["treatment"],
                         "controlAnchor": anchors.get((unit_key(case["caseId"], control), number)),
@@ -117,7 +154,7 @@ def _pairs(statistics: Mapping[str, Any], anchors: Mapping[tuple[str, int], str]
 
 
 def _run_view(
-    run_dir: Path, report: Mapping[str, Any], taken: set[str], budget: list[int]
+    run_dir: Path, report: Mapping[str, Any], taken: set[str], budget: list[int], index: int
 ) -> dict[str, Any]:
     run = read_json_file(run_dir / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
     run_id = run["runId"]
@@ -138,6 +175,7 @@ def _run_view(
     )
     statistics = experiment["statistics"] if experiment else None
     cases = _case_rows(rows, trials)
+    summaries, blocks = lazy_trials(index, trials)
     return {
         "runId": run_id,
         "source": visible(str(run_dir), 2000),
@@ -149,10 +187,11 @@ def _run_view(
         "arms": [a["id"] for a in run.get("arms") or []],
         "cases": cases,
         "chart": pass_rate_chart(cases),
-        "trials": trials,
+        "trials": summaries,
+        "blocks": blocks,
         "checks": check_ids(trials),
         "statistics": statistics,
-        "pairs": _pairs(statistics, anchors) if statistics else [],
+        "pairs": _pairs(statistics, anchors, run_dir, run) if statistics else [],
     }
 
 
@@ -164,11 +203,13 @@ def build_page(inputs: Sequence[Path]) -> dict[str, Any]:
     report = build_report(directories, details=True)
     taken: set[str] = set()
     budget = [0]
-    runs = [_run_view(d, report, taken, budget) for d in directories]
+    runs = [_run_view(d, report, taken, budget, index) for index, d in enumerate(directories, 1)]
     return {
         "runs": runs,
         "summary": report["summary"],
         "states": ["passed", "failed", "not_assessed"],
+        "executionStates": sorted({str(t["execution"]) for r in runs for t in r["trials"]}),
+        "gradingStates": sorted({str(t["grading"]) for r in runs for t in r["trials"]}),
         "cases": sorted({t["caseId"] for r in runs for t in r["trials"]}),
         "arms": sorted({t["arm"] for r in runs for t in r["trials"] if t["arm"]}),
         "checks": sorted({c for r in runs for c in r["checks"]}),

@@ -66,7 +66,7 @@ def read_trial(run_dir: Path, ref: Mapping[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _blob(run_dir: Path, ref: Mapping[str, Any], limit: int) -> tuple[str, bool]:
+def read_blob(run_dir: Path, ref: Mapping[str, Any], limit: int) -> tuple[str, bool]:
     """A retained blob's text (UTF-8, undecodable bytes replaced) and whether it was cut."""
     path = inside(run_dir, ref["path"])
     size = int(ref.get("byteLength") or 0)
@@ -116,7 +116,7 @@ def _diff(run_dir: Path, evidence: Mapping[str, Any]) -> dict[str, Any] | None:
     """The trial's diff artifact as classified lines (added, removed, hunk, file, context)."""
     for ref in evidence.get("artifactRefs") or []:
         if ref.get("id") in _DIFF_IDS:
-            text, cut = _blob(run_dir, ref, MAX_VIEWER_DIFF_BYTES)
+            text, cut = read_blob(run_dir, ref, MAX_VIEWER_DIFF_BYTES)
             return {"id": ref["id"], "lines": diff_lines(text), "cut": cut}
     return None
 
@@ -161,7 +161,7 @@ def _messages(run_dir: Path, evidence: Mapping[str, Any]) -> list[dict[str, Any]
     raw = evidence.get("rawResult")
     if raw is None:
         return []
-    text, cut = _blob(run_dir, raw, MAX_FINAL_MESSAGE_BYTES)
+    text, cut = read_blob(run_dir, raw, MAX_FINAL_MESSAGE_BYTES)
     return [{"turn": evidence.get("turnsCompleted") or 1, "text": visible(text), "cut": cut}]
 
 
@@ -183,7 +183,7 @@ def _judge_reply(run_dir: Path, evidence: Mapping[str, Any], call: Mapping[str, 
     replies = [a for a in call.get("artifacts") or [] if str(a).endswith(".reply")]
     for ref in evidence.get("artifactRefs") or []:
         if ref.get("id") in replies:
-            text, cut = _blob(run_dir, ref, MAX_VIEWER_TEXT_CHARS)
+            text, cut = read_blob(run_dir, ref, MAX_VIEWER_TEXT_CHARS)
             return visible(text) + ("\n… (cut)" if cut else "")
     return None
 
