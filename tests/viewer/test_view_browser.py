@@ -96,6 +96,18 @@ def test_hostile_text_is_shown_literally_and_never_runs(
         assert HOSTILE_FILE in trial.locator(".file-name").all_inner_texts()
         assert trial.locator("img").count() == 0 and trial.locator("script").count() == 0
         page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+        # the same text drawn on a click rather than a deep link stays text too
+        other = page.locator(f"#{trial_id(hostile_run, 'hostile', 2)}")
+        assert other.locator(".final-message").count() == 0  # not drawn before it is opened
+        other.locator("summary").click()
+        assert (
+            other.locator(".final-message").inner_text()
+            == trial.locator(".final-message").inner_text()
+        )
+        assert (
+            HOSTILE in other.inner_text() and other.locator("img, script, a[href^=j]").count() == 0
+        )
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
         # the page's CSP stops even markup written into it as markup
         page.evaluate(f"() => {{ document.body.innerHTML += {json.dumps(HOSTILE)}; }}")
         page.wait_for_timeout(200)

@@ -125,11 +125,10 @@ def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path:
     ]
 
 
-def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> None:
-    """The trial's details are drawn by the page's script, in Chromium, when it is opened."""
-    chromium = require_chromium()
-    trials, blocks = lazy_trials(1, [{**shown(tmp_path), "unit": "c"}])
-    page = {
+def one_run_page(shown_trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The page model of one plain run holding ``shown_trials`` (as ``build_page`` makes it)."""
+    trials, blocks = lazy_trials(1, shown_trials)
+    return {
         "runs": [
             {
                 "runId": "r",
@@ -156,12 +155,18 @@ def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> N
         ],
         "summary": {"cases": 1, "passed": 0, "failed": 1, "notAssessed": 0},
         "states": ["passed", "failed", "not_assessed"],
-        "executionStates": ["completed"],
-        "gradingStates": ["completed"],
+        "executionStates": sorted({t["execution"] for t in trials}),
+        "gradingStates": sorted({t["grading"] for t in trials}),
         "cases": ["c"],
         "arms": [],
         "checks": ["verify", "verify/title"],
     }
+
+
+def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> None:
+    """The trial's details are drawn by the page's script, in Chromium, when it is opened."""
+    chromium = require_chromium()
+    page = one_run_page([{**shown(tmp_path), "unit": "c"}])
     html = render_page(page)
     assert "<b>Title</b>" not in html and "<nothing>" not in html
     page_file = tmp_path / "index.html"
@@ -237,3 +242,34 @@ def test_the_chart_draws_each_rate_and_its_interval_and_no_bar_for_unknown() -> 
         "unknown",
     )
     assert unknown["y"] > known["y"]
+
+
+def test_execution_and_grading_filters_and_a_deep_link_into_a_filtered_out_trial(
+    tmp_path: Path,
+) -> None:
+    chromium = require_chromium()
+    first = {**shown(tmp_path), "unit": "c"}
+    second = {**first, "anchor": "trial-r-d-1", "caseId": "d", "unit": "d"}
+    second.update(execution="failed", grading="not_run", task="not_assessed")
+    page_file = tmp_path / "index.html"
+    page_file.write_text(render_page(one_run_page([first, second])), encoding="utf-8")
+    with chromium_page(chromium) as browser:
+        browser.goto(page_file.as_uri())
+        count = browser.locator("#filter-count")
+        assert count.inner_text() == "2 of 2 trials shown"
+        browser.select_option("#filter-execution", "failed")
+        assert count.inner_text() == "1 of 2 trials shown"
+        assert browser.locator("#trial-r-d-1").is_visible()
+        browser.select_option("#filter-grading", "completed")  # no trial is both
+        assert count.inner_text() == "0 of 2 trials shown"
+        browser.select_option("#filter-execution", "")
+        assert count.inner_text() == "1 of 2 trials shown"
+        assert browser.locator("#trial-r-d-1").is_hidden()
+        assert browser.locator(".trial-body:not(.lazy)").count() == 0  # none drawn yet
+        # a deep link to the filtered-out trial of another case clears the filters, draws it
+        browser.goto(f"{page_file.as_uri()}#trial-r-d-1")
+        linked = browser.locator("#trial-r-d-1")
+        assert linked.evaluate("e => e.open") is True and linked.is_visible()
+        assert "execution failed" in linked.locator(".states").inner_text()
+        assert count.inner_text() == "2 of 2 trials shown"
+        assert browser.locator(".trial-body:not(.lazy)").count() == 1  # only the linked one
