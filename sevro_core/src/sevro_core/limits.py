@@ -237,3 +237,11 @@ trials were left out)."""
 MAX_GITHUB_SUMMARY_BYTES = 1 * MIB
 """GitHub's cap on one step's summary file: what ``--github-summary`` appends stays within it,
 counting what the step already wrote."""
+
+# Plots of a run (docs/plots.md)
+MAX_PLOT_BARS = 60
+"""Pass-rate bars one figure draws (case and arm pairs; the rest are counted in its caption)."""
+MAX_PLOT_POINTS = 200
+"""Points one arm's strip plot draws (evenly picked; range and median stay over all values)."""
+MAX_PLOT_LABEL_CHARS = 60
+"""Characters of one case id or arm name written in a figure (then ``…``)."""
