@@ -332,8 +332,8 @@ def distribution_svg(distribution: Distribution) -> str:
             f'fill="{_INK}" font-size="10">{_number(f * top)}</text>'
             for f in (0.0, 0.5, 1.0)
         )
-        + f'<text x="{x0 + _PLOT_WIDTH + 8}" y="{bottom + 14}" fill="{_INK}" font-size="10">'
-        f"{unit}</text>"
+        + f'<text x="{x0 - 12}" y="{bottom + 14}" text-anchor="end" fill="{_INK}" '
+        f'font-size="10">{unit}</text>'
     )
     notes.insert(0, "Dots: trials; line: range; tick: median.")
     body += _caption(bottom + 34, notes)
