@@ -124,3 +124,13 @@ def test_unknown_values_are_left_out_and_said_points_are_bounded() -> None:
     assert "cand: 2 trial(s)" in text and "50 more point(s) not drawn" in text
     (none,) = marks(root, "text", "unknown")
     assert none.get("data-arm") == "cand"
+
+
+def test_values_that_are_not_finite_are_unknown_and_negative_ones_stay_on_the_axis() -> None:
+    values: dict[str, list[float | None]] = {"base": [float("nan"), float("inf"), -10.0, 10.0]}
+    svg = distribution_svg(Distribution("drift", "ms", values))
+    assert "nan" not in svg and "inf" not in svg
+    root = parse(svg)
+    xs = sorted(float(p.get("cx", "")) for p in marks(root, "circle", "point"))
+    assert xs == [200.0, 560.0], "the axis runs from the lowest value to the highest"
+    assert "base: 2 trial(s) with unknown drift left out" in captions(root)

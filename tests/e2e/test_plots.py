@@ -133,8 +133,14 @@ def test_an_improving_candidate_fills_the_fail_to_pass_cell(project: SevroProjec
         assert float(drawn.get("width", "")) == pytest.approx(rate["rate"] * 360, abs=0.005)
         assert float(whisker.get("data-low", "")) == rate["interval"]["low"]
         assert float(whisker.get("data-high", "")) == rate["interval"]["high"]
-    arms = {p.get("data-arm") for p in marks(figures["durations"], "circle", "point")}
-    assert arms == {"baseline", "candidate"}
+    assert [(b.get("data-case"), b.get("data-arm")) for b in bars] == [
+        ("notes", "baseline"),
+        ("notes", "candidate"),
+    ]
+    patterns = {b.get("data-arm"): b.get("fill") for b in bars}
+    points = marks(figures["durations"], "circle", "point")
+    assert {p.get("data-arm"): p.get("fill") for p in points} == patterns, "one pattern per arm"
+    assert patterns["baseline"] != patterns["candidate"]
 
 
 def test_a_candidate_that_changes_nothing_leaves_the_fail_to_pass_cell_empty(

@@ -13,6 +13,7 @@ decided trial, usage a host did not report) are said so in a caption, never draw
 from __future__ import annotations
 
 import html
+import math
 import re
 import statistics as stats
 from collections.abc import Iterable, Mapping, Sequence
@@ -274,12 +275,17 @@ class Distribution:
 
 
 def distribution_svg(distribution: Distribution) -> str:
-    """A strip plot per arm with its range and median; unknown values are counted in the caption
-    and never drawn. At most ``MAX_PLOT_POINTS`` points per arm (evenly picked from the sorted
-    values, the range and median always over all of them)."""
+    """A strip plot per arm with its range and median; unknown values (None, or not finite) are
+    counted in the caption and never drawn. At most ``MAX_PLOT_POINTS`` points per arm (evenly
+    picked from the sorted values, the range and median always over all of them)."""
     arms = list(distribution.values)
-    known = {arm: sorted(v for v in distribution.values[arm] if v is not None) for arm in arms}
-    top = max((v[-1] for v in known.values() if v), default=0.0) or 1.0
+    known = {
+        arm: sorted(v for v in distribution.values[arm] if v is not None and math.isfinite(v))
+        for arm in arms
+    }
+    low = min(0.0, min((v[0] for v in known.values() if v), default=0.0))
+    top = max((v[-1] for v in known.values() if v), default=0.0)
+    scale = _PLOT_WIDTH / ((top - low) or 1.0)
     unit = text(distribution.unit)
     x0, row_height = _LABEL_WIDTH - 100, 40
     body: list[str] = []
@@ -301,12 +307,12 @@ def distribution_svg(distribution: Distribution) -> str:
             )
             continue
         median = stats.median(values)
-        scale = _PLOT_WIDTH / top
         body.append(
             f'<path class="range" data-arm="{text(arm)}" data-min="{values[0]!r}" '
             f'data-max="{values[-1]!r}" data-median="{median!r}" '
-            f'd="M{x0 + values[0] * scale:.2f},{y} H{x0 + values[-1] * scale:.2f} '
-            f'M{x0 + median * scale:.2f},{y - 9} v18" stroke="{_INK}" stroke-width="1.5"/>'
+            f'd="M{x0 + (values[0] - low) * scale:.2f},{y} '
+            f"H{x0 + (values[-1] - low) * scale:.2f} "
+            f'M{x0 + (median - low) * scale:.2f},{y - 9} v18" stroke="{_INK}" stroke-width="1.5"/>'
         )
         shown = _spread(values, MAX_PLOT_POINTS)
         if len(shown) < len(values):
@@ -316,7 +322,7 @@ def distribution_svg(distribution: Distribution) -> str:
             )
         body += [
             f'<circle class="point" data-arm="{text(arm)}" data-value="{value!r}" '
-            f'cx="{x0 + value * scale:.2f}" cy="{y}" r="4" fill="url(#arm{row})" '
+            f'cx="{x0 + (value - low) * scale:.2f}" cy="{y}" r="4" fill="url(#arm{row})" '
             f'stroke="{_INK}" stroke-width="0.5" fill-opacity="0.8"/>'
             for value in shown
         ]
@@ -329,7 +335,7 @@ def distribution_svg(distribution: Distribution) -> str:
         f'<path class="axis" d="M{x0},{bottom} H{x0 + _PLOT_WIDTH}" stroke="{_INK}"/>'
         + "".join(
             f'<text x="{x0 + f * _PLOT_WIDTH}" y="{bottom + 14}" text-anchor="middle" '
-            f'fill="{_INK}" font-size="10">{_number(f * top)}</text>'
+            f'fill="{_INK}" font-size="10">{_number(low + f * (top - low))}</text>'
             for f in (0.0, 0.5, 1.0)
         )
         + f'<text x="{x0 - 12}" y="{bottom + 14}" text-anchor="end" fill="{_INK}" '
@@ -355,23 +361,26 @@ def _spread(values: Sequence[float], limit: int) -> list[float]:
 
 
 def rate_bars(statistics: Mapping[str, Any]) -> list[RateBar]:
-    """The bars of a ``sevro.experiment-statistics.v1`` document, arm by arm, case by case."""
+    """The bars of a ``sevro.experiment-statistics.v1`` document, case by case with the arms
+    side by side (in the document's arm order, so each arm keeps its pattern in every figure)."""
+    rows = [(arm["id"], case) for arm in statistics["arms"] for case in arm["cases"]]
+    order = {case_id: index for index, case_id in enumerate(statistics["cases"])}
+    rows.sort(key=lambda row: order.get(row[1]["caseId"], len(order)))
     bars = []
-    for arm in statistics["arms"]:
-        for case in arm["cases"]:
-            rate = case["passRate"]
-            interval = rate["interval"] or {}
-            bars.append(
-                RateBar(
-                    case_id=case["caseId"],
-                    arm=arm["id"],
-                    passes=rate["passes"],
-                    decided=rate["decided"],
-                    rate=rate["rate"],
-                    low=interval.get("low"),
-                    high=interval.get("high"),
-                )
+    for arm_id, case in rows:
+        rate = case["passRate"]
+        interval = rate["interval"] or {}
+        bars.append(
+            RateBar(
+                case_id=case["caseId"],
+                arm=arm_id,
+                passes=rate["passes"],
+                decided=rate["decided"],
+                rate=rate["rate"],
+                low=interval.get("low"),
+                high=interval.get("high"),
             )
+        )
     return bars
 
 
@@ -430,18 +439,22 @@ MEASURES: Final = (
 """(figure key, title, unit, attribute of the reduced trial)."""
 
 
-def distributions(trials: Iterable[Mapping[str, Any]], plain: bool) -> dict[str, Distribution]:
+def distributions(
+    trials: Iterable[Mapping[str, Any]], arms: Sequence[str] = ()
+) -> dict[str, Distribution]:
     """Durations and token counts per arm from trial evidence documents; usage counts only
-    when the host reported it complete (``arm_trial``'s rule, as the statistics read it)."""
+    when the host reported it complete (``arm_trial``'s rule, as the statistics read it).
+    ``arms`` is an experiment's arm order (each arm keeps its pattern in every figure); without
+    arms the trials are a plain run's, labelled ``PLAIN_ARM``."""
     from sevro_core.experiments.comparison import arm_trial
 
-    reduced = [arm_trial(doc, PLAIN_ARM if plain else None) for doc in trials]
-    arms = list(dict.fromkeys(t.arm for t in reduced))
+    reduced = [arm_trial(doc, None if arms else PLAIN_ARM) for doc in trials]
+    named = list(dict.fromkeys([*arms, *(t.arm for t in reduced)]))
     return {
         key: Distribution(
             title=title,
             unit=unit,
-            values={arm: [getattr(t, attr) for t in reduced if t.arm == arm] for arm in arms},
+            values={arm: [getattr(t, attr) for t in reduced if t.arm == arm] for arm in named},
         )
         for key, title, unit, attr in MEASURES
     }
@@ -464,6 +477,7 @@ def figures_for_run(run_dir: Path) -> dict[str, str]:
             figures[key] = transitions_svg(counts)
     else:
         figures["passRates"] = pass_rate_svg(plain_rate_bars(result, trials))
-    for key, distribution in distributions(trials.values(), not run.get("arms")).items():
+    arms = [arm["id"] for arm in run.get("arms") or ()]
+    for key, distribution in distributions(trials.values(), arms).items():
         figures[key] = distribution_svg(distribution)
     return figures
