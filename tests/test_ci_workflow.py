@@ -18,10 +18,6 @@ from sevro_core.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "ci" / "github-workflow.yml"
-PENDING_COMMANDS = {"view": {"--out"}}
-"""Commands the workflow uses that another branch of issue 18 is adding (``sevro view``): only
-these flags may be used until it lands; once ``view`` exists its real flags are checked and this
-entry no longer matters (remove it then)."""
 
 
 def workflow() -> dict[str, Any]:
@@ -59,9 +55,7 @@ def unknown_flags(words: list[str]) -> list[str]:
     """The flags of one ``sevro COMMAND ...`` call that COMMAND does not take."""
     command = words[1]
     known = flags_of(command)
-    if known is None:
-        assert command in PENDING_COMMANDS, f"sevro {command} does not exist"
-        known = PENDING_COMMANDS[command]
+    assert known is not None, f"sevro {command} does not exist"
     return [
         w.split("=")[0] for w in words[2:] if w.startswith("-") and w.split("=")[0] not in known
     ]

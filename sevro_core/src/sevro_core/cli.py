@@ -761,6 +761,47 @@ def report(
             raise typer.Exit(1)
 
 
+@app.command()
+def view(
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(help="Run directories (each holding run.json).", show_default=False),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write index.html into.")] = Path(
+        "sevro-view"
+    ),
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Serve --out on 127.0.0.1 until Ctrl-C.")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Port for --serve (0: a free one).", min=0, max=65535)
+    ] = 0,
+) -> None:
+    """Write a self-contained HTML report of runs: cases, trials, experiments (docs/viewer.md).
+
+    Every input is verified as `sevro report` verifies it; nothing on the page loads from the
+    network, and agent output, file names and diffs are shown escaped.
+    """
+    from sevro_core.errors import InvocationError
+
+    try:
+        from sevro_core.reporting.viewer.page import build_page
+        from sevro_core.reporting.viewer.render import render_page, write_page
+
+        written = write_page(render_page(build_page(inputs)), out.expanduser())
+    except InvocationError as exc:
+        _fail(exc, as_json=False)
+    sys.stdout.write(f"{written}\n")
+    if serve:
+        from sevro_core.reporting.viewer.serve import serve as serve_page
+
+        def ready(url: str) -> None:
+            sys.stdout.write(f"serving {url} (Ctrl-C stops)\n")
+            sys.stdout.flush()
+
+        serve_page(written.parent, port, ready)
+
+
 @app.command(cls=_HostSettingsCommand)
 def doctor(
     host: Annotated[

@@ -238,6 +238,14 @@ MAX_GITHUB_SUMMARY_BYTES = 1 * MIB
 """GitHub's cap on one step's summary file: what ``--github-summary`` appends stays within it,
 counting what the step already wrote."""
 
+# The static HTML viewer (docs/viewer.md)
+MAX_VIEWER_TEXT_CHARS = 64 * KIB
+"""Characters of one final message, command or tool call shown (beyond: cut, marked)."""
+MAX_VIEWER_DIFF_BYTES = 1 * MIB
+"""Bytes of one trial's diff artifact rendered (beyond: cut, marked)."""
+MAX_VIEWER_TRIALS = 20_000
+"""Trials in one viewer page, all runs together (beyond: refused, exit 64)."""
+
 # Plots of a run (docs/plots.md)
 MAX_PLOT_BARS = 60
 """Pass-rate bars one figure draws (case and arm pairs; the rest are counted in its caption)."""

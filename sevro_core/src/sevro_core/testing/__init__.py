@@ -81,6 +81,31 @@ def require_sandbox() -> str:
     return require_tool("sandbox-exec" if sys.platform == "darwin" else "bwrap")
 
 
+CHROMIUM = "/usr/bin/chromium"
+"""The browser the viewer's browser tests drive (Debian's Chromium; scripts/setup installs it)."""
+
+
+def require_chromium() -> str:
+    """Chromium and Playwright for the viewer's browser tests; skip when missing locally, fail
+    when ``CI=true``."""
+    import importlib.util
+
+    missing = [
+        what
+        for what, present in (
+            (f"Chromium ({CHROMIUM})", Path(CHROMIUM).is_file()),
+            ("Playwright for Python", importlib.util.find_spec("playwright") is not None),
+        )
+        if not present
+    ]
+    if missing:
+        message = f"{' and '.join(missing)} not installed"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI must install it (scripts/setup)")
+        pytest.skip(message)
+    return CHROMIUM
+
+
 @frozen
 class SevroProject:
     """A temporary project directory with its own results root."""

@@ -1,0 +1,237 @@
+"""`sevro view` on real scripted-host runs: what the page shows, that hostile text stays text,
+that bad input is one line and exit 64, and `--serve` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from sevro_core.reporting.viewer.render import content_security_policy
+from sevro_core.testing import run_in_process
+from tests.viewer.conftest import HOSTILE, HOSTILE_FILE, LINK
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text of each <script> element."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def view(tmp_path: Path, *runs: Path) -> str:
+    out = tmp_path / "view"
+    done = run_in_process(["view", *map(str, runs), "--out", str(out)])
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == str(out / "index.html")
+    return (out / "index.html").read_text(encoding="utf-8")
+
+
+def elements(html: str) -> Elements:
+    parsed = Elements()
+    parsed.feed(html)
+    return parsed
+
+
+def test_a_plain_run_shows_cases_trials_checks_messages_commands_and_the_diff(
+    hostile_run: Path, tmp_path: Path
+) -> None:
+    html = view(tmp_path, hostile_run)
+    run = json.loads((hostile_run / "run.json").read_text())
+    assert f"Run <code>{run['runId']}</code>" in html
+    # per case: pass counts over decided trials with the Wilson interval
+    assert '<td>plain</td><td class="s-passed">passed</td><td>2 / 2 (2)</td><td>100%</td>' in html
+    assert '<td>hostile</td><td class="s-failed">failed</td><td>0 / 2 (2)</td><td>0%</td>' in html
+    assert "[34%, 100%]" in html and "[0%, 66%]" in html
+    trial = f"trial-{run['runId'][:8]}-hostile-1"
+    assert f'id="{trial}" data-state="failed" data-case="hostile"' in html
+    assert 'data-check="has-highlights" data-check-status="failed"' in html
+    assert "check has-highlights (sevro.shell) failed" in html  # the reason, as report --details
+    assert "echo listing; ls" in html  # the command, in order
+    assert '<span class="d-add">+' in html and "sevro.git.diff" in html
+    assert "cases/hostile/trial-1.json" in html and "trial-1-raw.txt" in html
+
+
+def test_hostile_text_is_escaped_everywhere_and_nothing_but_the_viewer_script_runs(
+    hostile_run: Path, tmp_path: Path
+) -> None:
+    html = view(tmp_path, hostile_run)
+    parsed = elements(html)
+    # negative control: the planted markup would be elements if it were not escaped
+    planted = elements(f"<pre>{HOSTILE} {LINK}</pre>")
+    assert {t for t, _ in planted.tags} >= {"script", "img", "a"}
+    assert [t for t, _ in parsed.tags if t == "img"] == []
+    assert len(parsed.scripts) == 1 and "__pwned" not in parsed.scripts[0]
+    handlers = [(t, a) for t, attrs in parsed.tags for a in attrs if a.startswith("on")]
+    assert handlers == []
+    hrefs = [attrs["href"] for t, attrs in parsed.tags if t == "a"]
+    assert hrefs and all(h is not None and h.startswith("#") for h in hrefs)
+    escaped = "&lt;script&gt;window.__pwned=1&lt;/script&gt;"
+    assert f"done {escaped}" in html  # the final message
+    assert "&lt;img src=x onerror=alert(1)&gt;.md" in html  # the file name
+    assert f'<span class="d-add">+{escaped}' in html  # the diff
+    assert "javascript:" not in "".join(str(a) for _, attrs in parsed.tags for a in attrs.values())
+    assert HOSTILE_FILE not in html
+
+
+def test_the_page_allows_only_its_own_script_and_style_by_hash(
+    hostile_run: Path, tmp_path: Path
+) -> None:
+    html = view(tmp_path, hostile_run)
+    (meta,) = [a for t, a in elements(html).tags if t == "meta" and a.get("http-equiv")]
+    policy = meta["content"]
+    assert policy is not None and policy.startswith("default-src 'none'; script-src 'sha256-")
+    assert "img-src data:" in policy and "unsafe-inline" not in policy
+    script = elements(html).scripts[0]
+    assert content_security_policy(script, "x").split("; ")[1] == policy.split("; ")[1]
+    # negative control: a changed script has another hash
+    assert content_security_policy(script + " ", "x") != content_security_policy(script, "x")
+
+
+def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
+    experiment_run: Path, tmp_path: Path
+) -> None:
+    html = view(tmp_path, experiment_run)
+    assert "candidate improved on baseline" in html or "baseline" in html
+    assert '<p class="verdict">' in html
+    assert "<td>notes</td><td>0%</td><td>100%</td>" in html  # control, treatment rates
+    assert "<td>candidate</td><td>3</td><td>3 / 3</td><td>100%</td>" in html
+    assert "<td>baseline</td><td>3</td><td>0 / 3</td><td>0%</td>" in html
+    assert html.count('class="pair-link"') == 3
+    chart = html.split('<svg class="chart"', 1)[1].split("</svg>", 1)[0]
+    assert '<rect x="240" y="4" width="0.0"' in chart  # the baseline: 0 of 3
+    assert '<rect x="240" y="26" width="400.0"' in chart  # the candidate: 3 of 3
+    assert chart.count('class="whisker"') == 2
+    pair = html.split('<details class="pair" id="pair-1-1">', 1)[1].split("</details>", 1)[0]
+    sides = pair.split('class="pair-side"')[1:]
+    assert [s.split('data-side="', 1)[1].split('"', 1)[0] for s in sides] == [
+        "baseline",
+        "candidate",
+    ]
+    assert "task failed" in sides[0] and "task passed" in sides[1]
+    assert "read: notes" in sides[1] and "read: none" in sides[0]
+    assert "reads by turn: notes (turn 1 #1: read); notes (turn 1 #2: partial)" in sides[1]
+
+
+def test_several_runs_on_one_page(hostile_run: Path, experiment_run: Path, tmp_path: Path) -> None:
+    html = view(tmp_path, hostile_run, experiment_run)
+    assert html.count('<section class="run"') == 2
+    assert '<option value="candidate">' in html and '<option value="hostile">' in html
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda run, tmp: tmp, "is not a run directory"),
+        (lambda run, tmp: tmp / "missing", "is not a run directory"),
+    ],
+)
+def test_an_input_that_is_not_a_run_directory_is_one_line_and_exit_64(
+    hostile_run: Path, tmp_path: Path, make: object, message: str
+) -> None:
+    assert callable(make)
+    done = run_in_process(["view", str(make(hostile_run, tmp_path)), "--out", str(tmp_path / "o")])
+    assert done.exit_code == 64
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_changed_trial_file_is_refused(hostile_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(hostile_run, copy)
+    trial = copy / "cases" / "plain" / "trial-1.json"
+    trial.write_text(trial.read_text() + " ")
+    done = run_in_process(["view", str(copy), "--out", str(tmp_path / "o")])
+    assert done.exit_code == 64, done.stderr
+    assert "digest" in done.stderr and "Traceback" not in done.stderr
+    # positive control: the untouched copy is viewed
+    shutil.copy(hostile_run / "cases" / "plain" / "trial-1.json", trial)
+    assert run_in_process(["view", str(copy), "--out", str(tmp_path / "o")]).exit_code == 0
+
+
+def test_serve_serves_the_page_on_localhost_until_interrupted(
+    hostile_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "served"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sevro_core",
+            "view",
+            str(hostile_run),
+            "--out",
+            str(out),
+            "--serve",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == str(out / "index.html")
+        line = process.stdout.readline()
+        assert line.startswith("serving http://127.0.0.1:"), line
+        url = line.split()[1]
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert "sevro view" in response.read().decode()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)
+    # Ctrl-C ends it as it ends every sevro command: one line, exit 130
+    assert process.returncode == 130
+    assert process.stderr is not None and "interrupted" in process.stderr.read()
+
+
+def test_a_judged_run_shows_each_judge_reply_beside_the_check_it_decided(
+    tmp_path: Path,
+) -> None:
+    """skill-creator's evals with the scripted semantic judge: every expectation a judge call."""
+    from sevro_core.testing import require_sandbox
+
+    require_sandbox()
+    root = Path(__file__).resolve().parents[2]
+    example = root / "examples" / "skill-creator-evals"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "sevro_core", "run", str(example / "changelog"),
+            "--host-config", str(example / "host.json"), "--semantic-host", "scripted",
+            "--semantic-host-config", str(example / "judge.json"), "--trials", "1",
+            "--results-root", str(tmp_path / "results"), "--json",
+        ],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    run = Path(json.loads(done.stdout)["evidencePath"]).parent
+    html = view(tmp_path, run)
+    assert "<h4>Judges</h4>" in html and "<td>semantic</td>" in html
+    assert html.count('<pre class="judge-reply">') >= 2
+    assert "&#34;verdict&#34;:&#34;pass&#34;,&#34;reason&#34;:&#34;It says Unreleased" in html
+    assert 'data-check="expectation-1"' in html
