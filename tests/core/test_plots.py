@@ -50,7 +50,9 @@ def test_bars_are_as_wide_as_their_rates_and_whiskers_span_the_interval() -> Non
     assert (first.get("data-low"), first.get("data-high")) == ("0.1", "0.9")
     assert first.get("d", "").startswith("M336.00,")  # 300 + 0.1 * 360
     fills = {r.get("fill") for r in marks(root, "rect", "bar")}
-    assert fills == {"url(#arm0)", "url(#arm1)"}, "each arm its own pattern"
+    assert fills == {"url(#sevro-pass-rates-arm0)", "url(#sevro-pass-rates-arm1)"}
+    patterns = {p.get("id") for p in root.iter(f"{NS}pattern")}
+    assert patterns == {"sevro-pass-rates-arm0", "sevro-pass-rates-arm1"}, "each arm its own"
 
 
 def test_an_unknown_rate_is_written_never_drawn_as_zero() -> None:
@@ -134,3 +136,13 @@ def test_values_that_are_not_finite_are_unknown_and_negative_ones_stay_on_the_ax
     xs = sorted(float(p.get("cx", "")) for p in marks(root, "circle", "point"))
     assert xs == [200.0, 560.0], "the axis runs from the lowest value to the highest"
     assert "base: 2 trial(s) with unknown drift left out" in captions(root)
+
+
+def test_each_figure_prefixes_its_ids_so_a_page_can_inline_several() -> None:
+    values: dict[str, list[float | None]] = {"base": [1.0]}
+    one = parse(distribution_svg(Distribution("duration", "ms", values), ids='run "1"<'))
+    two = parse(distribution_svg(Distribution("input tokens", "tokens", values)))
+    ids = [{p.get("id") for p in root.iter(f"{NS}pattern")} for root in (one, two)]
+    assert ids == [{"run--1---arm0"}, {"sevro-input-tokens-arm0"}]
+    (point,) = marks(one, "circle", "point")
+    assert point.get("fill") == "url(#run--1---arm0)"

@@ -69,7 +69,13 @@ def _svg(title: str, height: int, body: Iterable[str], *, defs: str = "") -> str
     )
 
 
-def _pattern_defs(count: int) -> str:
+def _id_prefix(ids: str) -> str:
+    """Element ids are global to an HTML page that inlines several figures: each figure's
+    patterns get their own prefix, made of characters an id and a ``url(#...)`` may hold."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", ids)[:MAX_PLOT_LABEL_CHARS] or "sevro"
+
+
+def _pattern_defs(count: int, ids: str) -> str:
     """One fill per arm: a colour and a pattern, so print and colour-blind readers tell arms
     apart (the arm is also written next to every mark)."""
     parts = []
@@ -83,7 +89,7 @@ def _pattern_defs(count: int) -> str:
             "cross": '<path d="M0,4 H8 M4,0 V8" stroke="#ffffff" stroke-width="1.5"/>',
         }[kind]
         parts.append(
-            f'<pattern id="arm{index}" width="8" height="8" patternUnits="userSpaceOnUse">'
+            f'<pattern id="{ids}-arm{index}" width="8" height="8" patternUnits="userSpaceOnUse">'
             f'<rect width="8" height="8" fill="{colour}"/>{marks}</pattern>'
         )
     return "<defs>" + "".join(parts) + "</defs>"
@@ -119,9 +125,11 @@ def _arm_index(arms: list[str | None], arm: str | None) -> int:
     return arms.index(arm)
 
 
-def pass_rate_svg(bars: Sequence[RateBar]) -> str:
+def pass_rate_svg(bars: Sequence[RateBar], *, ids: str = "sevro-pass-rates") -> str:
     """Horizontal bars of the pass rate per case and arm with their 95 % Wilson interval as a
-    whisker; at most ``MAX_PLOT_BARS`` bars, the rest counted in the caption."""
+    whisker; at most ``MAX_PLOT_BARS`` bars, the rest counted in the caption. ``ids`` prefixes
+    the figure's element ids (unique per figure on one page)."""
+    ids = _id_prefix(ids)
     drawn, rest = bars[:MAX_PLOT_BARS], len(bars) - MAX_PLOT_BARS
     arms: list[str | None] = []
     body: list[str] = []
@@ -154,7 +162,8 @@ def pass_rate_svg(bars: Sequence[RateBar]) -> str:
             )
         body.append(
             f'<rect class="bar" {attributes} data-rate="{bar.rate!r}" x="{x0}" y="{y + 3}" '
-            f'width="{bar.rate * _PLOT_WIDTH:.2f}" height="{_ROW - 8}" fill="url(#arm{index})" '
+            f'width="{bar.rate * _PLOT_WIDTH:.2f}" height="{_ROW - 8}" '
+            f'fill="url(#{ids}-arm{index})" '
             f'stroke="{_INK}" stroke-width="0.5"><title>{label}: {value}</title></rect>'
         )
         body.append(whisker)
@@ -178,7 +187,7 @@ def pass_rate_svg(bars: Sequence[RateBar]) -> str:
         notes.append(f"… and {rest} more bar(s) not drawn (all of them: sevro report).")
     body += _caption(bottom + 34, notes)
     height = bottom + 34 + 16 * len(notes)
-    return _svg("Pass rate per case and arm", height, body, defs=_pattern_defs(len(arms)))
+    return _svg("Pass rate per case and arm", height, body, defs=_pattern_defs(len(arms), ids))
 
 
 # ---- transitions -------------------------------------------------------------------------------
@@ -274,10 +283,12 @@ class Distribution:
     values: Mapping[str, Sequence[float | None]]
 
 
-def distribution_svg(distribution: Distribution) -> str:
+def distribution_svg(distribution: Distribution, *, ids: str = "") -> str:
     """A strip plot per arm with its range and median; unknown values (None, or not finite) are
     counted in the caption and never drawn. At most ``MAX_PLOT_POINTS`` points per arm (evenly
-    picked from the sorted values, the range and median always over all of them)."""
+    picked from the sorted values, the range and median always over all of them). ``ids``
+    prefixes the figure's element ids (by default from its title)."""
+    ids = _id_prefix(ids or f"sevro-{distribution.title}")
     arms = list(distribution.values)
     known = {
         arm: sorted(v for v in distribution.values[arm] if v is not None and math.isfinite(v))
@@ -322,7 +333,7 @@ def distribution_svg(distribution: Distribution) -> str:
             )
         body += [
             f'<circle class="point" data-arm="{text(arm)}" data-value="{value!r}" '
-            f'cx="{x0 + (value - low) * scale:.2f}" cy="{y}" r="4" fill="url(#arm{row})" '
+            f'cx="{x0 + (value - low) * scale:.2f}" cy="{y}" r="4" fill="url(#{ids}-arm{row})" '
             f'stroke="{_INK}" stroke-width="0.5" fill-opacity="0.8"/>'
             for value in shown
         ]
@@ -344,7 +355,7 @@ def distribution_svg(distribution: Distribution) -> str:
     notes.insert(0, "Dots: trials; line: range; tick: median.")
     body += _caption(bottom + 34, notes)
     title = f"{text(distribution.title)} per arm"
-    return _svg(title, bottom + 34 + 16 * len(notes), body, defs=_pattern_defs(len(arms)))
+    return _svg(title, bottom + 34 + 16 * len(notes), body, defs=_pattern_defs(len(arms), ids))
 
 
 def _spread(values: Sequence[float], limit: int) -> list[float]:
@@ -460,10 +471,11 @@ def distributions(
     }
 
 
-def figures_for_run(run_dir: Path) -> dict[str, str]:
+def figures_for_run(run_dir: Path, ids: str = "sevro") -> dict[str, str]:
     """Every figure of a run directory, verified as ``sevro report`` verifies it: ``passRates``,
     ``transitions:<control>..<treatment>`` per comparison of an experiment, ``durations``,
-    ``inputTokens`` and ``outputTokens``. Raises ``InvocationError`` on a run it refuses."""
+    ``inputTokens`` and ``outputTokens``. Element ids start with ``ids`` (give each run its
+    own when one page shows several runs). Raises ``InvocationError`` on a run it refuses."""
     from sevro_core.reporting.comparing import run_statistics
     from sevro_core.reporting.report import verified_run
 
@@ -471,13 +483,15 @@ def figures_for_run(run_dir: Path) -> dict[str, str]:
     figures: dict[str, str] = {}
     if run.get("arms"):
         statistics = run_statistics(run, result, trials.values(), run_dir)
-        figures["passRates"] = pass_rate_svg(rate_bars(statistics))
+        figures["passRates"] = pass_rate_svg(rate_bars(statistics), ids=f"{ids}-passRates")
         for counts in transition_counts(statistics):
             key = f"transitions:{counts.control}..{counts.treatment}"
             figures[key] = transitions_svg(counts)
     else:
-        figures["passRates"] = pass_rate_svg(plain_rate_bars(result, trials))
+        figures["passRates"] = pass_rate_svg(
+            plain_rate_bars(result, trials), ids=f"{ids}-passRates"
+        )
     arms = [arm["id"] for arm in run.get("arms") or ()]
     for key, distribution in distributions(trials.values(), arms).items():
-        figures[key] = distribution_svg(distribution)
+        figures[key] = distribution_svg(distribution, ids=f"{ids}-{key}")
     return figures
