@@ -44,7 +44,7 @@ def test_the_configuration_schema_ships_in_the_package() -> None:
     Draft202012Validator.check_schema(schema)
     assert schema["$id"] == "urn:sevro:schema:semantic.v1"
     assert schema["type"] == "object" and schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"proposition", "artifactPath"}
+    assert set(schema["properties"]) == {"proposition", "artifactPath", "reference"}
     assert all("description" in prop for prop in schema["properties"].values())
     described = schema["properties"]["proposition"]["description"]
     assert f"at most {limits.MAX_SEMANTIC_PROPOSITION_BYTES} bytes" in described

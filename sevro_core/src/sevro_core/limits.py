@@ -245,3 +245,11 @@ MAX_VIEWER_DIFF_BYTES = 1 * MIB
 """Bytes of one trial's diff artifact rendered (beyond: cut, marked)."""
 MAX_VIEWER_TRIALS = 20_000
 """Trials in one viewer page, all runs together (beyond: refused, exit 64)."""
+
+# Plots of a run (docs/plots.md)
+MAX_PLOT_BARS = 60
+"""Pass-rate bars one figure draws (case and arm pairs; the rest are counted in its caption)."""
+MAX_PLOT_POINTS = 200
+"""Points one arm's strip plot draws (evenly picked; range and median stay over all values)."""
+MAX_PLOT_LABEL_CHARS = 60
+"""Characters of one case id or arm name written in a figure (then ``…``)."""

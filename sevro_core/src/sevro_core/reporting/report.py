@@ -505,6 +505,17 @@ def build_report(
         return _build_report(inputs, details=details, compare=compare, on_note=on_note)
 
 
+def verified_run(
+    run_dir: Path,
+) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[tuple[str, int], Mapping[str, Any]]]:
+    """A run directory's result, run evidence and trial documents (keyed by unit and trial),
+    verified as a report verifies them: what a figure or a view of one run may draw from."""
+    result, run, located = _input(run_dir.expanduser().resolve())
+    if run is None or located is None:
+        raise InvocationError(f"{run_dir} is not a run directory with evidence")
+    return result, run, _trials(run, located)
+
+
 @frozen
 class _VerifiedRun:
     source: Path
