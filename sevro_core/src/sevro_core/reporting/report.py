@@ -177,8 +177,17 @@ def _trial_document(path: str, recorded: str | None) -> tuple[dict[str, Any], bo
     return document, False
 
 
+TrialProjection = Callable[[Path, Mapping[str, Any], Mapping[str, Any]], Any]
+"""What a caller wants of each verified trial (its run directory, run.json's reference, the
+full trial document), computed where the trial was read: a worker process when there are many."""
+
+
 def _check_trial(
-    files: _RunFiles, run: Mapping[str, Any], ref: Mapping[str, Any], path: str
+    files: _RunFiles,
+    run: Mapping[str, Any],
+    ref: Mapping[str, Any],
+    path: str,
+    project: TrialProjection | None = None,
 ) -> dict[str, Any]:
     document, proven = _trial_document(path, ref.get("sha256"))
     try:
@@ -207,12 +216,19 @@ def _check_trial(
         raise InvocationError("trial evidence is malformed", source=path) from None
     reduced = {key: evidence.get(key) for key in _REPORTED_EVIDENCE}
     reduced["observations"] = skills
-    return {
+    checked = {
         "caseId": document["caseId"],
         "trial": document["trial"],
         "arm": document.get("arm"),
         "evidence": reduced,
     }
+    if project is not None:
+        checked[_PROJECTED] = project(files.run_dir, ref, document)
+    return checked
+
+
+_PROJECTED = "projected"
+"""The key a trial's projection travels under from the worker; taken off before reporting."""
 
 
 _REPORTED_EVIDENCE = (
@@ -246,7 +262,14 @@ def _summable(evidence: Mapping[str, Any]) -> bool:
     )
 
 
-def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def _trials(
+    run: Mapping[str, Any],
+    run_dir: Path,
+    project: TrialProjection | None = None,
+    projected: list[Any] | None = None,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The verified trials by (unit, trial); with ``project`` each trial's projection is added
+    to ``projected`` in run.json's order (the trials that have a file)."""
     files = _RunFiles(run_dir)
     run_json = str(run_dir / "run.json")
     refs = [ref for ref in run["trials"] if ref["path"] is not None]
@@ -254,10 +277,13 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
     workers = _verification_processes(len(refs))
     if workers <= 1:
         checked = [
-            _check_trial(files, run, ref, path) for ref, path in zip(refs, paths, strict=True)
+            _check_trial(files, run, ref, path, project)
+            for ref, path in zip(refs, paths, strict=True)
         ]
     else:
-        checked = _check_in_processes(workers, (files, run, refs, paths))
+        checked = _check_in_processes(workers, (files, run, refs, paths, project))
+    if projected is not None:
+        projected.extend(doc.pop(_PROJECTED, None) for doc in checked)
     return {
         (unit_key(ref["caseId"], ref.get("arm")), ref["trial"]): doc
         for ref, doc in zip(refs, checked, strict=True)
@@ -266,7 +292,8 @@ def _trials(run: Mapping[str, Any], run_dir: Path) -> dict[tuple[str, int], dict
 
 _PARALLEL_FROM_TRIALS = 256
 _MAX_VERIFICATION_PROCESSES = 4
-_shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]] | None = None
+_Shared = tuple[_RunFiles, Mapping[str, Any], list[Any], list[str], TrialProjection | None]
+_shared: _Shared | None = None
 """The run being verified, inherited by forked workers instead of being pickled to them."""
 
 
@@ -278,9 +305,7 @@ def _verification_processes(trials: int) -> int:
     return min(len(os.sched_getaffinity(0)), _MAX_VERIFICATION_PROCESSES)
 
 
-def _check_in_processes(
-    workers: int, shared: tuple[_RunFiles, Mapping[str, Any], list[Any], list[str]]
-) -> list[dict[str, Any]]:
+def _check_in_processes(workers: int, shared: _Shared) -> list[dict[str, Any]]:
     """Contiguous slices in order: the first bad trial of the first bad slice is the one a
     sequential check would name."""
     import multiprocessing
@@ -319,9 +344,9 @@ def _check_slice(
 ) -> list[dict[str, Any]] | tuple[str, str | None, str | None]:
     """A slice's reduced trials, or its first refusal as (message, source, pointer)."""
     assert _shared is not None
-    files, run, refs, paths = _shared
+    files, run, refs, paths, project = _shared
     try:
-        return [_check_trial(files, run, refs[i], paths[i]) for i in range(*bounds)]
+        return [_check_trial(files, run, refs[i], paths[i], project) for i in range(*bounds)]
     except InvocationError as exc:
         return (exc.message, exc.source, exc.pointer)
 
@@ -505,6 +530,26 @@ def build_report(
         return _build_report(inputs, details=details, compare=compare, on_note=on_note)
 
 
+def build_report_projected(
+    inputs: Sequence[Path], project: TrialProjection, *, details: bool = False
+) -> tuple[dict[str, Any], dict[Path, list[Any]]]:
+    """``build_report`` plus ``project`` applied to each trial where it was verified (one read
+    of each file): the projections per run directory, in run.json's order of trials with a file.
+    """
+    if not inputs:
+        raise InvocationError("no input given; pass result files or run directories")
+    projected: dict[Path, list[Any]] = {}
+    with _no_cyclic_gc():
+        document = _build_report(
+            inputs,
+            details=details,
+            compare=False,
+            on_note=lambda _: None,
+            projection=(project, projected),
+        )
+    return document, projected
+
+
 def verified_run(
     run_dir: Path,
 ) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[tuple[str, int], Mapping[str, Any]]]:
@@ -594,7 +639,12 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 
 def _build_report(
-    inputs: Sequence[Path], *, details: bool, compare: bool, on_note: Callable[[str], object]
+    inputs: Sequence[Path],
+    *,
+    details: bool,
+    compare: bool,
+    on_note: Callable[[str], object],
+    projection: tuple[TrialProjection, dict[Path, list[Any]]] | None = None,
 ) -> dict[str, Any]:
     resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
     if len(set(resolved)) != len(resolved):
@@ -617,7 +667,11 @@ def _build_report(
         )
         if run is None or run_dir is None:
             continue
-        trials = _trials(run, run_dir)
+        if projection is None:
+            trials = _trials(run, run_dir)
+        else:
+            found = projection[1].setdefault(run_dir, [])
+            trials = _trials(run, run_dir, projection[0], found)
         verified.append(_VerifiedRun(path, result, run, trials, run_dir))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)

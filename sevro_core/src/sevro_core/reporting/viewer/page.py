@@ -1,5 +1,5 @@
-"""The viewer's page model: runs verified by ``sevro report``'s checks, then each trial read in
-full, case rows with Wilson intervals and experiments with their pairs side by side."""
+"""The viewer's page model: runs verified by ``sevro report``'s checks, each trial's view built
+where that check read it, case rows with Wilson intervals and experiments' pairs side by side."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import MAX_RESULT_FILE_BYTES, MAX_VIEWER_TRIALS
 from sevro_core.models import unit_key
 from sevro_core.reporting.viewer.chart import pass_rate_chart
-from sevro_core.reporting.viewer.trials import check_ids, read_trial, trial_view, visible
+from sevro_core.reporting.viewer.trials import check_ids, confined_dir, trial_view, visible
 
 _UNSAFE_ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
 _SUMMARY = ("anchor", "caseId", "arm", "trial", "execution", "grading", "task", "unit")
@@ -153,20 +153,28 @@ def _pairs(
     return shown
 
 
+def _project(run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]) -> Any:
+    """One trial's view, built in the report's worker that verified the file (anchor later)."""
+    shown = trial_view(run_dir, ref, document, "")
+    shown["unit"] = unit_key(ref["caseId"], ref.get("arm"))
+    return shown
+
+
 def _run_view(
-    run_dir: Path, report: Mapping[str, Any], taken: set[str], budget: list[int], index: int
+    run_dir: Path,
+    report: Mapping[str, Any],
+    views: Sequence[dict[str, Any]],
+    taken: set[str],
+    index: int,
 ) -> dict[str, Any]:
     run = read_json_file(run_dir / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
     run_id = run["runId"]
+    refs = [ref for ref in run["trials"] if ref.get("path") is not None]
+    if len(refs) != len(views):
+        raise InvocationError(f"{run_dir} changed while it was being viewed")
     trials = []
-    for ref in run["trials"]:
-        if ref.get("path") is None:
-            continue
-        budget[0] += 1
-        if budget[0] > MAX_VIEWER_TRIALS:
-            raise InvocationError(f"more than {MAX_VIEWER_TRIALS} trials to view; view fewer runs")
-        shown = trial_view(run_dir, ref, read_trial(run_dir, ref), _anchor(run_id, ref, taken))
-        shown["unit"] = unit_key(ref["caseId"], ref.get("arm"))
+    for ref, shown in zip(refs, views, strict=True):
+        shown["anchor"] = _anchor(run_id, ref, taken)
         trials.append(shown)
     anchors = {(t["unit"], t["trial"]): t["anchor"] for t in trials}
     rows = [r for r in report["rows"] if r["runId"] == run_id]
@@ -195,15 +203,30 @@ def _run_view(
     }
 
 
+def _within_budget(directories: Sequence[Path]) -> None:
+    """Refused before any trial is read: more trials than one page can show."""
+    total = 0
+    for directory in directories:
+        run = read_json_file(directory / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
+        trials = run.get("trials") if isinstance(run, dict) else None
+        total += sum(1 for r in trials or [] if isinstance(r, dict) and r.get("path") is not None)
+    if total > MAX_VIEWER_TRIALS:
+        raise InvocationError(f"more than {MAX_VIEWER_TRIALS} trials to view; view fewer runs")
+
+
 def build_page(inputs: Sequence[Path]) -> dict[str, Any]:
     """Verify the runs (as ``sevro report`` does: schemas, digests) and model the page."""
-    from sevro_core.reporting.report import build_report
+    from sevro_core.reporting.report import build_report_projected
 
     directories = run_directories(inputs)
-    report = build_report(directories, details=True)
+    _within_budget(directories)
+    confined_dir.cache_clear()
+    report, views = build_report_projected(directories, _project, details=True)
     taken: set[str] = set()
-    budget = [0]
-    runs = [_run_view(d, report, taken, budget, index) for index, d in enumerate(directories, 1)]
+    runs = [
+        _run_view(d, report, views.get(d, []), taken, index)
+        for index, d in enumerate(directories, 1)
+    ]
     return {
         "runs": runs,
         "summary": report["summary"],
