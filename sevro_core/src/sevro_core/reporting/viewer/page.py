@@ -153,19 +153,46 @@ def _pairs(
     return shown
 
 
+def _figures(
+    statistics: Mapping[str, Any] | None,
+    documents: Sequence[Mapping[str, Any]],
+    arms: Sequence[str],
+    index: int,
+) -> list[Any]:
+    """The run's figures beside its pass-rate chart (``reporting/plots``): each comparison's
+    transition grid, and the duration and token distributions per arm. The SVG strings are
+    escaped by ``plots`` itself, so they enter the page as markup."""
+    from markupsafe import Markup
+
+    from sevro_core.reporting.plots import (
+        distribution_svg,
+        distributions,
+        transition_counts,
+        transitions_svg,
+    )
+
+    svgs = [transitions_svg(c) for c in transition_counts(statistics)] if statistics else []
+    for key, distribution in distributions(documents, arms).items():
+        svgs.append(distribution_svg(distribution, ids=f"run{index}-{key}"))
+    return [Markup(svg) for svg in svgs]  # noqa: S704 - escaped by plots
+
+
 def _run_view(
     run_dir: Path, report: Mapping[str, Any], taken: set[str], budget: list[int], index: int
 ) -> dict[str, Any]:
     run = read_json_file(run_dir / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
     run_id = run["runId"]
     trials = []
+    documents: list[Mapping[str, Any]] = []
     for ref in run["trials"]:
         if ref.get("path") is None:
             continue
         budget[0] += 1
         if budget[0] > MAX_VIEWER_TRIALS:
             raise InvocationError(f"more than {MAX_VIEWER_TRIALS} trials to view; view fewer runs")
-        shown = trial_view(run_dir, ref, read_trial(run_dir, ref), _anchor(run_id, ref, taken))
+        document = read_trial(run_dir, ref)
+        documents.append(document)
+        shown = trial_view(run_dir, ref, document, _anchor(run_id, ref, taken))
         shown["unit"] = unit_key(ref["caseId"], ref.get("arm"))
         trials.append(shown)
     anchors = {(t["unit"], t["trial"]): t["anchor"] for t in trials}
@@ -187,6 +214,7 @@ def _run_view(
         "arms": [a["id"] for a in run.get("arms") or []],
         "cases": cases,
         "chart": pass_rate_chart(cases),
+        "figures": _figures(statistics, documents, [a["id"] for a in run.get("arms") or []], index),
         "trials": summaries,
         "blocks": blocks,
         "checks": check_ids(trials),
