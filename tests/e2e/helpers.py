@@ -62,3 +62,37 @@ def spawn_unsandboxed_run(
     args = ["run", case, "--host-config", host, "--sandbox", "none", "--json"]
     args += ["--results-root", project.results, *extra]
     return start_sevro(args, cwd=project.root, launcher=launcher)
+
+
+NOTES_SKILL_PATH = ".agents/skills/notes/SKILL.md"
+NOTES_HELPED = (
+    f"if test -f {NOTES_SKILL_PATH}; then printf '## Highlights\\n' > NOTES.md; "
+    "else echo notes > NOTES.md; fi"
+)
+"""The scripted agent writes the right notes only when the skill is mounted."""
+
+
+def notes_experiment(
+    project: SevroProject, command: str | None = NOTES_HELPED, *, read_skill: bool = True
+) -> SevroProject:
+    """The notes skill, case ``notes`` (its ``highlights`` check wants a Highlights heading) and,
+    unless ``command`` is None, a scripted agent running ``command`` (reading the skill first
+    with ``read_skill``): the quick form ``cases --skill skills/notes --host-config host.json``
+    then compares an arm with the skill against one without."""
+    project.skill("skills/notes", "notes", "Release notes with a Highlights heading.")
+    project.case(
+        "cases/notes.json",
+        id="notes",
+        checks=[
+            {
+                "id": "highlights",
+                "grader": "sevro.shell",
+                "configuration": {"run": "grep -q '^## Highlights' NOTES.md"},
+            }
+        ],
+    )
+    if command is not None:
+        read = [{"read": {"path": NOTES_SKILL_PATH}}] if read_skill else []
+        steps = [*read, {"run": {"command": command}}, {"reply": {"text": "done"}}]
+        project.script(default=[steps])
+    return project

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject, require_sandbox, require_tool
-from tests.e2e.helpers import regex_check
+from tests.e2e.helpers import notes_experiment, regex_check
 
 HOSTILE = "ready ]]> <script>alert(1)</script> &amp; \x01\x1b[31m red \ufffe end"
 """Agent text a check detail may carry: a CDATA end, markup, an entity, controls, a non-XML
@@ -176,24 +176,7 @@ def test_untrusted_check_details_stay_inert_and_the_xml_parses(
 
 def test_an_experiment_is_one_testcase_per_case_and_arm(sevro_project: SevroProject) -> None:
     require_sandbox()
-    skill = ".agents/skills/notes/SKILL.md"
-    sevro_project.skill("skills/notes", "notes", "Release notes with a Highlights heading.")
-    sevro_project.case(
-        "cases/notes.json",
-        id="notes",
-        checks=[
-            {
-                "id": "highlights",
-                "grader": "sevro.shell",
-                "configuration": {"run": "grep -q '^## Highlights' NOTES.md"},
-            }
-        ],
-    )
-    helped = (
-        f"if test -f {skill}; then printf '## Highlights\\n' > NOTES.md; "
-        "else echo notes > NOTES.md; fi"
-    )
-    sevro_project.script(default=[[{"run": {"command": helped}}, {"reply": {"text": "done"}}]])
+    notes_experiment(sevro_project, read_skill=False)
     junit = sevro_project.root / "junit.xml"
     done = sevro_project.run(
         "cases",

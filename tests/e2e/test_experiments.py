@@ -11,41 +11,21 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject, require_sandbox, require_tool
-from tests.e2e.helpers import assert_valid_evidence, load
-
-SKILL_PATH = ".agents/skills/notes/SKILL.md"
-HELPED = (
-    f"if test -f {SKILL_PATH}; then printf '## Highlights\\n' > NOTES.md; "
-    "else echo notes > NOTES.md; fi"
+from tests.e2e.helpers import (
+    NOTES_HELPED,
+    NOTES_SKILL_PATH,
+    assert_valid_evidence,
+    load,
+    notes_experiment,
 )
-"""The scripted agent writes the right notes only when the skill is mounted."""
+
+SKILL_PATH = NOTES_SKILL_PATH
 
 
 @pytest.fixture
 def project(sevro_project: SevroProject) -> SevroProject:
     require_sandbox()
-    sevro_project.skill("skills/notes", "notes", "Release notes with a Highlights heading.")
-    sevro_project.case(
-        "cases/notes.json",
-        id="notes",
-        checks=[
-            {
-                "id": "highlights",
-                "grader": "sevro.shell",
-                "configuration": {"run": "grep -q '^## Highlights' NOTES.md"},
-            }
-        ],
-    )
-    sevro_project.script(
-        default=[
-            [
-                {"read": {"path": SKILL_PATH}},
-                {"run": {"command": HELPED}},
-                {"reply": {"text": "done"}},
-            ]
-        ]
-    )
-    return sevro_project
+    return notes_experiment(sevro_project)
 
 
 def quick(project: SevroProject, *extra: str) -> Any:
@@ -320,7 +300,7 @@ def regression_inputs(project: SevroProject) -> None:
             id=name,
             checks=load(project.root / "cases" / "notes.json")["checks"],
         )
-    helped = HELPED.replace(
+    helped = NOTES_HELPED.replace(
         f"if test -f {SKILL_PATH};", f'if test -f {SKILL_PATH} || [ "$SEVRO_TRIAL" = 1 ];'
     )
     project.script(default=[[{"run": {"command": helped}}, {"reply": {"text": "done"}}]])

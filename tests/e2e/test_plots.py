@@ -14,15 +14,9 @@ from sevro_core.errors import InvocationError
 from sevro_core.experiments.statistics import wilson_interval
 from sevro_core.reporting.plots import figures_for_run
 from sevro_core.testing import SevroProject, require_sandbox
-from tests.e2e.helpers import regex_check
+from tests.e2e.helpers import NOTES_HELPED, notes_experiment, regex_check
 
 NS = "{http://www.w3.org/2000/svg}"
-SKILL_PATH = ".agents/skills/notes/SKILL.md"
-HELPED = (
-    f"if test -f {SKILL_PATH}; then printf '## Highlights\\n' > NOTES.md; "
-    "else echo notes > NOTES.md; fi"
-)
-"""The scripted agent writes the right notes only when the skill is mounted."""
 ALWAYS = "printf '## Highlights\\n' > NOTES.md"
 """The scripted agent writes the right notes with or without the skill."""
 
@@ -65,32 +59,12 @@ def test_plain_run_bars_follow_the_wilson_intervals(sevro_project: SevroProject)
 @pytest.fixture
 def project(sevro_project: SevroProject) -> SevroProject:
     require_sandbox()
-    sevro_project.skill("skills/notes", "notes", "Release notes with a Highlights heading.")
-    sevro_project.case(
-        "cases/notes.json",
-        id="notes",
-        checks=[
-            {
-                "id": "highlights",
-                "grader": "sevro.shell",
-                "configuration": {"run": "grep -q '^## Highlights' NOTES.md"},
-            }
-        ],
-    )
-    return sevro_project
+    return notes_experiment(sevro_project, None)
 
 
 def experiment(project: SevroProject, command: str) -> tuple[dict[str, str], dict[str, Any]]:
     """The figures of a quick-form experiment and the statistics `sevro report` gives."""
-    project.script(
-        default=[
-            [
-                {"read": {"path": SKILL_PATH}},
-                {"run": {"command": command}},
-                {"reply": {"text": "done"}},
-            ]
-        ]
-    )
+    notes_experiment(project, command)
     done = project.run(
         "cases",
         "--skill",
@@ -116,7 +90,7 @@ def cells(svg: str) -> dict[str, int]:
 
 
 def test_an_improving_candidate_fills_the_fail_to_pass_cell(project: SevroProject) -> None:
-    figures, statistics = experiment(project, HELPED)
+    figures, statistics = experiment(project, NOTES_HELPED)
     key = "transitions:baseline..candidate"
     assert set(figures) == {"passRates", key, "durations", "inputTokens", "outputTokens"}
     assert cells(figures[key]) == {"bothPass": 0, "broken": 0, "fixed": 3, "bothFail": 0}

@@ -11,15 +11,11 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject, require_sandbox, require_tool
+from tests.e2e.helpers import NOTES_SKILL_PATH, notes_experiment
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2;alert(2)">'
 LINK = '<a href="javascript:window.__pwned=3">click me</a>'
 HOSTILE_FILE = "<img src=x onerror=alert(1)>.md"
-SKILL_PATH = ".agents/skills/notes/SKILL.md"
-HELPED = (
-    f"if test -f {SKILL_PATH}; then printf '## Highlights\\n' > NOTES.md; "
-    "else echo notes > NOTES.md; fi"
-)
 
 
 def _project(root: Path) -> SevroProject:
@@ -81,28 +77,7 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def experiment_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A quick experiment: the candidate arm (with the skill) passes, the baseline fails."""
     require_sandbox()
-    project = _project(tmp_path_factory.mktemp("experiment") / "project")
-    project.skill("skills/notes", "notes", "Release notes with a Highlights heading.")
-    project.case(
-        "cases/notes.json",
-        id="notes",
-        checks=[
-            {
-                "id": "highlights",
-                "grader": "sevro.shell",
-                "configuration": {"run": "grep -q '^## Highlights' NOTES.md"},
-            }
-        ],
-    )
-    project.script(
-        default=[
-            [
-                {"read": {"path": SKILL_PATH}},
-                {"run": {"command": HELPED}},
-                {"reply": {"text": "done"}},
-            ]
-        ]
-    )
+    project = notes_experiment(_project(tmp_path_factory.mktemp("experiment") / "project"))
     done = project.run(
         "cases",
         "--skill",
@@ -156,7 +131,9 @@ def judged_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             {"id": "written", "grader": "sevro.shell", "configuration": {"run": "test -s out.txt"}}
         ],
     )
-    command = f"if test -f {SKILL_PATH}; then echo care > out.txt; else echo plain > out.txt; fi"
+    command = (
+        f"if test -f {NOTES_SKILL_PATH}; then echo care > out.txt; else echo plain > out.txt; fi"
+    )
     project.script(default=[[{"run": {"command": command}}, {"reply": {"text": "Wrote."}}]])
     judge = project.write_json(
         "judge.json",

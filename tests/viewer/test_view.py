@@ -163,6 +163,12 @@ def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
     assert '<rect x="240" y="4" width="0.0"' in chart  # the baseline: 0 of 3
     assert '<rect x="240" y="26" width="400.0"' in chart  # the candidate: 3 of 3
     assert chart.count('class="whisker"') == 2
+    figures = html.split('<div class="figures">', 1)[1].split("</div>", 1)[0]
+    assert figures.count("<figure>") == 4  # the transition grid, durations, input/output tokens
+    assert 'data-cell="fixed" data-count="3"' in figures  # baseline failed, candidate passed
+    assert 'data-cell="bothPass" data-count="0"' in figures
+    assert "Transitions from baseline to candidate" in figures
+    assert "left out (not drawn as 0)" in figures  # the scripted host reports no usage
     pair = html.split('<details class="pair" id="pair-1-1">', 1)[1].split("</details>", 1)[0]
     sides = pair.split('class="pair-side"')[1:]
     assert [s.split('data-side="', 1)[1].split('"', 1)[0] for s in sides] == [

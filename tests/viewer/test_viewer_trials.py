@@ -149,6 +149,7 @@ def one_run_page(shown_trials: list[dict[str, Any]]) -> dict[str, Any]:
                 "blocks": blocks,
                 "checks": ["verify", "verify/title"],
                 "chart": {"bars": []},
+                "figures": [],
                 "statistics": None,
                 "pairs": [],
             }

@@ -266,10 +266,10 @@ def _trials(
     run: Mapping[str, Any],
     run_dir: Path,
     project: TrialProjection | None = None,
-    projected: list[Any] | None = None,
+    projected: list[tuple[dict[str, Any], Any]] | None = None,
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """The verified trials by (unit, trial); with ``project`` each trial's projection is added
-    to ``projected`` in run.json's order (the trials that have a file)."""
+    """The verified trials by (unit, trial); with ``project`` each reduced trial and its
+    projection are added to ``projected`` in run.json's order (the trials that have a file)."""
     files = _RunFiles(run_dir)
     run_json = str(run_dir / "run.json")
     refs = [ref for ref in run["trials"] if ref["path"] is not None]
@@ -283,7 +283,7 @@ def _trials(
     else:
         checked = _check_in_processes(workers, (files, run, refs, paths, project))
     if projected is not None:
-        projected.extend(doc.pop(_PROJECTED, None) for doc in checked)
+        projected.extend((doc, doc.pop(_PROJECTED, None)) for doc in checked)
     return {
         (unit_key(ref["caseId"], ref.get("arm")), ref["trial"]): doc
         for ref, doc in zip(refs, checked, strict=True)
@@ -530,15 +530,19 @@ def build_report(
         return _build_report(inputs, details=details, compare=compare, on_note=on_note)
 
 
+Projected = dict[Path, list[tuple[dict[str, Any], Any]]]
+"""Per run directory, each trial with a file in run.json's order: the reduced trial document
+(what the report reads) and the projection of the full one."""
+
+
 def build_report_projected(
     inputs: Sequence[Path], project: TrialProjection, *, details: bool = False
-) -> tuple[dict[str, Any], dict[Path, list[Any]]]:
+) -> tuple[dict[str, Any], Projected]:
     """``build_report`` plus ``project`` applied to each trial where it was verified (one read
-    of each file): the projections per run directory, in run.json's order of trials with a file.
-    """
+    of each file, in the report's worker processes for a large run)."""
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
-    projected: dict[Path, list[Any]] = {}
+    projected: Projected = {}
     with _no_cyclic_gc():
         document = _build_report(
             inputs,
@@ -644,7 +648,7 @@ def _build_report(
     details: bool,
     compare: bool,
     on_note: Callable[[str], object],
-    projection: tuple[TrialProjection, dict[Path, list[Any]]] | None = None,
+    projection: tuple[TrialProjection, Projected] | None = None,
 ) -> dict[str, Any]:
     resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
     if len(set(resolved)) != len(resolved):

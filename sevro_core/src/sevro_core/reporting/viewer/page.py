@@ -160,10 +160,34 @@ def _project(run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any])
     return shown
 
 
+def _figures(
+    statistics: Mapping[str, Any] | None,
+    documents: Sequence[Mapping[str, Any]],
+    arms: Sequence[str],
+    index: int,
+) -> list[Any]:
+    """The run's figures beside its pass-rate chart (``reporting/plots``): each comparison's
+    transition grid, and the duration and token distributions per arm. The SVG strings are
+    escaped by ``plots`` itself, so they enter the page as markup."""
+    from markupsafe import Markup
+
+    from sevro_core.reporting.plots import (
+        distribution_svg,
+        distributions,
+        transition_counts,
+        transitions_svg,
+    )
+
+    svgs = [transitions_svg(c) for c in transition_counts(statistics)] if statistics else []
+    for key, distribution in distributions(documents, arms).items():
+        svgs.append(distribution_svg(distribution, ids=f"run{index}-{key}"))
+    return [Markup(svg) for svg in svgs]  # noqa: S704 - escaped by plots
+
+
 def _run_view(
     run_dir: Path,
     report: Mapping[str, Any],
-    views: Sequence[dict[str, Any]],
+    views: Sequence[tuple[dict[str, Any], Any]],
     taken: set[str],
     index: int,
 ) -> dict[str, Any]:
@@ -173,8 +197,10 @@ def _run_view(
     if len(refs) != len(views):
         raise InvocationError(f"{run_dir} changed while it was being viewed")
     trials = []
-    for ref, shown in zip(refs, views, strict=True):
+    documents: list[Mapping[str, Any]] = []
+    for ref, (document, shown) in zip(refs, views, strict=True):
         shown["anchor"] = _anchor(run_id, ref, taken)
+        documents.append(document)
         trials.append(shown)
     anchors = {(t["unit"], t["trial"]): t["anchor"] for t in trials}
     rows = [r for r in report["rows"] if r["runId"] == run_id]
@@ -195,6 +221,7 @@ def _run_view(
         "arms": [a["id"] for a in run.get("arms") or []],
         "cases": cases,
         "chart": pass_rate_chart(cases),
+        "figures": _figures(statistics, documents, [a["id"] for a in run.get("arms") or []], index),
         "trials": summaries,
         "blocks": blocks,
         "checks": check_ids(trials),
