@@ -18,6 +18,7 @@ from sevro_core.limits import (
 )
 from sevro_core.reporting.failures import escape_controls, trial_reason
 from sevro_core.vocabulary import (
+    ADVISORY_ROLE,
     COMMANDS_OBSERVATION,
     DIFF_ARTIFACT,
     FILES_CHANGED_OBSERVATION,
@@ -252,7 +253,7 @@ def trial_view(
         "usage": {key: (evidence.get("usage") or {}).get(key) for key in _USAGE},
         "durations": {key: (evidence.get("durations") or {}).get(key) for key in _DURATIONS},
         "judges": _judges(run_dir, evidence),
-        "advisory": _advisory(evidence),
+        ADVISORY_ROLE: _advisory(evidence),  # the trial's advisory review, by its role
         "paths": [visible(p, 1024) for p in [ref["path"], raw and raw["path"], *artifacts] if p],
         "startedAt": visible(evidence.get("startedAt"), 80),
     }
