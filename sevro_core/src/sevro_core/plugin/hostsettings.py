@@ -142,13 +142,17 @@ def click_options(hosts: Mapping[str, Any]) -> list[Any]:
     for host_id, host in hosts.items():
         for setting in declared_settings(host):
             metavar = "PATH" if setting.kind == "path" else "TEXT"
+            switch: dict[str, Any] = (
+                {"is_flag": True, "flag_value": "true"} if setting.kind == "switch" else {}
+            )
             options.append(
                 click.Option(
                     [setting.flag, option_name(setting)],
                     help=f"{setting.help} [{setting.key}; --host {short_name(host_id)}]",
-                    metavar=metavar,
+                    metavar=None if switch else metavar,
                     default=None,
                     show_default=False,
+                    **switch,
                 )
             )
     return options
@@ -232,6 +236,8 @@ def _split(pair: str) -> tuple[str, str]:
 
 
 def _normalise(setting: HostSetting, value: str) -> str:
+    if setting.kind == "switch" and value not in ("true", "false"):
+        raise InvocationError(f"{setting.key} is a switch: its value must be true or false")
     if setting.kind == "path":
         return str(Path(value).expanduser().resolve())
     return value

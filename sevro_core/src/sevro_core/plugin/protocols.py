@@ -83,8 +83,10 @@ class ConfiguredHost(Protocol):
         """Run every turn of one trial; never raises for agent failures."""
 
 
-SETTING_KINDS = ("path", "string")
-"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given."""
+SETTING_KINDS = ("path", "string", "switch")
+"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given;
+a ``switch`` is a flag without a value (``--acme-strict``), ``"true"`` when given (as a
+``--host-setting`` pair its value must be ``true`` or ``false``), absent otherwise."""
 
 
 @frozen
