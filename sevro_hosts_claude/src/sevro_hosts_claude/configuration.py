@@ -23,8 +23,16 @@ from attrs import frozen
 from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags, HostFailure, inside
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
-TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
+TOOLS = ("Bash", "Read", "Edit", "Skill")
 """The allow-list: every tool the agent gets; nothing else is offered or approved."""
+WRITE_TOOL = "Write"
+"""Offered (and allowed) only with ``--claude-allow-write``: Sevro's Claude route never exposes
+it, so a case run on both gets the same tools unless the operator asks for more."""
+ALLOW_WRITE = "claude.allowWrite"
+PROJECT_SETTINGS = "claude.projectSettings"
+PROJECT_SETTINGS_FILE = ".claude/settings.json"
+"""The fixture's project settings, which Claude Code loads with ``--setting-sources project``
+(the local ``settings.local.json`` is another source, never loaded)."""
 PERMISSION_MODE = "dontAsk"
 """Unattended without bypassing permissions: anything not allow-listed is denied, never asked.
 ``bypassPermissions`` is refused by Claude Code as root, and sevro does not claim a sandbox
@@ -63,6 +71,13 @@ _TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "
 class ClaudeConfig(AgentCliConfig):
     base_url: str | None
     max_retries: int | None
+    allow_write: bool = False
+    project_settings: bool = False
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The candidate's tools: ``Write`` only when the operator asked for it."""
+        return (*TOOLS, WRITE_TOOL) if self.allow_write else TOOLS
 
 
 CREDENTIALS = CredentialFlags.for_host(
@@ -90,7 +105,13 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
     ):
         raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
-    return ClaudeConfig(base_url=url, max_retries=retries, **common)
+    return ClaudeConfig(
+        base_url=url,
+        max_retries=retries,
+        allow_write=settings.get(ALLOW_WRITE) == "true",
+        project_settings=settings.get(PROJECT_SETTINGS) == "true",
+        **common,
+    )
 
 
 @frozen
@@ -126,6 +147,7 @@ def render_settings(
     api_key: bool,
     judge: bool = False,
     writable: Sequence[Path] = (),
+    tools: Sequence[str] = TOOLS,
 ) -> str:
     """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir.
 
@@ -137,7 +159,7 @@ def render_settings(
     settings: dict[str, Any] = {
         "permissions": {
             "defaultMode": PERMISSION_MODE,
-            "allow": [] if judge else list(TOOLS),
+            "allow": [] if judge else list(tools),
             "deny": [_absolute_rule(t, secret_dir) for t in ("Read", "Edit", "Write")],
             "disableBypassPermissionsMode": "disable",
         },

@@ -9,6 +9,7 @@ and skill activations become observations with the same ids and meaning as the C
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import uuid
@@ -16,12 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
     AgentCliHost,
     AgentCliTrial,
+    Completeness,
     ConfigurationError,
     ConfiguredAgentCliHost,
     CredentialLocations,
@@ -31,11 +33,15 @@ from sevro_core.api import (
     FileRead,
     Host,
     HostFailure,
+    HostOptions,
     HostRequest,
+    HostSetting,
     JsonValue,
     MountedSkill,
     NativeBinary,
+    Observation,
     SkillPlaces,
+    Snapshot,
     TurnEvidence,
     TurnRecord,
     Usage,
@@ -46,17 +52,20 @@ from sevro_core.api import (
     inside,
     line_count,
     roots_to_hide,
+    snapshot,
     workspace_path,
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
 from sevro_hosts_claude.configuration import (
+    ALLOW_WRITE,
     CREDENTIALS,
     JUDGE_FLAGS,
     PERMISSION_MODE,
+    PROJECT_SETTINGS,
+    PROJECT_SETTINGS_FILE,
     RUNTIME_TREES,
     SANDBOX_TMP,
-    TOOLS,
     ClaudeConfig,
     TrialLayout,
     parse,
@@ -69,6 +78,9 @@ HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
 EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
+CONTINUATION_OBSERVATION = "sevro.claude.continuation"
+REPOSITORY_INVOCATION_OBSERVATION = "sevro.claude.repository-invocation"
+_SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
 _FILE_TOOLS = ("Edit", "Write")
 _QUIET_ENV = {
@@ -84,7 +96,7 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
     id, name = HOST_ID, "claude"
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {CONTINUATION_OBSERVATION}
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     setting_help = (
@@ -104,6 +116,37 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     skill_places = SkillPlaces(".claude/skills", "CLAUDE.md")
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """The shared three, plus the two switches that widen what the candidate gets."""
+        return (
+            *super().settings,
+            HostSetting(
+                ALLOW_WRITE,
+                "--claude-allow-write",
+                "Offer the candidate Claude Code's Write tool (off: Bash, Read, Edit, Skill).",
+                "switch",
+            ),
+            HostSetting(
+                PROJECT_SETTINGS,
+                "--claude-project-settings",
+                "Let Claude Code load the fixture's .claude/settings.json (refused otherwise).",
+                "switch",
+            ),
+        )
+
+    def configure(self, options: HostOptions) -> ConfiguredClaudeHost:
+        """The configured host; it provides repository-invocation evidence only when project
+        settings are loaded (as Sevro advertises it only with ``--claude-project-settings``)."""
+        configured = super().configure(options)
+        assert isinstance(configured, ConfiguredClaudeHost)
+        if not configured.config.project_settings or configured.judge:
+            return configured
+        return evolve(
+            configured,
+            capabilities=configured.capabilities | {REPOSITORY_INVOCATION_OBSERVATION},
+        )
 
     def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
@@ -126,11 +169,13 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
 
     def redacted_isolation(self) -> dict[str, JsonValue]:
         isolation: dict[str, JsonValue] = {
-            "tools": [] if self.judge else list(TOOLS),
+            "tools": [] if self.judge else list(self.config.tools),
             # As root Claude Code refuses bypassPermissions; dontAsk is used for everyone.
             "permissionMode": PERMISSION_MODE,
             "sandbox": {"outer": "bubblewrap", "inner": "claude-code", "commandNetwork": False},
         }
+        if not self.judge:
+            isolation["projectSettings"] = self.config.project_settings
         if self.judge:
             isolation["judge"] = {
                 "tools": "none",
@@ -159,6 +204,12 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         super().__init__(host, request)
         self.layout = TrialLayout.under(request.private_root)
         self.wrapper: list[str] = []
+        self.ended: dict[int, Snapshot] = {}
+        """The workspace as each turn left it (only for a trial with a follow-up)."""
+        self.resumed: list[tuple[int, Snapshot]] = []
+        """The workspace just before each follow-up turn started."""
+        self.started_with_settings = False
+        self.invocation: str | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -184,6 +235,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             api_key=key is not None,
             judge=self.judge,
             writable=(*writable, *self._artifact_directories()),
+            tools=host.config.tools,
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -260,7 +312,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         if self.judge:  # one prompt (the skeleton refuses more): nothing to resume
             argv += JUDGE_FLAGS
         else:
-            argv += ["--tools", ",".join(TOOLS), "--allowedTools", ",".join(TOOLS)]
+            tools = ",".join(host.config.tools)
+            argv += ["--tools", tools, "--allowedTools", tools]
             argv += ["--setting-sources", "project"]
         argv += ["--settings", str(self.layout.settings_file), "--strict-mcp-config"]
         argv += ["--mcp-config", '{"mcpServers":{}}', "--no-chrome"]
@@ -273,6 +326,45 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
 
     def parse(self, stream: bytes) -> Turn:
         return parse_turn(stream)
+
+    def turn(self, number: int) -> TurnRecord[Turn]:
+        """A turn after a check of the fixture's project settings, and, in a trial with a
+        follow-up, the workspace fingerprinted as the turn left it and as the next began."""
+        workspace, follow_up = self.request.workspace, len(self.request.prompts) > 1
+        if number == 1:
+            self.started_with_settings = os.path.lexists(workspace / PROJECT_SETTINGS_FILE)
+            self.invocation = self._repository_invocation()
+        self._refuse_project_settings(number)
+        if follow_up and number > 1:
+            self.resumed.append((number, snapshot(workspace)))
+        record = super().turn(number)
+        if follow_up:
+            self.ended[number] = snapshot(workspace)
+        return record
+
+    def _refuse_project_settings(self, number: int) -> None:
+        """Without ``--claude-project-settings`` a project settings file fails the trial before
+        Claude Code could load it. The candidate cannot add one: Claude Code's Bash sandbox and
+        its ``dontAsk`` mode refuse writes to it (tests/hosts_claude/test_parity_real_cli.py);
+        this also catches one made between turns by anything else."""
+        if self.host.config.project_settings or self.judge:
+            return
+        if os.path.lexists(self.request.workspace / PROJECT_SETTINGS_FILE):
+            raise HostFailure(
+                f"the workspace holds Claude Code project settings ({PROJECT_SETTINGS_FILE}) "
+                f"before turn {number}; the Claude host loads them only with "
+                "--claude-project-settings"
+            )
+
+    def _repository_invocation(self) -> str | None:
+        """The skill the first prompt invokes explicitly (``/name`` opening it) when that
+        name is a repository skill of the workspace, else None."""
+        match = _SLASH_RE.match(self.request.prompts[0])
+        if match is None:
+            return None
+        name = match.group(1)
+        skill = self.request.workspace / self.skills_dir / name / "SKILL.md"
+        return name if name not in (".", "..") and skill.is_file() else None
 
     def continuity_error(self, number: int, turn: Turn) -> str | None:
         if turn.session_id != self.session:
@@ -331,6 +423,69 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return _usage(turns, all_turns)
+
+    def observations(
+        self,
+        parsed: Sequence[TurnRecord[Turn]],
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> tuple[Observation, ...]:
+        """The shared observations, then the continuation and repository-invocation receipts."""
+        extra: list[Observation] = []
+        turns = {r.number: r.turn for r in parsed if r.turn is not None}
+        if len(self.request.prompts) > 1 and not self.judge:
+            extra.append(self._continuation(turns))
+        if self.host.config.project_settings and not self.judge:
+            extra.append(self._invocation_receipt(turns.get(1)))
+        return (*super().observations(parsed, skills, snapshots), *extra)
+
+    def _continuation(self, turns: Mapping[int, Turn]) -> Observation:
+        """``sevro.claude.continuation``: the bound session, and per follow-up whether Claude
+        Code ran that session and whether the workspace changed between the end of the turn
+        before and the start of the follow-up. No paths or contents; partial when a follow-up
+        did not run, did not parse or a fingerprint is incomplete."""
+        entries: list[JsonValue] = []
+        complete = len(self.resumed) == len(self.request.prompts) - 1
+        for number, started in self.resumed:
+            ended, turn = self.ended.get(number - 1), turns.get(number)
+            known = ended is not None and ended.complete and started.complete
+            entries.append(
+                {
+                    "turn": number,
+                    "resumedSession": turn.session_id == self.session if turn else None,
+                    "workspaceUnchanged": ended.entries == started.entries
+                    if known and ended is not None
+                    else None,
+                }
+            )
+            complete = complete and known and turn is not None
+        return Observation(
+            CONTINUATION_OBSERVATION,
+            self.host.route.host,
+            Completeness.COMPLETE if complete else Completeness.PARTIAL,
+            {"sessionId": self.session, "followUps": entries},
+        )
+
+    def _invocation_receipt(self, first: Turn | None) -> Observation:
+        """``sevro.claude.repository-invocation``: project settings were loaded, whether the
+        fixture had a settings file, and the explicit ``/skill`` the first prompt opened with
+        when it names a repository skill, with whether Claude Code's session listed it (so it
+        dispatched the command rather than passing it on as text). Partial when the first
+        turn's stream did not parse."""
+        invocation: JsonValue = None
+        if self.invocation is not None:
+            listed = self.invocation in first.skills if first is not None else None
+            invocation = {"skill": self.invocation, "listed": listed}
+        return Observation(
+            REPOSITORY_INVOCATION_OBSERVATION,
+            self.host.route.host,
+            Completeness.COMPLETE if first is not None else Completeness.PARTIAL,
+            {
+                "projectSettings": True,
+                "settingsFile": self.started_with_settings,
+                "invocation": invocation,
+            },
+        )
 
     def _call(self, turn: int, call: ToolUse) -> dict[str, JsonValue]:
         kind = {"Bash": "command_execution", "Edit": "file_change", "Write": "file_change"}
