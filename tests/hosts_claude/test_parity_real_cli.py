@@ -225,3 +225,94 @@ def test_no_continuation_receipt_for_a_single_prompt(
     ids = [o["id"] for o in trial(sevro_project)["evidence"]["observations"]]
     assert "sevro.claude.continuation" not in ids
     assert "sevro.claude.repository-invocation" not in ids
+
+
+PLUGIN = {
+    "plugins/acme/.claude-plugin/plugin.json": json.dumps({"name": "acme", "version": "1.0.0"}),
+    "plugins/acme/skills/tidy/SKILL.md": "---\nname: tidy\ndescription: Tidies.\n---\nTidy k3.\n",
+}
+
+
+def plugin_ids(document: dict[str, Any]) -> set[str]:
+    return {o["id"] for o in document["evidence"]["observations"]} & {
+        "sevro.claude.plugin-dirs",
+        "sevro.claude.explicit-invocation",
+    }
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_declared_plugin_directory_is_loaded_and_its_skill_invoked_explicitly(
+    sevro_project: SevroProject,
+    claude: str,
+    model: Callable[..., MockModelServer],
+    declared: bool,
+) -> None:
+    """Negative control: the same fixture without ``pluginDirs`` loads no plugin."""
+    server = model([reply(Message("ready"))])
+    case = sevro_project.case(prompt="/acme:tidy now", fixture={"files": PLUGIN}, checks=[READY])
+    config = {"pluginDirs": ["plugins/acme"]} if declared else None
+    result = run_claude(sevro_project, claude, server, case, config=config)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    first = json.dumps(server.requests[0].json())
+    assert ("Tidy k3." in first) is declared  # Claude Code expanded /acme:tidy
+    assert ("<command-name>/acme:tidy</command-name>" in first) is declared
+    document = trial(sevro_project)
+    if not declared:
+        assert plugin_ids(document) == set()
+        return
+    dirs = observation(document, "sevro.claude.plugin-dirs")
+    assert dirs["completeness"] == "complete"
+    assert dirs["data"] == {
+        "plugins": [{"dir": "plugins/acme", "name": "acme", "loaded": True, "skills": ["tidy"]}]
+    }
+    invoked = observation(document, "sevro.claude.explicit-invocation")
+    assert invoked["data"] == {"invocation": {"plugin": "acme", "skill": "tidy", "listed": True}}
+
+
+def test_no_explicit_invocation_for_a_skill_the_plugin_does_not_have(
+    sevro_project: SevroProject, claude: str, model: Callable[..., MockModelServer]
+) -> None:
+    server = model([reply(Message("ready"))])
+    case = sevro_project.case(prompt="/acme:other now", fixture={"files": PLUGIN}, checks=[READY])
+    config = {"pluginDirs": ["plugins/acme"]}
+    assert run_claude(sevro_project, claude, server, case, config=config).exit_code == 0
+    invoked = observation(trial(sevro_project), "sevro.claude.explicit-invocation")
+    assert invoked["data"] == {"invocation": None}
+
+
+@pytest.mark.parametrize(
+    ("dirs", "message"),
+    [
+        (["../outside"], "/pluginDirs/0"),
+        (["plugins", "plugins/acme"], "overlaps 'plugins'"),
+        ([], "/pluginDirs"),
+    ],
+)
+def test_malformed_plugin_dirs_exit_64_before_anything_runs(
+    sevro_project: SevroProject,
+    claude: str,
+    model: Callable[..., MockModelServer],
+    dirs: list[str],
+    message: str,
+) -> None:
+    server = model([reply(Message("ready"))])
+    case = sevro_project.case(fixture={"files": PLUGIN}, checks=[READY])
+    result = run_claude(sevro_project, claude, server, case, config={"pluginDirs": dirs})
+    assert result.exit_code == 64 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and server.requests == []
+
+
+def test_a_plugin_directory_without_a_manifest_fails_before_claude_code_starts(
+    sevro_project: SevroProject, claude: str, model: Callable[..., MockModelServer]
+) -> None:
+    server = model([reply(Message("ready"))])
+    files = {"plugins/acme/skills/tidy/SKILL.md": PLUGIN["plugins/acme/skills/tidy/SKILL.md"]}
+    case = sevro_project.case(fixture={"files": files}, checks=[READY])
+    result = run_claude(
+        sevro_project, claude, server, case, config={"pluginDirs": ["plugins/acme"]}
+    )
+    assert result.exit_code != 0
+    document = trial(sevro_project)
+    assert "has no .claude-plugin/plugin.json" in document["evidence"]["execution"]["message"]
+    assert server.requests == []
+    assert observation(document, "sevro.claude.plugin-dirs")["completeness"] == "partial"

@@ -21,6 +21,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags, HostFailure, inside
+from sevro_hosts_claude.limits import MAX_PLUGIN_DIRS
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
 TOOLS = ("Bash", "Read", "Edit", "Skill")
@@ -64,7 +65,14 @@ SOCKET_NAME_BYTES = len("/claude-socks-0123456789abcdef.sock")
 """The longest name Claude Code gives a bridge socket, with its separator."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
-_TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
+_TOP_KEYS = {
+    "format",
+    "baseUrl",
+    "turnTimeoutSeconds",
+    "stallTimeoutSeconds",
+    "maxRetries",
+    "pluginDirs",
+}
 
 
 @frozen(kw_only=True)
@@ -73,6 +81,9 @@ class ClaudeConfig(AgentCliConfig):
     max_retries: int | None
     allow_write: bool = False
     project_settings: bool = False
+    plugin_dirs: tuple[str, ...] = ()
+    """Workspace-relative plugin directories, each passed as ``--plugin-dir`` (Sevro's
+    ``claudePluginDirs``)."""
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -108,10 +119,38 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     return ClaudeConfig(
         base_url=url,
         max_retries=retries,
+        plugin_dirs=_plugin_dirs(config.get("pluginDirs")),
         allow_write=settings.get(ALLOW_WRITE) == "true",
         project_settings=settings.get(PROJECT_SETTINGS) == "true",
         **common,
     )
+
+
+def _plugin_dirs(value: Any) -> tuple[str, ...]:
+    """``pluginDirs``: 1 to ``MAX_PLUGIN_DIRS`` unique, non-overlapping workspace-relative
+    directories (no ``.``, ``..`` or empty part), as Sevro requires of ``claudePluginDirs``."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_PLUGIN_DIRS:
+        raise ConfigurationError(
+            f"must be a list of 1 to {MAX_PLUGIN_DIRS} directories", "/pluginDirs"
+        )
+    dirs: list[str] = []
+    for index, item in enumerate(value):
+        parts = item.split("/") if isinstance(item, str) else []
+        if not parts or len(item) > 256 or any(p in ("", ".", "..") for p in parts):
+            raise ConfigurationError(
+                "must be a relative path inside the workspace (no '.', '..' or empty part)",
+                f"/pluginDirs/{index}",
+            )
+        for earlier in dirs:
+            if item == earlier or item.startswith(earlier + "/") or earlier.startswith(item + "/"):
+                raise ConfigurationError(
+                    f"overlaps {earlier!r}: plugin directories are unique and disjoint",
+                    f"/pluginDirs/{index}",
+                )
+        dirs.append(item)
+    return tuple(dirs)
 
 
 @frozen

@@ -9,6 +9,7 @@ and skill activations become observations with the same ids and meaning as the C
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -73,6 +74,7 @@ from sevro_hosts_claude.configuration import (
     sandbox_argv,
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
+from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
@@ -80,6 +82,10 @@ EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
 CONTINUATION_OBSERVATION = "sevro.claude.continuation"
 REPOSITORY_INVOCATION_OBSERVATION = "sevro.claude.repository-invocation"
+PLUGIN_DIRS_OBSERVATION = "sevro.claude.plugin-dirs"
+EXPLICIT_INVOCATION_OBSERVATION = "sevro.claude.explicit-invocation"
+_PLUGIN_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+_PLUGIN_SLASH_RE = re.compile(r"^/([a-z][a-z0-9-]*):([A-Za-z0-9._-]+)(?:\s|$)")
 _SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
 _FILE_TOOLS = ("Edit", "Write")
@@ -141,12 +147,14 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
         settings are loaded (as Sevro advertises it only with ``--claude-project-settings``)."""
         configured = super().configure(options)
         assert isinstance(configured, ConfiguredClaudeHost)
-        if not configured.config.project_settings or configured.judge:
+        config, extra = configured.config, set()
+        if configured.judge:
             return configured
-        return evolve(
-            configured,
-            capabilities=configured.capabilities | {REPOSITORY_INVOCATION_OBSERVATION},
-        )
+        if config.project_settings:
+            extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if config.plugin_dirs:
+            extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
+        return evolve(configured, capabilities=configured.capabilities | extra)
 
     def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
@@ -210,6 +218,9 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         """The workspace just before each follow-up turn started."""
         self.started_with_settings = False
         self.invocation: str | None = None
+        self.plugins: list[tuple[str, str]] = []
+        """``(directory, name)`` of each declared plugin, checked before the first turn."""
+        self.plugin_invocation: tuple[str, str] | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -271,6 +282,10 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             judge=self.judge,
         )
         self.session = str(uuid.uuid4())
+        if not self.judge:
+            for directory in host.config.plugin_dirs:
+                self.plugins.append((directory, self._plugin_name(directory)))
+            self.plugin_invocation = self._plugin_invocation()
 
     def _artifact_directories(self) -> list[Path]:
         """The declared candidate artifact directories, made empty in the candidate's home so
@@ -321,6 +336,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--model", host.model]
         if host.effort is not None:
             argv += ["--effort", host.effort]
+        for directory, _ in self.plugins:
+            argv += ["--plugin-dir", str(self.request.workspace / directory)]
         argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
 
@@ -355,6 +372,45 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
                 f"before turn {number}; the Claude host loads them only with "
                 "--claude-project-settings"
             )
+
+    def _plugin_name(self, directory: str) -> str:
+        """A declared plugin directory's manifest name; the directory, every part of its path
+        and the manifest must be real (no link), or the trial fails before Claude Code runs."""
+        current = self.request.workspace
+        for part in (*directory.split("/"), ".claude-plugin", "plugin.json"):
+            current = current / part
+            if current.is_symlink():
+                raise HostFailure(f"plugin directory {directory!r}: {current} is a link")
+        manifest = current
+        if not manifest.is_file():
+            raise HostFailure(f"plugin directory {directory!r} has no .claude-plugin/plugin.json")
+        with manifest.open("rb") as handle:
+            data = handle.read(MAX_PLUGIN_MANIFEST_BYTES + 1)
+        try:
+            name = json.loads(data).get("name") if len(data) <= MAX_PLUGIN_MANIFEST_BYTES else None
+        except (ValueError, AttributeError):
+            name = None
+        if not isinstance(name, str) or not _PLUGIN_NAME_RE.match(name):
+            raise HostFailure(
+                f"plugin directory {directory!r}: plugin.json must be a JSON object of at most "
+                f"{MAX_PLUGIN_MANIFEST_BYTES} bytes whose name matches {_PLUGIN_NAME_RE.pattern}"
+            )
+        if any(name == known for _, known in self.plugins):
+            raise HostFailure(f"plugin {name!r} is declared twice")
+        return name
+
+    def _plugin_invocation(self) -> tuple[str, str] | None:
+        """``(plugin, skill)`` when the first prompt opens with ``/plugin:skill`` naming a
+        declared plugin's skill (``<dir>/skills/<skill>/SKILL.md``), else None."""
+        match = _PLUGIN_SLASH_RE.match(self.request.prompts[0])
+        if match is None:
+            return None
+        plugin, skill = match.groups()
+        for directory, name in self.plugins:
+            path = self.request.workspace / directory / "skills" / skill / "SKILL.md"
+            if name == plugin and skill not in (".", "..") and path.is_file():
+                return plugin, skill
+        return None
 
     def _repository_invocation(self) -> str | None:
         """The skill the first prompt invokes explicitly (``/name`` opening it) when that
@@ -437,6 +493,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             extra.append(self._continuation(turns))
         if self.host.config.project_settings and not self.judge:
             extra.append(self._invocation_receipt(turns.get(1)))
+        if self.host.config.plugin_dirs and not self.judge:
+            extra += self._plugin_receipts(turns.get(1))
         return (*super().observations(parsed, skills, snapshots), *extra)
 
     def _continuation(self, turns: Mapping[int, Turn]) -> Observation:
@@ -465,6 +523,37 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             Completeness.COMPLETE if complete else Completeness.PARTIAL,
             {"sessionId": self.session, "followUps": entries},
         )
+
+    def _plugin_receipts(self, first: Turn | None) -> list[Observation]:
+        """``sevro.claude.plugin-dirs``: each declared plugin, whether Claude Code's session
+        listed it from that directory, and the skills it offered under the plugin's name;
+        ``sevro.claude.explicit-invocation``: the ``/plugin:skill`` the first prompt opened with
+        and whether the session listed that skill. Partial when the first turn did not parse
+        (or a plugin was never checked: set-up failed before)."""
+        complete = first is not None and len(self.plugins) == len(self.host.config.plugin_dirs)
+        state = Completeness.COMPLETE if complete else Completeness.PARTIAL
+        plugins: list[JsonValue] = []
+        for directory, name in self.plugins:
+            path = str(self.request.workspace / directory)
+            listed = first.skills if first is not None else ()
+            plugins.append(
+                {
+                    "dir": directory,
+                    "name": name,
+                    "loaded": (name, path) in first.plugins if first is not None else None,
+                    "skills": [s.split(":", 1)[1] for s in listed if s.startswith(f"{name}:")],
+                }
+            )
+        invocation: JsonValue = None
+        if self.plugin_invocation is not None:
+            plugin, skill = self.plugin_invocation
+            seen = f"{plugin}:{skill}" in first.skills if first is not None else None
+            invocation = {"plugin": plugin, "skill": skill, "listed": seen}
+        host = self.host.route.host
+        return [
+            Observation(PLUGIN_DIRS_OBSERVATION, host, state, {"plugins": plugins}),
+            Observation(EXPLICIT_INVOCATION_OBSERVATION, host, state, {"invocation": invocation}),
+        ]
 
     def _invocation_receipt(self, first: Turn | None) -> Observation:
         """``sevro.claude.repository-invocation``: project settings were loaded, whether the

@@ -8,3 +8,9 @@ MAX_HOST_TOOL_CALLS_PER_TURN = 4096
 MAX_SOCKET_PATH_BYTES = 107
 """Bytes a Unix socket's path holds on Linux (``sun_path`` less its terminating NUL): the
 temp directory Claude Code's sandbox makes its bridge sockets in must leave room for them."""
+
+MAX_PLUGIN_DIRS = 16
+"""Plugin directories one Claude host configuration may declare (``pluginDirs``)."""
+
+MAX_PLUGIN_MANIFEST_BYTES = 64 * 1024
+"""Bytes of a declared plugin's ``.claude-plugin/plugin.json`` read to learn its name."""
