@@ -7,9 +7,10 @@ stays short; every check below is what ``sevro run`` has always refused with exi
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -26,6 +27,11 @@ from sevro_core.vocabulary import JUDGE_ROLES
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.isolation.runtime import RuntimePolicy
+    from sevro_core.plugin.manager import Registry
+    from sevro_core.run.provenance import ProvenanceChoice
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @frozen
@@ -80,6 +86,10 @@ class RunFlags:
     runtime_config_file: Path | None = None
     junit: Path | None = None
     github_summary: bool = False
+    runner_checkout_root: Path | None = None
+    runner_build_digest: str | None = None
+    project_digest: str | None = None
+    shell_isolation: bool = False
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -128,6 +138,8 @@ def run_settings(
         )
     if not flags.sandbox.strip():
         raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    if flags.shell_isolation and flags.sandbox == "none":
+        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
     protected = _protected_roots(flags.protected_root or [])
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
@@ -154,7 +166,85 @@ def run_settings(
         protected_roots=protected,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
         judges=judge_settings(flags),
+        provenance=provenance_choice(flags),
     )
+
+
+def provenance_choice(flags: RunFlags) -> ProvenanceChoice:
+    """Sevro's provenance flags, checked before anything runs (exit 64): 64-hex digest
+    overrides and a checkout that must be the code running."""
+    from sevro_core.run.provenance import ProvenanceChoice, check_checkout_root
+
+    for flag, digest in (
+        ("--runner-build-digest", flags.runner_build_digest),
+        ("--project-digest", flags.project_digest),
+    ):
+        if digest is not None and not _HEX64.fullmatch(digest):
+            raise InvocationError(f"{flag} must be 64 lowercase hex digits (a sha256)")
+    checkout = flags.runner_checkout_root
+    return ProvenanceChoice(
+        checkout_root=check_checkout_root(checkout) if checkout is not None else None,
+        build_digest=flags.runner_build_digest,
+        project_digest=flags.project_digest,
+    )
+
+
+def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, Any]:
+    """Sevro's ``--case-file`` and ``--adapter-module`` as sevro's case arguments and
+    ``--host``: each exclusive with what it stands for (exit 64)."""
+    options = dict(options)
+    case_file, cases = options.pop("case_file"), options["cases"] or []
+    if case_file is not None and cases:
+        raise InvocationError("--case-file and case arguments are exclusive: give the case once")
+    if case_file is None and not cases:
+        raise InvocationError("no case: give case files (or --case-file FILE)")
+    options["cases"] = [case_file] if case_file is not None else cases
+    adapter = options.pop("adapter_module")
+    if adapter is not None and options["host"] is not None:
+        raise InvocationError("--host and --adapter-module are exclusive: choose one host")
+    if adapter is not None:
+        options["host"] = adapter_host(adapter, registry)
+    elif options["host"] is None:
+        options["host"] = "scripted"
+    return options
+
+
+def adapter_module_file(value: str) -> Path:
+    """The file of ``--adapter-module``: an absolute ``.py`` path, or a dotted module name
+    found on ``sys.path`` (operator-chosen code, loaded like ``--plugin FILE.py``)."""
+    import importlib.util
+
+    if "/" in value or value.endswith(".py"):
+        path = Path(value)
+        if not path.is_absolute():
+            raise InvocationError("--adapter-module must be an absolute path", source=value)
+        return path
+    if not _DOTTED.fullmatch(value):
+        raise InvocationError(f"--adapter-module {value!r} is neither a path nor a module name")
+    try:
+        spec = importlib.util.find_spec(value)
+    except (ImportError, ValueError) as exc:
+        raise InvocationError(f"--adapter-module {value}: {exc}") from None
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        raise InvocationError(f"--adapter-module {value}: no such Python module")
+    return Path(spec.origin)
+
+
+def adapter_host(value: str, registry: Registry) -> str:
+    """The id of the one host the adapter module registered (refused otherwise, exit 64)."""
+    name = f"file:{adapter_module_file(value).expanduser().resolve()}"
+    hosts = [
+        r.id
+        for info in registry.plugins
+        if info.name == name
+        for r in info.registrations
+        if r.kind == "host"
+    ]
+    if len(hosts) != 1:
+        raise InvocationError(
+            f"--adapter-module {value} must register exactly one host, not {len(hosts)}"
+        )
+    return hosts[0]
 
 
 def runtime_policy(
