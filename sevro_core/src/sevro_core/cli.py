@@ -388,6 +388,15 @@ ProjectDigestOpt = Annotated[
     str | None,
     typer.Option("--project-digest", help="Override the project digest (64 hex; tests)."),
 ]
+ToolchainBinDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--toolchain-bin-dir",
+        help="Deprecated (Sevro): put DIR first on the PATH of host and check commands; "
+        "declare environment.set.PATH in a runtime file instead.",
+        show_default=False,
+    ),
+]
 ShellIsolationOpt = Annotated[
     bool,
     typer.Option(
@@ -532,6 +541,7 @@ def run(
     runner_build_digest: BuildDigestOpt = None,
     project_digest: ProjectDigestOpt = None,
     shell_isolation: ShellIsolationOpt = False,
+    toolchain_bin_dir: ToolchainBinDirOpt = None,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -542,8 +552,10 @@ def run(
     from sevro_core.errors import InvocationError, SevroError
 
     try:
+        from attrs import evolve
+
         from sevro_core.isolation.protection import credential_locations
-        from sevro_core.plugin.hostsettings import check_settings_used
+        from sevro_core.plugin.hostsettings import check_settings_used, runtime_seed_settings
         from sevro_core.reporting.ci import check_ci_outputs
         from sevro_core.run.planning import plan_run
         from sevro_core.runflags import (
@@ -560,6 +572,8 @@ def run(
         flags = RunFlags(**sevro_spellings(options, registry))
         check_ci_outputs(flags.ci_outputs)
         host_flags = _host_settings(registry, None, host_setting)  # checked once hosts are known
+        seeds = runtime_seed_settings(registry.hosts(), host_flags)
+        flags = evolve(flags, runtime_seeds=seeds)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         settings, loaded = run_inputs(flags, settings)
         check_settings_used(registry.hosts(), host_flags, settings.hosts_used())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from sevro_core.plugin.manager import Registry
     from sevro_core.run.provenance import ProvenanceChoice
 
+_MIGRATION = (
+    "it still works without a runtime file, is removed no earlier than 0.2.0, and stands for "
+    "a runtime file's environment.set and runtime.seedDirectories (docs/runtime.md)"
+)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -90,6 +95,9 @@ class RunFlags:
     runner_build_digest: str | None = None
     project_digest: str | None = None
     shell_isolation: bool = False
+    toolchain_bin_dir: Path | None = None
+    runtime_seeds: tuple[tuple[str, str, str], ...] = ()
+    """Host settings standing for runtime seeds: (flag, variable, directory) each."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -259,6 +267,7 @@ def runtime_policy(
     if explicit is not None and not explicit.is_absolute():
         raise InvocationError("--runtime-config-file must be an absolute path", source=explicit)
     runtime = load_runtime(project, explicit, credentials)
+    runtime = flag_runtime_policy(flags, runtime, credentials) or runtime
     local_http = flags.local_http
     if runtime is not None and runtime.local_http is not None:
         if flags.local_http and not runtime.local_http:
@@ -269,6 +278,42 @@ def runtime_policy(
             )
         local_http = runtime.local_http
     return runtime, NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE
+
+
+def flag_runtime_policy(
+    flags: RunFlags, selected: RuntimePolicy | None, credentials: CredentialLocations
+) -> RuntimePolicy | None:
+    """Sevro's deprecated ``--toolchain-bin-dir`` and seed settings as the runtime policy
+    they stand for, with a warning each; beside a runtime file they are refused (exit 64)."""
+    from sevro_core.isolation.processes import DEFAULT_PATH
+    from sevro_core.isolation.runtime import RUNTIME_PLACEHOLDER, flag_runtime
+
+    toolchain = flags.toolchain_bin_dir
+    given = [*(() if toolchain is None else [("--toolchain-bin-dir", "PATH", str(toolchain))])]
+    given += flags.runtime_seeds
+    if not given:
+        return None
+    if selected is not None:
+        raise InvocationError(
+            f"{given[0][0]} is deprecated and cannot be combined with a runtime file: "
+            "declare it in the file (docs/runtime.md)",
+            source=selected.source,
+        )
+    document: dict[str, Any] = {"format": "sevro.runtime.v1", "environment": {"set": {}}}
+    seeds = []
+    for flag, variable, directory in given:
+        if not Path(directory).is_absolute():
+            raise InvocationError(f"{flag} must be an absolute path", source=directory)
+        sys.stderr.write(f"sevro: warning: {flag} is deprecated; {_MIGRATION}\n")
+        if variable == "PATH":
+            document["environment"]["set"]["PATH"] = f"{directory}:{DEFAULT_PATH}"
+            continue
+        target = variable.lower().replace("_", "-")
+        seeds.append({"source": directory, "target": target, "roles": ["candidate", "checks"]})
+        document["environment"]["set"][variable] = f"{RUNTIME_PLACEHOLDER}/{target}"
+    if seeds:
+        document["runtime"] = {"seedDirectories": seeds}
+    return flag_runtime(document, " ".join(g[0] for g in given), credentials)
 
 
 def judge_settings(flags: RunFlags) -> JudgeSettings:

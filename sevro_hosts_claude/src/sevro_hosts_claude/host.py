@@ -32,6 +32,7 @@ from sevro_core.api import (
     Host,
     HostFailure,
     HostRequest,
+    HostSetting,
     JsonValue,
     MountedSkill,
     NativeBinary,
@@ -80,6 +81,16 @@ _QUIET_ENV = {
 }
 
 
+UV_CACHE_SETTING = HostSetting(
+    "claude.uvCacheDir",
+    "--claude-uv-cache-dir",
+    "Deprecated (Sevro): a prepared UV cache copied privately for the candidate and checks, "
+    "with UV_CACHE_DIR pointing at the copy; declare a runtime seed instead (docs/runtime.md).",
+    "path",
+    runtime_seed="UV_CACHE_DIR",
+)
+
+
 class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
@@ -104,6 +115,12 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     skill_places = SkillPlaces(".claude/skills", "CLAUDE.md")
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """The agent-CLI settings, plus Sevro's deprecated ``--claude-uv-cache-dir``: the core
+        copies that directory privately for the candidate and checks (a runtime seed)."""
+        return (*super().settings, UV_CACHE_SETTING)
 
     def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
