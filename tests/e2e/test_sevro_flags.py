@@ -153,6 +153,11 @@ def test_runner_checkout_root_records_the_running_checkout(sevro_project: SevroP
     ).stdout.strip()
     assert runner["source"] == "checkout" and runner["revision"] == head
     assert runner["root"] == REPO_ROOT.as_uri()
+    result = sevro_project.root / "result.json"
+    result.write_text(done.stdout)
+    report = sevro_project.sevro("report", "--result-file", result, "--json")
+    assert report.exit_code == 0, report.stderr
+    assert report.json()["rows"][0]["runnerBuildDigest"] == runner["buildDigest"]
     other = sevro_project.root / "other"
     other.mkdir()
     subprocess.run(["git", "init", "-q", str(other)], check=True)
