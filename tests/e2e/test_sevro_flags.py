@@ -220,3 +220,62 @@ def test_cancellation_before_admission_keeps_an_interrupted_run(
     run = assert_valid_evidence(outcome.result)
     assert run["status"] == "interrupted"
     assert not list((outcome.run_dir / "cases").rglob("trial-*.json"))
+
+
+JUDGE = """\
+import json
+
+from sevro_core.api import HostResult, Route, hookimpl
+
+
+class Bound:
+    route = Route("acme.host.judge", "judge-model", "none")
+    capabilities = frozenset()
+
+    def redacted_configuration(self):
+        return {}
+
+    def check_case(self, case):
+        return None
+
+    def run(self, request):
+        verdict = {"checks": [{"id": "sem", "verdict": "VERDICT", "reason": "read the reply"}]}
+        return HostResult(final_message=json.dumps(verdict), complete=True)
+
+
+class Judge:
+    id = "acme.host.judge"
+    version = "1"
+    capabilities = frozenset()
+    requires = frozenset()
+
+    def configure(self, options):
+        return Bound()
+
+
+@hookimpl
+def sevro_register_hosts(register):
+    register(Judge())
+"""
+
+
+@pytest.mark.parametrize(("verdict", "code"), [("pass", 0), ("fail", 1)])
+def test_semantic_adapter_module_is_the_judge(
+    sevro_project: SevroProject, verdict: str, code: int
+) -> None:
+    judge = sevro_project.root / f"judge_{verdict}.py"
+    judge.write_text(JUDGE.replace("VERDICT", verdict))
+    check = {"id": "sem", "grader": "sevro.semantic", "configuration": {"proposition": "ready"}}
+    case = sevro_project.case(checks=[check])
+    script = sevro_project.script(default=[[{"reply": {"text": "ready"}}]])
+    done = sevro_project.run(case, "--host-config", script, "--semantic-adapter-module", judge)
+    assert done.exit_code == code, done.stderr
+    run = assert_valid_evidence(done.json())
+    assert {"role": "semantic", "host": "acme.host.judge"}.items() <= {
+        **next(r for r in run["routes"] if r.get("role") == "semantic")
+    }.items()
+    both = sevro_project.run(
+        case, "--semantic-adapter-module", judge, "--semantic-host", "scripted"
+    )
+    assert both.exit_code == 64
+    assert "--semantic-host and --semantic-adapter-module are exclusive" in both.stderr

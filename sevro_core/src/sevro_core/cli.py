@@ -101,15 +101,16 @@ def _plugin_files_from_argv() -> list[Path]:
     """``--plugin`` files, and the ``--adapter-module`` (Sevro's host module) loaded alike."""
     argv = sys.argv[1:]
     files = []
-    for flag in ("--plugin", "--adapter-module"):
+    adapters = ("--adapter-module", "--semantic-adapter-module", "--advisory-adapter-module")
+    for flag in ("--plugin", *adapters):
         for index, arg in enumerate(argv):
             value = argv[index + 1] if arg == flag and index + 1 < len(argv) else None
             if arg.startswith(f"{flag}="):
                 value = arg.split("=", 1)[1]
-            if value is not None and flag == "--adapter-module":
+            if value is not None and flag in adapters:
                 from sevro_core.runflags import adapter_module_file
 
-                files.append(adapter_module_file(value))
+                files.append(adapter_module_file(value, flag))
             elif value is not None:
                 files.append(Path(value))
     return files
@@ -225,6 +226,18 @@ def _judge_opt(role: str, what: str) -> Any:
     return typer.Option(f"--{role}-{what}", help=help_text, show_default=False)
 
 
+def _judge_adapter_opt(role: str) -> Any:
+    """Sevro's ``--<role>-adapter-module``: the judge's host from a module."""
+    return typer.Option(
+        f"--{role}-adapter-module",
+        help=f"A Python module registering one host that plays the {role} judge, loaded like "
+        f"--plugin (exclusive with --{role}-host).",
+        show_default=False,
+    )
+
+
+SemanticAdapterOpt = Annotated[str | None, _judge_adapter_opt(SEMANTIC_ROLE)]
+AdvisoryAdapterOpt = Annotated[str | None, _judge_adapter_opt(ADVISORY_ROLE)]
 SemanticHostOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "host")]
 SemanticModelOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "model")]
 SemanticEffortOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "effort")]
@@ -505,10 +518,12 @@ def run(
     variant: VariantOpt = None,
     fail_on_regression: FailOnRegressionOpt = False,
     semantic_host: SemanticHostOpt = None,
+    semantic_adapter_module: SemanticAdapterOpt = None,
     semantic_model: SemanticModelOpt = None,
     semantic_effort: SemanticEffortOpt = None,
     semantic_host_config: SemanticConfigOpt = None,
     advisory_host: AdvisoryHostOpt = None,
+    advisory_adapter_module: AdvisoryAdapterOpt = None,
     advisory_model: AdvisoryModelOpt = None,
     advisory_effort: AdvisoryEffortOpt = None,
     advisory_host_config: AdvisoryConfigOpt = None,

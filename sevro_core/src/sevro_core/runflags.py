@@ -23,7 +23,7 @@ from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.reporting.ci import CiOutputs
 from sevro_core.run.planning import RunSettings
-from sevro_core.vocabulary import JUDGE_ROLES
+from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from sevro_core.plugin.manager import Registry
     from sevro_core.run.provenance import ProvenanceChoice
 
+ADAPTER_JUDGE_ROLES = (SEMANTIC_ROLE, ADVISORY_ROLE)
+"""The judge roles Sevro routes through an adapter module (``--semantic-adapter-module``)."""
 _MIGRATION = (
     "it still works without a runtime file, is removed no earlier than 0.2.0, and stands for "
     "a runtime file's environment.set and runtime.seedDirectories (docs/runtime.md)"
@@ -207,17 +209,20 @@ def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, An
     if case_file is None and not cases:
         raise InvocationError("no case: give case files (or --case-file FILE)")
     options["cases"] = [case_file] if case_file is not None else cases
-    adapter = options.pop("adapter_module")
-    if adapter is not None and options["host"] is not None:
-        raise InvocationError("--host and --adapter-module are exclusive: choose one host")
-    if adapter is not None:
-        options["host"] = adapter_host(adapter, registry)
-    elif options["host"] is None:
-        options["host"] = "scripted"
+    for prefix in ("", *(f"{role}_" for role in ADAPTER_JUDGE_ROLES)):
+        flag = "--" + prefix.replace("_", "-")
+        adapter = options.pop(f"{prefix}adapter_module")
+        if adapter is not None and options[f"{prefix}host"] is not None:
+            raise InvocationError(
+                f"{flag}host and {flag}adapter-module are exclusive: choose one host"
+            )
+        if adapter is not None:
+            options[f"{prefix}host"] = adapter_host(adapter, registry, f"{flag}adapter-module")
+    options["host"] = options["host"] or "scripted"
     return options
 
 
-def adapter_module_file(value: str) -> Path:
+def adapter_module_file(value: str, flag: str = "--adapter-module") -> Path:
     """The file of ``--adapter-module``: an absolute ``.py`` path, or a dotted module name
     found on ``sys.path`` (operator-chosen code, loaded like ``--plugin FILE.py``)."""
     import importlib.util
@@ -225,22 +230,22 @@ def adapter_module_file(value: str) -> Path:
     if "/" in value or value.endswith(".py"):
         path = Path(value)
         if not path.is_absolute():
-            raise InvocationError("--adapter-module must be an absolute path", source=value)
+            raise InvocationError(f"{flag} must be an absolute path", source=value)
         return path
     if not _DOTTED.fullmatch(value):
-        raise InvocationError(f"--adapter-module {value!r} is neither a path nor a module name")
+        raise InvocationError(f"{flag} {value!r} is neither a path nor a module name")
     try:
         spec = importlib.util.find_spec(value)
     except (ImportError, ValueError) as exc:
-        raise InvocationError(f"--adapter-module {value}: {exc}") from None
+        raise InvocationError(f"{flag} {value}: {exc}") from None
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-        raise InvocationError(f"--adapter-module {value}: no such Python module")
+        raise InvocationError(f"{flag} {value}: no such Python module")
     return Path(spec.origin)
 
 
-def adapter_host(value: str, registry: Registry) -> str:
+def adapter_host(value: str, registry: Registry, flag: str = "--adapter-module") -> str:
     """The id of the one host the adapter module registered (refused otherwise, exit 64)."""
-    name = f"file:{adapter_module_file(value).expanduser().resolve()}"
+    name = f"file:{adapter_module_file(value, flag).expanduser().resolve()}"
     hosts = [
         r.id
         for info in registry.plugins
@@ -249,9 +254,7 @@ def adapter_host(value: str, registry: Registry) -> str:
         if r.kind == "host"
     ]
     if len(hosts) != 1:
-        raise InvocationError(
-            f"--adapter-module {value} must register exactly one host, not {len(hosts)}"
-        )
+        raise InvocationError(f"{flag} {value} must register exactly one host, not {len(hosts)}")
     return hosts[0]
 
 

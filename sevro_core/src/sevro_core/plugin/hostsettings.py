@@ -33,6 +33,8 @@ RESERVED_FLAGS = frozenset(
         "--comparator-host-config",
         "--advisory-exclude",
         "--adapter-module",
+        "--advisory-adapter-module",
+        "--semantic-adapter-module",
         "--case-file",
         "--project-digest",
         "--runner-build-digest",
