@@ -98,6 +98,16 @@ _QUIET_ENV = {
 }
 
 
+UV_CACHE_SETTING = HostSetting(
+    "claude.uvCacheDir",
+    "--claude-uv-cache-dir",
+    "Deprecated (Sevro): a prepared UV cache copied privately for the candidate and checks, "
+    "with UV_CACHE_DIR pointing at the copy; declare a runtime seed instead (docs/runtime.md).",
+    "path",
+    runtime_seed="UV_CACHE_DIR",
+)
+
+
 class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
@@ -125,9 +135,12 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 
     @property
     def settings(self) -> tuple[HostSetting, ...]:
-        """The shared three, plus the two switches that widen what the candidate gets."""
+        """The shared three, the two switches that widen what the candidate gets, and Sevro's
+        deprecated ``--claude-uv-cache-dir`` (the core copies that directory privately for the
+        candidate and checks: a runtime seed)."""
         return (
             *super().settings,
+            UV_CACHE_SETTING,
             HostSetting(
                 ALLOW_WRITE,
                 "--claude-allow-write",

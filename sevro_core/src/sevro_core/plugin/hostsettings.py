@@ -32,6 +32,15 @@ RESERVED_FLAGS = frozenset(
         "--comparator-effort",
         "--comparator-host-config",
         "--advisory-exclude",
+        "--adapter-module",
+        "--advisory-adapter-module",
+        "--semantic-adapter-module",
+        "--case-file",
+        "--project-digest",
+        "--runner-build-digest",
+        "--runner-checkout-root",
+        "--shell-isolation",
+        "--toolchain-bin-dir",
         "--case-source-map-file",
         "--case-source-root",
         "--condition",
@@ -76,6 +85,7 @@ RESERVED_FLAGS = frozenset(
 declare one (tests/core/test_host_settings.py keeps this list equal to the commands' options)."""
 
 _KEY_RE = re.compile(r"^[a-z][a-z0-9]*(?:\.[a-z][a-zA-Z0-9]*)+$")
+_VARIABLE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 _FLAG_RE = re.compile(r"^--[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
@@ -123,6 +133,12 @@ def _check_one(setting: Any, where: str) -> None:
         raise InvocationError(
             f"{where} declares setting {setting.key} of kind {setting.kind!r}; "
             f"kinds: {', '.join(SETTING_KINDS)}"
+        )
+    seed = setting.runtime_seed
+    if seed is not None and (setting.kind != "path" or not _VARIABLE_RE.match(seed)):
+        raise InvocationError(
+            f"{where} declares setting {setting.key} as runtime seed {seed!r}: it must be a "
+            "path setting and name a variable like UV_CACHE_DIR"
         )
 
 
@@ -219,6 +235,17 @@ def check_settings_used(
                 f"{setting.flag} ({setting.key}) needs --host {short}, an arm on that host "
                 f"or a judge on it (such as --semantic-host {short})"
             )
+
+
+def runtime_seed_settings(
+    hosts: Mapping[str, Any], given: Mapping[str, str]
+) -> tuple[tuple[str, str, str], ...]:
+    """The given settings that stand for a runtime seed: (flag, variable, directory) each."""
+    return tuple(
+        (setting.flag, setting.runtime_seed, given[setting.key])
+        for _, setting in _all_settings(hosts)
+        if setting.runtime_seed is not None and setting.key in given
+    )
 
 
 def _all_settings(hosts: Mapping[str, Any]) -> Iterable[tuple[str, HostSetting]]:

@@ -123,6 +123,10 @@ class HostSetting:
     """One of :data:`SETTING_KINDS`."""
     secret: bool = False
     """Never echoed, never in evidence or a redacted configuration."""
+    runtime_seed: str | None = None
+    """A deprecated (Sevro) directory setting that stands for a runtime seed: the variable
+    (``UV_CACHE_DIR``) that points the candidate's and checks' commands at their private copy
+    of the directory; refused with a runtime file, which declares such seeds itself."""
 
 
 @frozen
