@@ -36,8 +36,11 @@ from sevro_core.api import (
     JsonValue,
     MountedSkill,
     NativeBinary,
+    Observation,
     SkillPlaces,
+    Snapshot,
     TurnEvidence,
+    TurnRecord,
     Usage,
     command_entry,
     hookimpl,
@@ -59,7 +62,9 @@ from sevro_hosts_codex.configuration import (
     parse,
     render_config_toml,
 )
+from sevro_hosts_codex.continuation import CONTINUATION_OBSERVATION, ContinuationRecorder
 from sevro_hosts_codex.events import Turn, parse_turn
+from sevro_hosts_codex.nativecalls import NATIVE_CALLS_OBSERVATION, native_calls
 
 HOST_ID = "sevro.host.codex"
 TURNS_OBSERVATION = "sevro.codex.turns"
@@ -82,7 +87,10 @@ class CodexHost(AgentCliHost[CodexConfig]):
     the agent's commands."""
 
     id = HOST_ID
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
+        CONTINUATION_OBSERVATION,
+        NATIVE_CALLS_OBSERVATION,
+    }
     name, package, tested_version = "codex", "@openai/codex", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     setting_help = (
@@ -312,8 +320,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         native = str(self.host.binary.native)
         if number == 1:
             # A judge answers one prompt (the skeleton refuses more), so it is never resumed.
+            # A candidate's session is kept (in its private home, removed with the trial): the
+            # native-call and continuation observations read it.
             restricted = judge_flags() if self.judge else []
-            ephemeral = ["--ephemeral"] if len(self.request.prompts) == 1 else []
+            ephemeral = ["--ephemeral"] if self.judge else []
             workspace = ["-C", str(self.request.workspace), "-"]
             return [native, "exec", *common, *restricted, *ephemeral, *workspace]
         assert self.session is not None
@@ -322,6 +332,20 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     def parse(self, stream: bytes) -> Turn:
         return parse_turn(stream)
 
+    @cached_property
+    def continuation(self) -> ContinuationRecorder:
+        return ContinuationRecorder(self.request.workspace, self.layout.codex_home)
+
+    def turn(self, number: int) -> TurnRecord[Turn]:
+        """The skeleton's turn, with the continuation boundary recorded before each prompt of
+        a candidate's multi-prompt trial."""
+        if not self.judge and len(self.request.prompts) > 1:
+            if number == 1:
+                self.continuation.first_prompt()
+            else:
+                self.continuation.resumed_prompt(number, self.session)
+        return super().turn(number)
+
     def continuity_error(self, number: int, turn: Turn) -> str | None:
         expected, self.session = self.session, turn.thread_id
         if expected is not None and turn.thread_id != expected:
@@ -329,6 +353,26 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return None
 
     # -- results --------------------------------------------------------------------------
+
+    def observations(
+        self,
+        parsed: Sequence[TurnRecord[Turn]],
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> tuple[Observation, ...]:
+        """The skeleton's, plus a candidate's native calls (from its root thread's session)
+        and, with more than one prompt, its continuation boundaries."""
+        found = super().observations(parsed, skills, snapshots)
+        if self.judge:
+            return found
+        source = self.host.route.host
+        thread = next((r.turn.thread_id for r in parsed if r.turn is not None), None)
+        completeness, data = native_calls(self.layout.codex_home, thread)
+        found += (Observation(NATIVE_CALLS_OBSERVATION, source, completeness, data),)
+        if len(self.request.prompts) > 1:
+            completeness, data = self.continuation.observation()
+            found += (Observation(CONTINUATION_OBSERVATION, source, completeness, data),)
+        return found
 
     def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:
         warnings: list[JsonValue] = [self.scrub(w)[:500] for w in turn.warnings[:16]]

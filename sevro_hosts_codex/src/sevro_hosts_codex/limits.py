@@ -16,3 +16,20 @@ trial's execution fails naming it; covers observed native policy start-up."""
 
 MAX_CODEX_PREFLIGHT_OUTPUT_BYTES = 64 * 1024
 """Bytes of the preflight probe's output kept for its failure reason."""
+
+MAX_CODEX_SESSION_BYTES = 8 * 1024 * 1024
+"""Bytes of one native session (rollout) file read from the trial's private ``CODEX_HOME``; a
+larger one leaves ``sevro.codex.native-calls`` (or that child's entry) partial."""
+
+MAX_CODEX_SESSION_ENTRIES = 10_000
+"""JSONL entries parsed from one native session file; more leave its observation partial."""
+
+MAX_CODEX_SESSION_FILES = 1024
+"""Entries walked under ``CODEX_HOME/sessions`` to find one thread's rollout; more is partial."""
+
+MAX_CODEX_NATIVE_CALLS = 128
+"""Allowlisted native calls (and direct tool calls) kept from one session; more is truncated."""
+
+MAX_CODEX_CHILD_ROLLOUTS = 8
+"""Child thread rollouts (accepted sub-agent spawns) checked per trial; more sets
+``childrenTruncated`` and leaves the observation partial."""

@@ -1,0 +1,178 @@
+"""Real Codex runs: ``sevro.codex.continuation``, ``sevro.codex.native-calls`` and child rollouts.
+
+Sub-agent threads ask the model concurrently with their parent, so the mock answers each
+request from the script of the thread that sent it (a child's first user message carries
+``CHILD_TASK``); a reply may be built from the request (to name the child Codex spawned).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from sevro_core.testing.mockmodel import (
+    Message,
+    OpenAIResponses,
+    RecordedRequest,
+    Reply,
+    ToolCall,
+    reply,
+)
+from sevro_hosts_codex.testing import require_codex
+from tests.hosts_codex.helpers import observation, run_codex, shell, trial
+
+pytestmark = pytest.mark.slow
+
+CHILD_TASK = "CHILD-TASK: answer child-done"
+READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
+Scripted = Reply | Callable[[Any], Reply]
+
+
+class RoutedResponses(OpenAIResponses):
+    """Responses API replies chosen per thread; ``ns.name`` tool calls get a ``namespace``."""
+
+    def __init__(self, parent: list[Scripted], child: list[Scripted]) -> None:
+        self.scripts = {"parent": list(parent), "child": list(child)}
+        self.lock = threading.Lock()
+
+    def render(self, reply: Reply, request: RecordedRequest, serial: int) -> Iterator[bytes]:
+        body = request.json()
+        with self.lock:
+            script = self.scripts["child" if is_child(body) else "parent"]
+            chosen = script.pop(0) if script else Reply(error="mock: script exhausted")
+        yield from super().render(chosen(body) if callable(chosen) else chosen, request, serial)
+
+    @staticmethod
+    def _item(item: Any, serial: int, index: int) -> dict[str, Any]:
+        wire = OpenAIResponses._item(item, serial, index)
+        if isinstance(item, ToolCall) and "." in item.name:
+            wire["namespace"], wire["name"] = item.name.split(".", 1)
+        return wire
+
+
+def is_child(body: dict[str, Any]) -> bool:
+    return any(
+        x.get("type") == "message" and x.get("role") == "user" and CHILD_TASK in json.dumps(x)
+        for x in body.get("input", [])
+    )
+
+
+def wait_for_child(body: dict[str, Any]) -> Reply:
+    """``wait_agent`` on the child the earlier ``spawn_agent`` output named."""
+    (output,) = [
+        x["output"]
+        for x in body["input"]
+        if x.get("type") == "function_call_output" and x.get("call_id") == "spawn-1"
+    ]
+    agent = json.loads(output)["agent_id"]
+    return reply(ToolCall("multi_agent_v1.wait_agent", {"targets": [agent]}, call_id="wait-1"))
+
+
+@pytest.fixture
+def codex() -> str:
+    return require_codex()
+
+
+def routed(mock_model: Callable[..., Any], parent: list[Scripted], child: list[Scripted]) -> Any:
+    protocol = RoutedResponses(parent, child)
+    return mock_model([Reply()] * (len(parent) + len(child)), protocols=(protocol,))
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_continuation_boundary_of_a_resumed_thread(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], writes: bool
+) -> None:
+    first = shell("printf x > made.txt") if writes else ToolCall("create_goal", {"objective": "o"})
+    server = routed(
+        mock_model,
+        [
+            reply(first),
+            reply(Message("first")),
+            reply(ToolCall("get_goal", {})),
+            reply(Message("ready")),
+        ],
+        [],
+    )
+    case = sevro_project.case(prompt="One.", followUpPrompt="Two.", checks=[READY])
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    document = trial(sevro_project)
+    turns = observation(document, "sevro.codex.turns")["data"]["turns"]
+    found = observation(document, "sevro.codex.continuation")
+    assert found["completeness"] == "complete", found
+    data = found["data"]
+    assert data["method"] == "same_thread_resume" and data["threadId"] == turns[0]["threadId"]
+    # The negative control: a first turn that wrote a file did not leave the workspace as it was.
+    assert data["preFollowUpWorktreeUnchanged"] is (not writes)
+    boundary = data["nativeAfterOrdinal"]
+    assert isinstance(boundary, int) and data["boundaries"][0]["turn"] == 2
+    calls = observation(document, "sevro.codex.native-calls")["data"]["calls"]
+    # Each call lies on its own side of the boundary: the goal read came after the resume.
+    assert [(c["name"], c["ordinal"] > boundary) for c in calls] == (
+        [("get_goal", True)] if writes else [("create_goal", False), ("get_goal", True)]
+    )
+
+
+def test_native_calls_keep_only_allowlisted_controls(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = routed(
+        mock_model,
+        [
+            reply(shell("true")),
+            reply(ToolCall("create_goal", {"objective": "SECRET-OBJ"})),
+            reply(Message("ready")),
+        ],
+        [],
+    )
+    result = run_codex(sevro_project, codex, server, sevro_project.case(checks=[READY]))
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    document = trial(sevro_project)
+    assert all(o["id"] != "sevro.codex.continuation" for o in document["evidence"]["observations"])
+    found = observation(document, "sevro.codex.native-calls")
+    assert found["completeness"] == "complete", found
+    data = found["data"]
+    assert [(c["namespace"], c["name"]) for c in data["calls"]] == [("functions", "create_goal")]
+    # The shell call is a direct tool call, never an allowlisted control.
+    assert [c["name"] for c in data["toolCalls"]] == ["exec_command", "create_goal"]
+    assert data["acceptedSpawns"] == [] and data["childSessions"] == []
+    assert "SECRET-OBJ" not in json.dumps(found)
+
+
+@pytest.mark.parametrize("waits", [True, False])
+def test_an_accepted_spawn_and_its_child_rollout(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], waits: bool
+) -> None:
+    spawn = reply(
+        ToolCall("multi_agent_v1.spawn_agent", {"message": CHILD_TASK}, call_id="spawn-1")
+    )
+    parent: list[Scripted] = [spawn, wait_for_child, reply(Message("ready"))]
+    # The negative control: the parent ends its turn at once, so the child never returns.
+    child: list[Scripted] = (
+        [reply(Message("child-done"))] if waits else [reply(Message("late"), delay_s=20)]
+    )
+    if not waits:
+        parent = [spawn, reply(Message("ready"))]
+    server = routed(mock_model, parent, child)
+    result = run_codex(sevro_project, codex, server, sevro_project.case(checks=[READY]))
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    found = observation(trial(sevro_project), "sevro.codex.native-calls")
+    data = found["data"]
+    names = [c["name"] for c in data["calls"]]
+    assert names == (["spawn_agent", "wait_agent"] if waits else ["spawn_agent"])
+    assert {c["namespace"] for c in data["calls"]} == {"multi_agent_v1"}
+    (spawned,) = data["acceptedSpawns"]
+    assert spawned["callId"] == "spawn-1"
+    assert spawned["requestedOrdinal"] < spawned["startedOrdinal"] < spawned["acceptedOrdinal"]
+    (child_session,) = data["childSessions"]
+    assert child_session["threadId"] == spawned["threadId"]
+    assert child_session["status"] == "available", data
+    assert child_session["resultStatus"] == ("completed" if waits else "unavailable")
+    assert data["childrenTruncated"] is False
+    assert found["completeness"] == "complete"
+    assert "child-done" not in json.dumps(found) and CHILD_TASK not in json.dumps(found)
