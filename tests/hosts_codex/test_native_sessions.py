@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from sevro_core.api import Completeness
+from sevro_core.limits import MAX_CHANGE_SCAN_FILES
 from sevro_hosts_codex import limits, sessions
+from sevro_hosts_codex.continuation import ContinuationRecorder
 from sevro_hosts_codex.nativecalls import native_calls
 
 PARENT = "01a241e0-490a-7170-9aba-61219461195f"
@@ -174,3 +176,27 @@ def test_a_spawn_without_acceptance_is_not_accepted(tmp_path: Path) -> None:
     _, data = native_calls(tmp_path, PARENT)
     assert data["acceptedSpawns"] == [] and data["childSessions"] == []
     assert [c["name"] for c in data["calls"]] == ["spawn_agent"]  # the attempt is still a call
+
+
+def test_a_continuation_is_partial_without_its_session_or_fingerprint(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    recorder = ContinuationRecorder(workspace, home)
+    recorder.first_prompt()
+    recorder.turn_ended()
+    recorder.resumed_prompt(2, PARENT)  # no session written: the ordinal is unknown
+    completeness, data = recorder.observation()
+    assert completeness is Completeness.PARTIAL
+    assert data["nativeAfterOrdinal"] is None and data["preFollowUpWorktreeUnchanged"] is True
+    rollout(home, PARENT, [meta(PARENT), meta("x")])
+    recorder = ContinuationRecorder(workspace, home)
+    recorder.first_prompt()
+    for n in range(MAX_CHANGE_SCAN_FILES + 1):  # beyond the scan bounds: no fingerprint
+        (workspace / f"f{n}").touch()
+    recorder.turn_ended()
+    recorder.resumed_prompt(2, PARENT)
+    completeness, data = recorder.observation()
+    assert completeness is Completeness.PARTIAL and data["nativeAfterOrdinal"] == 1
+    (boundary,) = data["boundaries"]
+    assert boundary["workspaceUnchanged"] is None
+    assert boundary["unchangedSincePreviousPrompt"] is None

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sevro_core.models import CancelToken, HostRequest, HostResult
+from sevro_core.plugin.protocols import HostOptions
 from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import (
     Message,
@@ -23,8 +26,17 @@ from sevro_core.testing.mockmodel import (
     ToolCall,
     reply,
 )
+from sevro_hosts_codex.host import CodexHost
 from sevro_hosts_codex.testing import require_codex
-from tests.hosts_codex.helpers import observation, run_codex, shell, trial
+from tests.hosts_codex.helpers import (
+    API_KEY,
+    API_KEY_ENV,
+    PROVIDER_KEY_ENV,
+    observation,
+    run_codex,
+    shell,
+    trial,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +122,16 @@ def test_continuation_boundary_of_a_resumed_thread(
     # The negative control: a first turn that wrote a file did not leave the workspace as it was.
     assert data["preFollowUpWorktreeUnchanged"] is (not writes)
     boundary = data["nativeAfterOrdinal"]
-    assert isinstance(boundary, int) and data["boundaries"][0]["turn"] == 2
+    assert isinstance(boundary, int)
+    assert data["boundaries"] == [
+        {
+            "turn": 2,
+            "threadId": turns[0]["threadId"],
+            "nativeAfterOrdinal": boundary,
+            "unchangedSincePreviousPrompt": not writes,
+            "workspaceUnchanged": True,  # nothing touched it between turn 1's end and prompt 2
+        }
+    ]
     calls = observation(document, "sevro.codex.native-calls")["data"]["calls"]
     # Each call lies on its own side of the boundary: the goal read came after the resume.
     assert [(c["name"], c["ordinal"] > boundary) for c in calls] == (
@@ -176,3 +197,84 @@ def test_an_accepted_spawn_and_its_child_rollout(
     assert data["childrenTruncated"] is False
     assert found["completeness"] == "complete"
     assert "child-done" not in json.dumps(found) and CHILD_TASK not in json.dumps(found)
+
+
+def run_direct(
+    codex: str,
+    server: Any,
+    tmp_path: Path,
+    prompts: tuple[str, ...],
+    settled: Callable[[int], None],
+) -> HostResult:
+    """The host itself (no engine), so a test can act when a turn settles."""
+    config = {
+        "format": "sevro.codex-host.v1",
+        "modelProvider": {
+            "id": "mock",
+            "baseUrl": server.base_url,
+            "envKey": PROVIDER_KEY_ENV,
+            "requestMaxRetries": 0,
+            "streamMaxRetries": 0,
+        },
+        "turnTimeoutSeconds": 60,
+    }
+    settings = {"codex.bin": codex, "codex.apiKeyEnv": API_KEY_ENV}
+    configured = CodexHost().configure(
+        HostOptions(config=config, model="mock-model", settings=settings)
+    )
+    workspace, private = tmp_path / "ws", tmp_path / "private"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("first\n")
+    private.mkdir(mode=0o700)
+    request = HostRequest(
+        case_id="continued",
+        trial=1,
+        prompts=prompts,
+        workspace=workspace,
+        condition="passive",
+        cancel=CancelToken(),
+        private_root=private,
+        turn_settled=lambda number, _reply: settled(number),
+    )
+    return configured.run(request)
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_every_resumed_prompt_has_a_boundary(
+    codex: str,
+    mock_model: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edited: bool,
+) -> None:
+    monkeypatch.setenv(API_KEY_ENV, API_KEY)
+    server = mock_model([reply(Message("one")), reply(Message("two")), reply(Message("three"))])
+
+    def settled(number: int) -> None:
+        if edited and number == 2:  # something other than the candidate touched it
+            (tmp_path / "ws" / "notes.txt").write_text("edited between turns\n")
+
+    result = run_direct(codex, server, tmp_path, ("One.", "Two.", "Three."), settled)
+    assert result.error is None and result.final_message == "three", result.error
+    (found,) = [o for o in result.observations if o.id == "sevro.codex.continuation"]
+    assert found.completeness == "complete"
+    first, second = found.data["boundaries"]
+    assert (first["turn"], second["turn"]) == (2, 3)
+    assert first["threadId"] == second["threadId"] == found.data["threadId"]
+    assert first["nativeAfterOrdinal"] < second["nativeAfterOrdinal"]
+    assert first["workspaceUnchanged"] and first["unchangedSincePreviousPrompt"]
+    # The negative control: an edit after turn 2 ended shows in both of turn 3's comparisons.
+    assert second["workspaceUnchanged"] is (not edited)
+    assert second["unchangedSincePreviousPrompt"] is (not edited)
+    assert "notes.txt" not in json.dumps(found.data)
+
+
+def test_a_failed_first_turn_leaves_the_continuation_unavailable(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("partial"), error="boom mid-turn"), reply(Message("x"))])
+    case = sevro_project.case(prompt="One.", followUpPrompt="Two.", checks=[READY])
+    run_codex(sevro_project, codex, server, case)
+    found = observation(trial(sevro_project), "sevro.codex.continuation")
+    assert found["completeness"] == "unavailable"
+    assert found["data"]["boundaries"] == [] and found["data"]["threadId"] is None

@@ -3,9 +3,11 @@
 Before each resumed turn (``codex exec resume <thread>``) the host records the thread it
 resumes, the last validated native-session ordinal before that prompt (later native calls have
 larger ordinals, so an extension can tell which turn made them without reading arguments) and
-whether the visible workspace (``.git`` aside) is unchanged since the previous prompt was
-delivered: for the second prompt, since the trial's first prompt, as Sevro defines it. No file
-name, content, prompt or session text is kept. A fingerprint beyond the workspace scan bounds, or
+two workspace comparisons (every file but ``.git``, by content): ``unchangedSincePreviousPrompt``
+(the turn before left the workspace as it found it; for the second prompt this is Sevro's
+``preFollowUpWorktreeUnchanged``) and ``workspaceUnchanged`` (nothing changed it between the end
+of the turn before and this prompt, as the Claude host's receipt says). No file name, content,
+prompt or session text is kept. A fingerprint beyond the workspace scan bounds, or
 a missing or malformed session, leaves its value ``null`` and the observation ``partial``.
 """
 
@@ -26,28 +28,30 @@ class ContinuationRecorder:
         self.workspace = workspace
         self.codex_home = codex_home
         self.previous: Snapshot | None = None
+        self.ended: Snapshot | None = None
         self.boundaries: list[dict[str, JsonValue]] = []
 
     def first_prompt(self) -> None:
         """Fingerprint the workspace as the first prompt is delivered."""
         self.previous = snapshot(self.workspace)
 
+    def turn_ended(self) -> None:
+        """Fingerprint the workspace as a turn's process has ended."""
+        self.ended = snapshot(self.workspace)
+
     def resumed_prompt(self, number: int, thread_id: str | None) -> None:
         """Record the boundary before prompt ``number`` resumes ``thread_id``."""
         current = snapshot(self.workspace)
         previous, self.previous = self.previous, current
-        measured = previous is not None and previous.complete and current.complete
+        ended, self.ended = self.ended, None
         ordinal = read_session(self.codex_home, thread_id).last_ordinal if thread_id else None
         self.boundaries.append(
             {
                 "turn": number,
                 "threadId": thread_id,
                 "nativeAfterOrdinal": ordinal,
-                "worktreeUnchanged": (
-                    previous.entries == current.entries
-                    if measured and previous is not None
-                    else None
-                ),
+                "unchangedSincePreviousPrompt": _same(previous, current),
+                "workspaceUnchanged": _same(ended, current),
             }
         )
 
@@ -68,14 +72,22 @@ class ContinuationRecorder:
         whole = all(
             b["threadId"] is not None
             and b["nativeAfterOrdinal"] is not None
-            and b["worktreeUnchanged"] is not None
+            and b["unchangedSincePreviousPrompt"] is not None
+            and b["workspaceUnchanged"] is not None
             for b in self.boundaries
         )
         data = {
             "method": "same_thread_resume",
             "threadId": first["threadId"],
             "nativeAfterOrdinal": first["nativeAfterOrdinal"],
-            "preFollowUpWorktreeUnchanged": first["worktreeUnchanged"],
+            "preFollowUpWorktreeUnchanged": first["unchangedSincePreviousPrompt"],
             "boundaries": list(self.boundaries),
         }
         return (Completeness.COMPLETE if whole else Completeness.PARTIAL), data
+
+
+def _same(before: Snapshot | None, after: Snapshot) -> bool | None:
+    """Whether two fingerprints match; None when either is missing or incomplete."""
+    if before is None or not before.complete or not after.complete:
+        return None
+    return before.entries == after.entries

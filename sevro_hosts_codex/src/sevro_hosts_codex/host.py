@@ -337,14 +337,18 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return ContinuationRecorder(self.request.workspace, self.layout.codex_home)
 
     def turn(self, number: int) -> TurnRecord[Turn]:
-        """The skeleton's turn, with the continuation boundary recorded before each prompt of
-        a candidate's multi-prompt trial."""
-        if not self.judge and len(self.request.prompts) > 1:
-            if number == 1:
-                self.continuation.first_prompt()
-            else:
-                self.continuation.resumed_prompt(number, self.session)
-        return super().turn(number)
+        """The skeleton's turn; in a candidate's multi-prompt trial the workspace is
+        fingerprinted before each prompt and as each turn ends (see ``continuation``)."""
+        if self.judge or len(self.request.prompts) == 1:
+            return super().turn(number)
+        if number == 1:
+            self.continuation.first_prompt()
+        else:
+            self.continuation.resumed_prompt(number, self.session)
+        try:
+            return super().turn(number)
+        finally:
+            self.continuation.turn_ended()
 
     def continuity_error(self, number: int, turn: Turn) -> str | None:
         expected, self.session = self.session, turn.thread_id
