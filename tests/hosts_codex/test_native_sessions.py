@@ -200,3 +200,14 @@ def test_a_continuation_is_partial_without_its_session_or_fingerprint(tmp_path: 
     (boundary,) = data["boundaries"]
     assert boundary["workspaceUnchanged"] is None
     assert boundary["unchangedSincePreviousPrompt"] is None
+
+
+def test_more_calls_than_kept_are_truncated(tmp_path: Path) -> None:
+    goal = {"type": "response_item", "payload": {"type": "function_call", "name": "get_goal"}}
+    rollout(tmp_path, PARENT, [meta(PARENT), *[goal] * (limits.MAX_CODEX_NATIVE_CALLS + 1)])
+    completeness, data = native_calls(tmp_path, PARENT)
+    assert len(data["calls"]) == limits.MAX_CODEX_NATIVE_CALLS and data["truncated"] is True
+    assert completeness is Completeness.PARTIAL
+    rollout(tmp_path, PARENT, [meta(PARENT), *[goal] * limits.MAX_CODEX_NATIVE_CALLS])
+    completeness, data = native_calls(tmp_path, PARENT)
+    assert data["truncated"] is False and completeness is Completeness.COMPLETE

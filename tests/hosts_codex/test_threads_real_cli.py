@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,8 @@ Scripted = Reply | Callable[[Any], Reply]
 
 
 class RoutedResponses(OpenAIResponses):
-    """Responses API replies chosen per thread; ``ns.name`` tool calls get a ``namespace``."""
+    """Responses API replies chosen per thread (and delayed as each says); ``ns.name`` tool
+    calls get a ``namespace``."""
 
     def __init__(self, parent: list[Scripted], child: list[Scripted]) -> None:
         self.scripts = {"parent": list(parent), "child": list(child)}
@@ -57,7 +59,9 @@ class RoutedResponses(OpenAIResponses):
         with self.lock:
             script = self.scripts["child" if is_child(body) else "parent"]
             chosen = script.pop(0) if script else Reply(error="mock: script exhausted")
-        yield from super().render(chosen(body) if callable(chosen) else chosen, request, serial)
+        answer = chosen(body) if callable(chosen) else chosen
+        time.sleep(answer.delay_s)  # the server's own delay applied to the placeholder reply
+        yield from super().render(answer, request, serial)
 
     @staticmethod
     def _item(item: Any, serial: int, index: int) -> dict[str, Any]:
@@ -110,7 +114,10 @@ def test_continuation_boundary_of_a_resumed_thread(
         ],
         [],
     )
-    case = sevro_project.case(prompt="One.", followUpPrompt="Two.", checks=[READY])
+    required = ["sevro.codex.continuation", "sevro.codex.native-calls"]
+    case = sevro_project.case(
+        prompt="One.", followUpPrompt="Two.", checks=[READY], requiredEvidence=required
+    )
     result = run_codex(sevro_project, codex, server, case)
     assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
     document = trial(sevro_project)
@@ -278,3 +285,13 @@ def test_a_failed_first_turn_leaves_the_continuation_unavailable(
     found = observation(trial(sevro_project), "sevro.codex.continuation")
     assert found["completeness"] == "unavailable"
     assert found["data"]["boundaries"] == [] and found["data"]["threadId"] is None
+
+
+def test_a_required_continuation_of_a_single_prompt_is_unavailable(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY], requiredEvidence=["sevro.codex.continuation"])
+    result = run_codex(sevro_project, codex, server, case)
+    assert result.json()["grading"]["status"] == "unavailable", result.stdout
+    assert result.exit_code == 4
