@@ -207,7 +207,6 @@ CODEX_VARIANTS: dict[str, Variant] = {
     "-shell-env-policy": _codex_no_env_policy,
     "-strict-config": _drop_args("--strict-config"),
     "-ignore-rules": _drop_args("--ignore-rules"),
-    "-ephemeral": _drop_args("--ephemeral"),
     "-helper-alias": _codex_no_helper_alias,
 }
 
