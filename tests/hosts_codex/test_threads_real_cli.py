@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sevro_core.hosts.credentials import REDACTED
 from sevro_core.models import CancelToken, HostRequest, HostResult
 from sevro_core.plugin.protocols import HostOptions
 from sevro_core.testing import SevroProject
@@ -34,6 +35,7 @@ from tests.hosts_codex.helpers import (
     API_KEY_ENV,
     PROVIDER_KEY_ENV,
     observation,
+    retained_bytes,
     run_codex,
     shell,
     trial,
@@ -42,6 +44,8 @@ from tests.hosts_codex.helpers import (
 pytestmark = pytest.mark.slow
 
 CHILD_TASK = "CHILD-TASK: answer child-done"
+SPAWN_ID = API_KEY
+"""The spawn's call id, chosen by the model: here it repeats the credential, which is scrubbed."""
 READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
 Scripted = Reply | Callable[[Any], Reply]
 
@@ -83,7 +87,7 @@ def wait_for_child(body: dict[str, Any]) -> Reply:
     (output,) = [
         x["output"]
         for x in body["input"]
-        if x.get("type") == "function_call_output" and x.get("call_id") == "spawn-1"
+        if x.get("type") == "function_call_output" and x.get("call_id") == SPAWN_ID
     ]
     agent = json.loads(output)["agent_id"]
     return reply(ToolCall("multi_agent_v1.wait_agent", {"targets": [agent]}, call_id="wait-1"))
@@ -176,9 +180,7 @@ def test_native_calls_keep_only_allowlisted_controls(
 def test_an_accepted_spawn_and_its_child_rollout(
     sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], waits: bool
 ) -> None:
-    spawn = reply(
-        ToolCall("multi_agent_v1.spawn_agent", {"message": CHILD_TASK}, call_id="spawn-1")
-    )
+    spawn = reply(ToolCall("multi_agent_v1.spawn_agent", {"message": CHILD_TASK}, call_id=SPAWN_ID))
     parent: list[Scripted] = [spawn, wait_for_child, reply(Message("ready"))]
     # The negative control: the parent ends its turn at once, so the child never returns.
     child: list[Scripted] = (
@@ -195,7 +197,8 @@ def test_an_accepted_spawn_and_its_child_rollout(
     assert names == (["spawn_agent", "wait_agent"] if waits else ["spawn_agent"])
     assert {c["namespace"] for c in data["calls"]} == {"multi_agent_v1"}
     (spawned,) = data["acceptedSpawns"]
-    assert spawned["callId"] == "spawn-1"
+    assert spawned["callId"] == REDACTED  # the model's call id repeated the credential
+    assert API_KEY.encode() not in retained_bytes(sevro_project)
     assert spawned["requestedOrdinal"] < spawned["startedOrdinal"] < spawned["acceptedOrdinal"]
     (child_session,) = data["childSessions"]
     assert child_session["threadId"] == spawned["threadId"]

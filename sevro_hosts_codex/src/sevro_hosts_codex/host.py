@@ -372,6 +372,8 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         source = self.host.route.host
         thread = next((r.turn.thread_id for r in parsed if r.turn is not None), None)
         completeness, data = native_calls(self.layout.codex_home, thread)
+        if self.secrets:  # ids the model chose (a call id) could repeat a credential
+            data = json.loads(self.scrub(json.dumps(data)))
         found += (Observation(NATIVE_CALLS_OBSERVATION, source, completeness, data),)
         if len(self.request.prompts) > 1:
             completeness, data = self.continuation.observation()
