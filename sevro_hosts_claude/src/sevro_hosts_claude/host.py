@@ -20,6 +20,7 @@ from attrs import frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     ConfigurationError,
@@ -29,6 +30,7 @@ from sevro_core.api import (
     DoctorRequest,
     EvidenceIds,
     FileRead,
+    HookLog,
     Host,
     HostFailure,
     HostRequest,
@@ -42,6 +44,7 @@ from sevro_core.api import (
     command_entry,
     denumbered,
     front_matter_removed,
+    hook_command,
     hookimpl,
     inside,
     line_count,
@@ -84,7 +87,9 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
     id, name = HOST_ID, "claude"
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
+        SKILL_ACTIVATIONS_OBSERVATION
+    }
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     setting_help = (
@@ -165,8 +170,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     def candidate_home(self) -> Path | None:
         return self.layout.home
 
+    @property
+    def hooks_dir(self) -> Path:
+        """Where the passive hook writes: in the config directory, which the agent's tools and
+        Bash sandbox are denied; Claude Code runs hooks itself, outside its Bash sandbox."""
+        return self.layout.config_dir / "sevro-hooks"
+
     def private_dirs(self) -> Sequence[Path]:
-        return (self.layout.config_dir, self.layout.home, self.layout.tmp)
+        layout = self.layout
+        return (layout.config_dir, self.hooks_dir, layout.home, layout.tmp)
 
     def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
@@ -178,12 +190,18 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         if key is not None:
             write_private(layout.api_key_file, key.encode())
         read_roots, writable = self.runtime_grants()
+        # A judge runs with every hook disabled (no tools to observe); a candidate gets the
+        # passive skill-activation hook.
+        hook = None if self.judge else hook_command(self.hooks_dir)
+        if hook is not None:
+            self.hook_log = HookLog(self.hooks_dir)
         text = render_settings(
             layout,
             workspace,
             api_key=key is not None,
             judge=self.judge,
             writable=(*writable, *self._artifact_directories()),
+            hook=hook,
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -304,6 +322,13 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             "numTurns": turn.num_turns,
             "permissionDenials": turn.permission_denials,
         }
+
+    def hooked_calls(self, turn: Turn) -> Mapping[str, int]:
+        """Every tool call, successful (``PostToolUse``) or not (``PostToolUseFailure``)."""
+        counts: dict[str, int] = {}
+        for call in turn.calls:
+            counts[call.name] = counts.get(call.name, 0) + 1
+        return counts
 
     def collect(
         self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence

@@ -123,13 +123,20 @@ def classify_read(
 
 
 def skills_data(
-    offered: Sequence[MountedSkill], reads: Sequence[dict[str, JsonValue]]
+    offered: Sequence[MountedSkill],
+    reads: Sequence[dict[str, JsonValue]],
+    activated: Sequence[JsonValue] = (),
 ) -> dict[str, JsonValue]:
-    """The ``sevro.skills`` observation: offered skills, every touch, and those read in full."""
+    """The ``sevro.skills`` observation: offered skills, every touch, and those read in full.
+
+    ``activated`` are the skills a complete ``sevro.host.skill-activations`` observation found
+    (a page-by-page read the stream cannot prove): the summary's ``read`` includes them, so the
+    two observations agree."""
     read_names: list[JsonValue] = []
     for entry in reads:
         if entry["status"] == "read" and entry["skill"] not in read_names:
             read_names.append(entry["skill"])
+    read_names += [name for name in activated if name not in read_names]
     return {
         "offered": [s.to_json() for s in offered],
         "reads": list(reads),

@@ -1,0 +1,72 @@
+"""``sevro.host.skill-activations`` through the real Claude Code CLI: its passive
+``PostToolUse``/``PostToolUseFailure`` hooks record what each tool call returned (Bash output,
+the ``Read`` tool's file content), and prepared skill bodies are matched in that content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_claude.testing import require_claude
+from tests.core.activation_controls import (
+    NEGATIVE,
+    POSITIVE,
+    activations,
+    check_negative,
+    check_positive,
+    fixture,
+)
+from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
+from tests.hosts_codex.helpers import observation, trial
+
+pytestmark = pytest.mark.slow
+SKILLS = ".claude/skills"
+SKILL = f"{SKILLS}/greet/SKILL.md"
+
+
+def _run(project: SevroProject, mock_model: Callable[..., Any], calls: list[Any]) -> Any:
+    server = mock_model([*(reply(c) for c in calls), reply(Message("ready"))], protocols=PROTOCOLS)
+    case = project.case(fixture=fixture(SKILLS))
+    result = run_claude(project, require_claude(), server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return trial(project)
+
+
+def test_whole_paged_and_composed_bash_reads_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, [bash(c) for c in POSITIVE(SKILLS)])
+    check_positive(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
+
+
+def test_partial_reads_and_other_files_do_not_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, [bash(c) for c in NEGATIVE(SKILLS)])
+    check_negative(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == []
+
+
+def test_read_tool_pages_compose_and_a_short_page_does_not(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    calls = [
+        ToolCall("Read", {"file_path": SKILL}),  # 1: whole (line-numbered)
+        ToolCall("Read", {"file_path": SKILL, "limit": 4}),  # 2: front matter only
+        ToolCall("Read", {"file_path": SKILL, "offset": 5, "limit": 5}),  # 3: lines 5-9
+        ToolCall("Read", {"file_path": "notes.md"}),  # 4: another file
+        ToolCall("Read", {"file_path": SKILL, "offset": 10}),  # 5: lines 10-14: composed
+        ToolCall("Read", {"file_path": SKILL, "offset": 2}),  # 6: misses line 1 (a lone "---")
+    ]
+    document = _run(sevro_project, mock_model, calls)
+    data = activations(document)
+    assert data["completeness"] == "complete", data
+    found = [(a["ordinal"], a["tool"], a["kind"], a["reads"]) for a in data["data"]["activations"]]
+    # notes.md shares one line with the body, which the model saw: a source of the composed read
+    assert found == [(1, "Read", "whole", 1), (5, "Read", "composed", 4)], found
+    assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
