@@ -70,6 +70,7 @@ def check_positive(document: dict[str, Any], first_ordinal: int = 1) -> None:
     ], found
     assert data["activated"] == ["greet"]
     assert data["records"] >= 7
+    check_agreement(document)
 
 
 def check_negative(document: dict[str, Any]) -> None:
@@ -77,3 +78,18 @@ def check_negative(document: dict[str, Any]) -> None:
     assert observation["completeness"] == "complete", observation
     assert observation["data"]["activations"] == [] and observation["data"]["activated"] == []
     assert observation["data"]["records"] >= 7
+    check_agreement(document)
+
+
+def check_agreement(document: dict[str, Any]) -> None:
+    """``sevro.skills`` carries every activation as a ``read`` entry ``via`` hooks, and its
+    ``read`` list includes every activated skill."""
+    (skills,) = [o for o in document["evidence"]["observations"] if o["id"] == "sevro.skills"]
+    data = activations(document)["data"]
+    via = [
+        (r["skill"], r["turn"], r["ordinal"])
+        for r in skills["data"]["reads"]
+        if r.get("via") == "hooks" and r["status"] == "read"
+    ]
+    assert via == [(a["skill"], a["turn"], a["ordinal"]) for a in data["activations"]]
+    assert set(data["activated"]) <= set(skills["data"]["read"])

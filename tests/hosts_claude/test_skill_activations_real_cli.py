@@ -4,6 +4,7 @@ the ``Read`` tool's file content), and prepared skill bodies are matched in that
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.core.activation_controls import (
     NEGATIVE,
     POSITIVE,
     activations,
+    check_agreement,
     check_negative,
     check_positive,
     fixture,
@@ -69,4 +71,20 @@ def test_read_tool_pages_compose_and_a_short_page_does_not(
     found = [(a["ordinal"], a["tool"], a["kind"], a["reads"]) for a in data["data"]["activations"]]
     # notes.md shares one line with the body, which the model saw: a source of the composed read
     assert found == [(1, "Read", "whole", 1), (5, "Read", "composed", 4)], found
+    check_agreement(document)
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
+
+
+def test_a_workspace_declaring_its_own_hooks_is_refused_before_claude_runs(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
+    files = fixture(SKILLS)["files"]
+    hooks = {"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    case = sevro_project.case(fixture={"files": {**files, ".claude/settings.json": str(hooks)}})
+    result = run_claude(sevro_project, require_claude(), server, case)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert server.requests == []
+    document = trial(sevro_project)
+    assert "runs only its own passive skill-activation hook" in json.dumps(document)
+    assert activations(document)["completeness"] == "unavailable"

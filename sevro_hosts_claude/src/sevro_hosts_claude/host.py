@@ -48,6 +48,7 @@ from sevro_core.api import (
     hookimpl,
     inside,
     line_count,
+    read_confined,
     roots_to_hide,
     workspace_path,
     write_private,
@@ -67,6 +68,7 @@ from sevro_hosts_claude.configuration import (
     sandbox_argv,
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
+from sevro_hosts_claude.limits import MAX_SETTINGS_CHECK_BYTES
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
@@ -74,6 +76,7 @@ EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
 _FILE_TOOLS = ("Edit", "Write")
+PROJECT_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 _QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
@@ -273,6 +276,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     def argv(self, number: int) -> list[str]:
         host = self.host
         assert self.session is not None
+        if self.hook_log is not None:
+            self._refuse_project_hooks()
         argv = [str(host.binary.native), "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--permission-mode", PERMISSION_MODE]
         if self.judge:  # one prompt (the skeleton refuses more): nothing to resume
@@ -288,6 +293,24 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--effort", host.effort]
         argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
+
+    def _refuse_project_hooks(self) -> None:
+        """Project settings are loaded, and hooks are enabled for sevro's passive hook: a
+        workspace whose settings declare hooks (or turn them off) could run its own or silence
+        the collector, so such a turn is refused (checked before every turn, since the agent
+        may write the file). Unreadable settings are refused too."""
+        for name in PROJECT_SETTINGS:
+            try:
+                data, size = read_confined(self.request.workspace, name, MAX_SETTINGS_CHECK_BYTES)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                raise HostFailure(f"the workspace's {name} cannot be checked for hooks") from None
+            if b"hooks" in data.lower() or size > len(data):
+                raise HostFailure(
+                    f"the workspace's {name} mentions hooks (or is too large to check): the "
+                    "Claude host runs only its own passive skill-activation hook"
+                )
 
     def parse(self, stream: bytes) -> Turn:
         return parse_turn(stream)

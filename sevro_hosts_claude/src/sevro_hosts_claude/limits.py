@@ -8,3 +8,7 @@ MAX_HOST_TOOL_CALLS_PER_TURN = 4096
 MAX_SOCKET_PATH_BYTES = 107
 """Bytes a Unix socket's path holds on Linux (``sun_path`` less its terminating NUL): the
 temp directory Claude Code's sandbox makes its bridge sockets in must leave room for them."""
+
+MAX_SETTINGS_CHECK_BYTES = 1024 * 1024
+"""Bytes of a workspace's Claude Code project settings file checked for hooks before each turn
+(a larger file is refused)."""

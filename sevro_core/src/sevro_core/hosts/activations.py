@@ -77,6 +77,11 @@ class HookLog:
     problem: str | None = None
     _seen: set[str] = field(factory=set)
 
+    def fail(self, problem: str) -> None:
+        """Mark the log unavailable (the first problem is kept)."""
+        if self.problem is None:
+            self.problem = problem
+
     def harvest(self, turn: int, expected: Mapping[str, int]) -> None:
         """Take the records written since the last harvest as turn ``turn``'s. ``expected``
         counts the turn's tool calls by tool name as the stream reported them: fewer records

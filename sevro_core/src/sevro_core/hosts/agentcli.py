@@ -824,8 +824,12 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         except HostFailure as exc:
             failure = exc
             records.extend(exc.records)
+            if self.hook_log is not None:  # what the failed turn returned is not known
+                self.hook_log.fail(f"turn {len(records)} did not complete")
         except OSError as exc:
             failure = HostFailure(f"{self.name} host set-up failed: {exc.strerror or exc}")
+            if self.hook_log is not None:
+                self.hook_log.fail("the host's set-up failed")
         after = snapshot(request.workspace)
         return self.result(records, failure, (skills, skills_complete), (before, after))
 
@@ -945,13 +949,15 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def _activations(
         self, offered: Sequence[MountedSkill]
-    ) -> tuple[tuple[Observation, ...], list[JsonValue]]:
-        """The hook observation (none without a hook) and the skills it found activated."""
+    ) -> tuple[tuple[Observation, ...], list[dict[str, JsonValue]]]:
+        """The hook observation (none without a hook) and its activations when complete."""
         if self.hook_log is None:
             return (), []
         state, data = activations_observation(offered, self.hook_log)
-        found = data.get("activated")
-        activated = list(found) if isinstance(found, list) else []
+        found = data.get("activations")
+        activated = (
+            [dict(e) for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+        )
         host = self.host.route.host
         return (
             Observation(SKILL_ACTIVATIONS_OBSERVATION, host, Completeness(state), data),
