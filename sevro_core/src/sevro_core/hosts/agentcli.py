@@ -949,19 +949,19 @@ class AgentCliTrial(Generic[HostT, TurnT]):
 
     def _activations(
         self, offered: Sequence[MountedSkill]
-    ) -> tuple[tuple[Observation, ...], list[dict[str, JsonValue]]]:
-        """The hook observation (none without a hook) and its activations when complete."""
+    ) -> tuple[tuple[Observation, ...], list[dict[str, JsonValue]] | None]:
+        """The hook observation (none without a hook) and its activations (None unless it is
+        complete)."""
         if self.hook_log is None:
-            return (), []
+            return (), None
         state, data = activations_observation(offered, self.hook_log)
         found = data.get("activations")
-        activated = (
-            [dict(e) for e in found if isinstance(e, dict)] if isinstance(found, list) else []
-        )
+        activated: list[dict[str, JsonValue]] | None = None
+        if state == "complete" and isinstance(found, list):
+            activated = [dict(e) for e in found if isinstance(e, dict)]
         host = self.host.route.host
-        return (
-            Observation(SKILL_ACTIVATIONS_OBSERVATION, host, Completeness(state), data),
-        ), activated
+        observation = Observation(SKILL_ACTIVATIONS_OBSERVATION, host, Completeness(state), data)
+        return (observation,), activated
 
     def observations(
         self,
@@ -993,7 +993,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
                 SKILLS_OBSERVATION,
                 host,
                 complete if listing_complete and known else partial,
-                make_skills_data(offered, evidence.reads, activated),
+                make_skills_data(offered, evidence.reads, activated or (), activated is not None),
             ),
             Observation(
                 FILE_READS_OBSERVATION,
