@@ -24,7 +24,7 @@ def limits_modules() -> list[ModuleType]:
 
 def test_the_host_limits_are_found() -> None:
     found = {module.__name__ for module in limits_modules()}
-    assert {"sevro_core.limits", "sevro_hosts_claude.limits"} <= found
+    assert {"sevro_core.limits", "sevro_hosts_claude.limits", "sevro_hosts_codex.limits"} <= found
 
 
 def test_limits_table_matches_the_code() -> None:

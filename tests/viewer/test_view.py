@@ -3,6 +3,8 @@ that bad input is one line and exit 64, and `--serve` on 127.0.0.1."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import signal
@@ -20,33 +22,41 @@ from sevro_core.reporting.viewer.render import content_security_policy
 from sevro_core.testing import run_in_process
 from tests.viewer.conftest import HOSTILE, HOSTILE_FILE, LINK
 
+DATA_TYPES = ("application/json", "application/gzip+base64")
+
 
 class Elements(HTMLParser):
     """Every start tag with its attributes, the text of each executable <script> element and
-    of each JSON data block (``<script type="application/json">``)."""
+    of each data block (``<script type="application/json">`` or packed details), by id."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[str] = []
-        self.blocks: list[str] = []
+        self.blocks: dict[str, tuple[str, str]] = {}
         self._into: list[str] | None = None
+        self._block: tuple[str, str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._into = None
-        if tag == "script":
-            self._into = (
-                self.blocks if dict(attrs).get("type") == "application/json" else self.scripts
-            )
+        named = dict(attrs)
+        self.tags.append((tag, named))
+        self._into, self._block = None, None
+        if tag == "script" and named.get("type") in DATA_TYPES:
+            self._block = (str(named.get("id")), str(named.get("type")))
+            self.blocks[self._block[0]] = (self._block[1], "")
+        elif tag == "script":
+            self._into = self.scripts
             self._into.append("")
 
     def handle_endtag(self, tag: str) -> None:
-        self._into = None
+        self._into, self._block = None, None
 
     def handle_data(self, data: str) -> None:
         if self._into is not None:
             self._into[-1] += data
+        elif self._block is not None:
+            kind, text = self.blocks[self._block[0]]
+            self.blocks[self._block[0]] = (kind, text + data)
 
 
 def view(tmp_path: Path, *runs: Path) -> str:
@@ -64,15 +74,43 @@ def elements(html: str) -> Elements:
 
 
 def trial_data(html: str) -> dict[str, Any]:
-    """Every trial's details as the page carries them for its script, by anchor."""
+    """Every trial's details as the page carries them for its script (packed per case), by
+    anchor."""
     found: dict[str, Any] = {}
-    for block in elements(html).blocks:
-        found.update(json.loads(block))
+    for kind, text in elements(html).blocks.values():
+        if kind == "application/gzip+base64":
+            found.update(json.loads(gzip.decompress(base64.b64decode(text))))
     return found
 
 
-def details(html: str) -> dict[str | None, dict[str, str | None]]:
-    return {a.get("id"): a for t, a in elements(html).tags if t == "details"}
+def trial_rows(html: str) -> dict[str, dict[str, Any]]:
+    """Every trial's row as the page's script draws it from the run's index, by anchor."""
+    parsed = elements(html)
+    groups: dict[str, list[dict[str, str | None]]] = {}
+    run = ""
+    for tag, attrs in parsed.tags:
+        if tag == "div" and attrs.get("class") == "trials":
+            run = str(attrs["data-run-index"])
+        elif tag == "details" and attrs.get("class") == "case-trials":
+            groups.setdefault(run, []).append(attrs)
+    rows = {}
+    for run, members in groups.items():
+        index = json.loads(parsed.blocks[f"index-{run}"][1])
+        for group in members:
+            for anchor, number, task, execution, grading, checks in index[
+                int(str(group["data-group"]))
+            ]:
+                rows[anchor] = {
+                    "case": group["data-case"],
+                    "arm": group["data-arm"],
+                    "trial": number,
+                    "task": task,
+                    "execution": execution,
+                    "grading": grading,
+                    "checks": checks,
+                    "block": group["data-block"],
+                }
+    return rows
 
 
 def test_a_plain_run_shows_cases_trials_checks_messages_commands_and_the_diff(
@@ -86,11 +124,12 @@ def test_a_plain_run_shows_cases_trials_checks_messages_commands_and_the_diff(
     assert '<td>hostile</td><td class="s-failed">failed</td><td>0 / 2 (2)</td><td>0%</td>' in html
     assert "[34%, 100%]" in html and "[0%, 66%]" in html
     trial = f"trial-{run['runId'][:8]}-hostile-1"
-    summary = details(html)[trial]
-    assert (summary["data-state"], summary["data-case"]) == ("failed", "hostile")
-    assert (summary["data-execution"], summary["data-grading"]) == ("completed", "completed")
-    assert ["has-highlights", "failed"] in json.loads(summary["data-checks"] or "")
-    # the details are data, rendered by the page's script only when the trial is opened
+    row = trial_rows(html)[trial]
+    assert (row["task"], row["case"], row["trial"]) == ("failed", "hostile", 1)
+    assert (row["execution"], row["grading"]) == ("completed", "completed")
+    assert ["has-highlights", "failed"] in row["checks"]
+    # the rows and details are data, drawn by the page's script only when opened
+    assert '<details class="trial"' not in html
     assert '<pre class="final-message">' not in html and "<h4>Checks</h4>" not in html
     shown = trial_data(html)[trial]
     assert {"id": "has-highlights", "status": "failed"}.items() <= shown["checks"][1].items()
@@ -121,10 +160,10 @@ def test_hostile_text_is_escaped_everywhere_and_nothing_but_the_viewer_script_ru
     handlers = [(t, a) for t, attrs in parsed.tags for a in attrs if a.startswith("on")]
     assert handlers == []
     hrefs = [attrs["href"] for t, attrs in parsed.tags if t == "a"]
-    assert hrefs and all(h is not None and h.startswith("#") for h in hrefs)
+    assert all(h is not None and h.startswith("#") for h in hrefs)  # rows' links: the browser
     # the data blocks hold no "<" at all, so nothing in them can close the block or open a
     # comment; negative control: plain JSON of the same text would
-    assert parsed.blocks and all("<" not in block for block in parsed.blocks)
+    assert parsed.blocks and all("<" not in text for _, text in parsed.blocks.values())
     assert "</script>" in json.dumps(HOSTILE) and "<" not in script_json(HOSTILE)
     assert "<!--" not in script_json("<!--") and json.loads(script_json("</<!--&>")) == "</<!--&>"
     shown = trial_data(html)[f"trial-{run_id(hostile_run)[:8]}-hostile-1"]
@@ -159,12 +198,18 @@ def test_an_experiment_shows_its_comparison_arms_and_pairs_side_by_side(
     assert "<td>candidate</td><td>3</td><td>3 / 3</td><td>100%</td>" in html
     assert "<td>baseline</td><td>3</td><td>0 / 3</td><td>0%</td>" in html
     assert html.count('class="pair-link"') == 3
-    chart = html.split('<svg class="chart"', 1)[1].split("</svg>", 1)[0]
-    assert '<rect x="240" y="4" width="0.0"' in chart  # the baseline: 0 of 3
-    assert '<rect x="240" y="26" width="400.0"' in chart  # the candidate: 3 of 3
-    assert chart.count('class="whisker"') == 2
+    rates = html.split('<figure class="pass-rates">', 1)[1].split("</figure>", 1)[0]
+    bars = [a for t, a in elements(rates).tags if t == "rect" and a.get("class") == "bar"]
+    assert [(b["data-arm"], b["data-passes"], b["data-decided"]) for b in bars] == [
+        ("baseline", "0", "3"),  # the rows of the cases table, drawn by reporting/plots
+        ("candidate", "3", "3"),
+    ]
+    assert [float(str(b["data-rate"])) for b in bars] == [0.0, 1.0]
+    whiskers = [a for t, a in elements(rates).tags if a.get("class") == "interval"]
+    assert len(whiskers) == 2 and float(str(whiskers[1]["data-low"])) < 1.0
     figures = html.split('<div class="figures">', 1)[1].split("</div>", 1)[0]
-    assert figures.count("<figure>") == 4  # the transition grid, durations, input/output tokens
+    # the pass rates, the transition grid, durations, input/output tokens
+    assert figures.count("<figure") == 5
     assert 'data-cell="fixed" data-count="3"' in figures  # baseline failed, candidate passed
     assert 'data-cell="bothPass" data-count="0"' in figures
     assert "Transitions from baseline to candidate" in figures

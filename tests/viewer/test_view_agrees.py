@@ -73,3 +73,25 @@ def test_view_and_report_refuse_the_same_tampered_trial(
         assert "does not match the digest recorded in run.json" in done.stderr
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "view" / "index.html").exists()
+
+
+def test_more_trials_than_one_page_shows_are_refused_before_any_is_read(
+    experiment_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sevro_core.errors import InvocationError
+    from sevro_core.reporting.viewer import page as page_module
+
+    listed = json.loads((experiment_run / "run.json").read_text(encoding="utf-8"))["trials"]
+    with_files = sum(1 for t in listed if t["path"] is not None)
+
+    def no_read(*_: object) -> None:
+        raise AssertionError("a trial was read")
+
+    monkeypatch.setattr(page_module, "MAX_VIEWER_TRIALS", with_files - 1)
+    monkeypatch.setattr(report_module, "_check_trial", no_read)
+    with pytest.raises(InvocationError, match=f"more than {with_files - 1} trials to view"):
+        build_page([experiment_run])
+    # control: at the bound the trials are read (and the stand-in reader says so)
+    monkeypatch.setattr(page_module, "MAX_VIEWER_TRIALS", with_files)
+    with pytest.raises(AssertionError, match="a trial was read"):
+        build_page([experiment_run])

@@ -87,6 +87,7 @@ def test_hostile_text_is_shown_literally_and_never_runs(
         seen = watch(page)
         page.goto(f"{page_file.as_uri()}#{anchor}")
         trial = page.locator(f"#{anchor}")
+        trial.locator(".states").wait_for()  # details are unpacked and drawn asynchronously
         for link in page.locator("a").all():  # no planted link became a link
             assert not (link.get_attribute("href") or "").startswith("javascript:")
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
@@ -133,7 +134,7 @@ def test_the_paired_view_puts_a_baseline_trial_beside_its_candidate(
             "improved" in page.locator("p.verdict").first.inner_text()
             or page.locator("p.verdict").count() == 1
         )
-        bars = page.locator("svg.chart rect")  # pass rate per case and arm, drawn with no script
+        bars = page.locator("figure.pass-rates rect.bar")  # per case and arm, with no script
         box = bars.nth(1).bounding_box()
         assert bars.count() == 2 and box is not None and box["width"] > 100
         page.locator("a.pair-link").nth(1).click()
@@ -142,6 +143,8 @@ def test_the_paired_view_puts_a_baseline_trial_beside_its_candidate(
         sides = pair.locator(".pair-side")
         assert sides.count() == 2
         baseline, candidate = sides.nth(0), sides.nth(1)
+        baseline.locator(".states").wait_for()
+        candidate.locator(".states").wait_for()
         assert baseline.locator("h4").first.inner_text().startswith("baseline")
         assert "task failed" in baseline.inner_text() and "read: none" in baseline.inner_text()
         assert "task passed" in candidate.inner_text() and "read: notes" in candidate.inner_text()

@@ -11,7 +11,7 @@ import pytest
 
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_VIEWER_TEXT_CHARS
-from sevro_core.reporting.viewer.page import lazy_trials
+from sevro_core.reporting.viewer.page import lazy_trials, projected_trial
 from sevro_core.reporting.viewer.render import render_page
 from sevro_core.reporting.viewer.trials import diff_lines, inside, trial_view, visible
 from sevro_core.testing import require_chromium
@@ -99,7 +99,7 @@ def evidence(run_dir: Path) -> dict[str, Any]:
 def shown(run_dir: Path) -> dict[str, Any]:
     document = {"caseId": "c", "trial": 1, "arm": None, "evidence": evidence(run_dir)}
     ref = {"path": "cases/c/trial-1.json"}
-    return trial_view(run_dir, ref, document, "trial-x-c-1")
+    return trial_view(run_dir, ref, document)
 
 
 def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path: Path) -> None:
@@ -125,9 +125,12 @@ def test_a_trial_shows_parts_turns_ordered_actions_judges_and_the_diff(tmp_path:
     ]
 
 
-def one_run_page(shown_trials: list[dict[str, Any]]) -> dict[str, Any]:
-    """The page model of one plain run holding ``shown_trials`` (as ``build_page`` makes it)."""
-    trials, blocks = lazy_trials(1, shown_trials)
+def one_run_page(shown_trials: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The page model of one plain run holding ``shown_trials`` (anchor, view), as
+    ``build_page`` makes it."""
+    trials = [
+        {**projected_trial(view, view["caseId"]), "anchor": anchor} for anchor, view in shown_trials
+    ]
     return {
         "runs": [
             {
@@ -145,20 +148,20 @@ def one_run_page(shown_trials: list[dict[str, Any]]) -> dict[str, Any]:
                 "evaluationDigest": "d",
                 "arms": [],
                 "cases": [],
-                "trials": trials,
-                "blocks": blocks,
+                **lazy_trials(1, trials),
                 "checks": ["verify", "verify/title"],
-                "chart": {"bars": []},
+                "passRates": None,
                 "figures": [],
                 "statistics": None,
                 "pairs": [],
             }
         ],
+        "openGroups": True,
         "summary": {"cases": 1, "passed": 0, "failed": 1, "notAssessed": 0},
         "states": ["passed", "failed", "not_assessed"],
         "executionStates": sorted({t["execution"] for t in trials}),
         "gradingStates": sorted({t["grading"] for t in trials}),
-        "cases": ["c"],
+        "cases": sorted({t["caseId"] for t in trials}),
         "arms": [],
         "checks": ["verify", "verify/title"],
     }
@@ -167,7 +170,7 @@ def one_run_page(shown_trials: list[dict[str, Any]]) -> dict[str, Any]:
 def test_the_rendered_trial_escapes_details_and_marks_parts(tmp_path: Path) -> None:
     """The trial's details are drawn by the page's script, in Chromium, when it is opened."""
     chromium = require_chromium()
-    page = one_run_page([{**shown(tmp_path), "unit": "c"}])
+    page = one_run_page([("trial-x-c-1", shown(tmp_path))])
     html = render_page(page)
     assert "<b>Title</b>" not in html and "<nothing>" not in html
     page_file = tmp_path / "index.html"
@@ -218,42 +221,19 @@ def test_a_changed_artifact_is_refused(tmp_path: Path) -> None:
     (tmp_path / "cases/c/trial-1-d.bin").write_bytes(b"+tampered\n")
     document = {"caseId": "c", "trial": 1, "arm": None, "evidence": trial_evidence}
     with pytest.raises(InvocationError, match="digest"):
-        trial_view(tmp_path, {"path": "cases/c/trial-1.json"}, document, "a")
-
-
-def test_the_chart_draws_each_rate_and_its_interval_and_no_bar_for_unknown() -> None:
-    from sevro_core.reporting.viewer.chart import PLOT_WIDTH, pass_rate_chart
-
-    rows = [
-        {"caseId": "a", "arm": "candidate", "rate": 0.75, "interval": {"low": 0.5, "high": 0.9}},
-        {"caseId": "b", "arm": "", "rate": None, "interval": None},
-    ]
-    chart = pass_rate_chart(rows)
-    known, unknown = chart["bars"]
-    assert (known["label"], known["width"], known["value"]) == (
-        "a @ candidate",
-        0.75 * PLOT_WIDTH,
-        "75%",
-    )
-    assert (known["low"], known["high"]) == (0.5 * PLOT_WIDTH, 0.9 * PLOT_WIDTH)
-    assert (unknown["label"], unknown["width"], unknown["low"], unknown["value"]) == (
-        "b",
-        None,
-        None,
-        "unknown",
-    )
-    assert unknown["y"] > known["y"]
+        trial_view(tmp_path, {"path": "cases/c/trial-1.json"}, document)
 
 
 def test_execution_and_grading_filters_and_a_deep_link_into_a_filtered_out_trial(
     tmp_path: Path,
 ) -> None:
     chromium = require_chromium()
-    first = {**shown(tmp_path), "unit": "c"}
-    second = {**first, "anchor": "trial-r-d-1", "caseId": "d", "unit": "d"}
-    second.update(execution="failed", grading="not_run", task="not_assessed")
+    first = shown(tmp_path)
+    second = {**first, "caseId": "d", "execution": "failed", "grading": "not_run"}
+    second["task"] = "not_assessed"
+    page = one_run_page([("trial-x-c-1", first), ("trial-r-d-1", second)])
     page_file = tmp_path / "index.html"
-    page_file.write_text(render_page(one_run_page([first, second])), encoding="utf-8")
+    page_file.write_text(render_page(page), encoding="utf-8")
     with chromium_page(chromium) as browser:
         browser.goto(page_file.as_uri())
         count = browser.locator("#filter-count")

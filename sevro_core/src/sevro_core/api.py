@@ -52,7 +52,9 @@ from sevro_core.hosts.agentcli import (
     TurnRecord,
     command_entry,
     inside,
+    protected_executable,
     roots_to_hide,
+    seconds_setting,
 )
 from sevro_core.hosts.binaries import (
     BinaryError,
@@ -367,7 +369,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TurnRecord",
     "command_entry",
     "inside",
+    "protected_executable",
     "roots_to_hide",
+    "seconds_setting",
     "BinaryError",
     "NativeBinary",
     "binary_version",

@@ -291,6 +291,14 @@ LocalHttpOpt = Annotated[
         help="Let sandboxed commands use loopback (local HTTP test servers); no other network.",
     ),
 ]
+ConfigRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config-root",
+        help="Absolute directory hosts may import their one allowed setting from (default: "
+        "the project root); it and its Git worktrees are hidden from candidates and checks.",
+    ),
+]
 RuntimeConfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -455,6 +463,7 @@ def run(
     condition: ConditionOpt = "passive",
     results_root: ResultsRootOpt = Path("sevro-results"),
     project_root: ProjectRootOpt = None,
+    config_root: ConfigRootOpt = None,
     workspace_root: WorkspaceRootOpt = None,
     verdict_policy: VerdictPolicyOpt = "sevro.verdict.default",
     run_state_root: RunStateRootOpt = None,

@@ -80,6 +80,7 @@ class RunFlags:
     runtime_config_file: Path | None = None
     junit: Path | None = None
     github_summary: bool = False
+    config_root: Path | None = None
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -104,7 +105,7 @@ def run_settings(
 
     ``credentials`` are the installed hosts' credential locations: the host's own permission
     settings deny them too."""
-    from sevro_core.arguments import check_results_root, check_writable_directory
+    from sevro_core.arguments import check_results_root
     from sevro_core.run.planning import CONDITIONS
     from sevro_core.run.sources import load_case_sources
 
@@ -119,13 +120,7 @@ def run_settings(
     project = (flags.project_root or Path.cwd()).resolve()
     if not project.is_dir():
         raise InvocationError("--project-root is not a directory", source=flags.project_root)
-    workspace_root = flags.workspace_root
-    if workspace_root is not None:
-        check_writable_directory(workspace_root, "--workspace-root")  # read-only: 64, not 70
-    if workspace_root is not None and workspace_root.resolve() == Path("/"):
-        raise InvocationError(
-            "--workspace-root must not be /: it is hidden from sandboxed commands"
-        )
+    workspace_root = _workspace_root(flags.workspace_root)
     if not flags.sandbox.strip():
         raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
     protected = _protected_roots(flags.protected_root or [])
@@ -133,6 +128,7 @@ def run_settings(
     check_results_root(results)
     run_state_root = flags.run_state_root
     runtime, network = runtime_policy(flags, project, credentials)
+    config_root, config_roots = configuration_root(flags.config_root, project)
     return RunSettings(
         trials=flags.trials or 1,
         threshold=float(flags.threshold),
@@ -143,18 +139,59 @@ def run_settings(
         project_root=project,
         host=flags.host,
         host_options=_host_options(
-            flags, config, host_settings, project, results, protected, credentials, runtime
+            flags,
+            config,
+            host_settings,
+            (project, results, config_root),
+            protected,
+            credentials,
+            runtime,
         ),
         verdict_policy=flags.verdict_policy,
-        workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        workspace_root=workspace_root,
         run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
         sandbox=flags.sandbox,
         network=network,
         runtime=runtime,
         protected_roots=protected,
+        config_roots=config_roots,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
         judges=judge_settings(flags),
     )
+
+
+def _workspace_root(given: Path | None) -> Path | None:
+    """``--workspace-root``, writable (read-only: 64, not 70) and never ``/``, resolved."""
+    from sevro_core.arguments import check_writable_directory
+
+    if given is None:
+        return None
+    check_writable_directory(given, "--workspace-root")
+    if given.resolve() == Path("/"):
+        raise InvocationError(
+            "--workspace-root must not be /: it is hidden from sandboxed commands"
+        )
+    return given.resolve()
+
+
+def configuration_root(given: Path | None, project: Path) -> tuple[Path, tuple[Path, ...]]:
+    """``--config-root`` (default: the project root) and what it adds to the protected roots:
+    the root and the primary and linked worktrees of its Git repository. Only an explicit root
+    adds any; the project root is protected already. Relative, missing or non-directory roots
+    are refused (exit 64); an empty value parses as ``.``, which is relative."""
+    from sevro_core.isolation.protection import canonical, git_worktrees
+
+    if given is None:
+        return project, ()
+    if not given.is_absolute():
+        raise InvocationError("--config-root must be an absolute directory", source=given)
+    root = canonical(given)
+    if not root.is_dir():
+        raise InvocationError("--config-root is not a directory", source=given)
+    if root == Path("/"):
+        raise InvocationError("--config-root must not be / (nothing could run)")
+    worktrees = [w for w in git_worktrees(root) if w != Path("/")]
+    return root, tuple(dict.fromkeys([root, *worktrees]))
 
 
 def runtime_policy(
@@ -332,14 +369,14 @@ def _host_options(
     flags: RunFlags,
     config: Mapping[str, JsonValue] | None,
     host_settings: Mapping[str, str],
-    project: Path,
-    results: Path,
+    places: tuple[Path, Path, Path],
     protected: tuple[Path, ...],
     credentials: CredentialLocations,
     runtime: RuntimePolicy | None,
 ) -> HostOptions:
     """Every role's options start here (judges' routes evolve them), so every role gets the
-    same runtime policy."""
+    same runtime policy. ``places`` are the project, results and configuration roots."""
+    project, results, config_root = places
     return HostOptions(
         config=config,
         config_source=str(flags.host_config) if flags.host_config else None,
@@ -350,6 +387,7 @@ def _host_options(
             project, results, flags.run_state_root, protected, credentials
         ),
         runtime=runtime.host_runtime() if runtime is not None else None,
+        config_root=config_root,
     )
 
 

@@ -17,7 +17,14 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.api import ENV_NAME, AgentCliConfig, ConfigurationError, CredentialFlags
+from sevro_core.api import (
+    ENV_NAME,
+    AgentCliConfig,
+    ConfigurationError,
+    CredentialFlags,
+    seconds_setting,
+)
+from sevro_hosts_codex.limits import CODEX_PREFLIGHT_TIMEOUT_SECONDS
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
@@ -50,7 +57,14 @@ JUDGE_OVERRIDES = (
 """``-c`` overrides for a judge: no web search, no user-input or plan tool, no skill listing and
 no project instructions (``--strict-config`` refuses any key this Codex does not know)."""
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_TOP_KEYS = {"format", "modelProvider", "turnTimeoutSeconds", "stallTimeoutSeconds", "prices"}
+_TOP_KEYS = {
+    "format",
+    "modelProvider",
+    "turnTimeoutSeconds",
+    "stallTimeoutSeconds",
+    "preflightTimeoutSeconds",
+    "prices",
+}
 _PROVIDER_KEYS = {
     "id",
     "baseUrl",
@@ -83,6 +97,8 @@ class Price:
 class CodexConfig(AgentCliConfig):
     provider: Provider | None
     prices: Mapping[str, Price]
+    preflight_timeout_s: float
+    """How long the per-request sandbox preflight may take (``preflightTimeoutSeconds``)."""
 
 
 CREDENTIALS = CredentialFlags.for_host(
@@ -155,7 +171,13 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
             raise ConfigurationError("prices must be non-negative numbers", pointer)
         prices[model] = Price(*(float(v) for v in values))
-    return CodexConfig(provider=provider, prices=prices, **common)
+    preflight = seconds_setting(
+        config,
+        "preflightTimeoutSeconds",
+        CODEX_PREFLIGHT_TIMEOUT_SECONDS,
+        CODEX_PREFLIGHT_TIMEOUT_SECONDS,
+    )
+    return CodexConfig(provider=provider, prices=prices, preflight_timeout_s=preflight, **common)
 
 
 def _toml_string(value: str) -> str:
@@ -186,13 +208,16 @@ def render_config_toml(
     granted: tuple[Sequence[Path], Sequence[Path]] = ((), ()),
     judge: bool = False,
     hook: str | None = None,
+    agent_threads: int | None = None,
 ) -> str:
     """The trial's ``config.toml``: provider, permission profile, no inherited environment.
 
     A judge's profile grants the workspace (empty, its own) for reading only. ``granted``
     are the runtime policy's read roots (the declared tools' install prefixes) and writable
-    roots (the role's runtime root and shared caches). ``hook`` is the passive command run
-    after every tool call (``PostToolUse``, every tool): sevro's skill-activation collector."""
+    roots (the role's runtime root and shared caches). ``agent_threads`` is the setting
+    imported from the configuration root (:func:`imported_agent_threads`), if any.
+    ``hook`` is the passive command run after every tool call (``PostToolUse``, every
+    tool): sevro's skill-activation collector."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -234,6 +259,8 @@ def render_config_toml(
         ):
             if value is not None:
                 lines.append(f"{key} = {value}")
+    if agent_threads is not None:
+        lines += ["", "[agents]", f"max_concurrent_threads_per_session = {int(agent_threads)}"]
     lines += [
         "",
         f"[permissions.{PROFILE}.filesystem]",
@@ -268,3 +295,77 @@ def render_config_toml(
             "",
         ]
     return "\n".join(lines)
+
+
+AGENT_THREADS_KEY = "agents.max_concurrent_threads_per_session"
+"""The one setting imported from ``<config root>/.codex/config.toml``; nothing else there
+(model, permissions, hooks, credentials, environment) reaches a trial."""
+
+
+def imported_agent_threads(config_root: Path | None) -> int | None:
+    """``agents.max_concurrent_threads_per_session`` from the configuration root's
+    ``.codex/config.toml``; None when the root, the directory or the file is absent, or the
+    setting is. A linked, dangling, unreadable, oversized or malformed file, a ``.codex`` that
+    is a link or no directory, or a value that is no positive integer is refused (exit 64)."""
+    import os
+    import stat
+    import tomllib
+
+    from sevro_core.api import InvocationError
+    from sevro_hosts_codex.limits import MAX_CODEX_AGENT_THREADS, MAX_CODEX_CONFIG_ROOT_FILE_BYTES
+
+    if config_root is None:
+        return None
+    directory, file = config_root / ".codex", config_root / ".codex" / "config.toml"
+    for path, kind, what in (
+        (directory, stat.S_ISDIR, "a directory"),
+        (file, stat.S_ISREG, "a file"),
+    ):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise InvocationError(
+                f"Codex configuration {path} is unreadable: {exc.strerror}"
+            ) from None
+        if stat.S_ISLNK(mode) or not kind(mode):
+            raise InvocationError(
+                f"Codex configuration {path} must be {what}, not a link or anything else "
+                "(--config-root imports only a plain .codex/config.toml)"
+            )
+    try:
+        # No link is followed even if one replaced the file since it was checked.
+        descriptor = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InvocationError(f"Codex configuration {file} must be a file")
+            data = handle.read(MAX_CODEX_CONFIG_ROOT_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InvocationError(f"Codex configuration {file} is unreadable: {exc.strerror}") from None
+    if len(data) > MAX_CODEX_CONFIG_ROOT_FILE_BYTES:
+        raise InvocationError(
+            f"Codex configuration {file} exceeds {MAX_CODEX_CONFIG_ROOT_FILE_BYTES} bytes"
+        )
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvocationError(f"Codex configuration {file} is malformed: {exc}") from None
+    agents = document.get("agents")
+    if agents is None:
+        return None
+    if not isinstance(agents, dict):
+        raise InvocationError(f"Codex configuration {file}: agents must be a table")
+    value = agents.get("max_concurrent_threads_per_session")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_CODEX_AGENT_THREADS
+    ):
+        raise InvocationError(
+            f"Codex configuration {file}: {AGENT_THREADS_KEY} must be an integer between 1 and "
+            f"{MAX_CODEX_AGENT_THREADS}, not {value!r}"
+        )
+    return value

@@ -16,13 +16,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
+    Case,
     ConfiguredAgentCliHost,
     CredentialLocations,
     DoctorCheck,
@@ -31,7 +32,9 @@ from sevro_core.api import (
     HookLog,
     Host,
     HostFailure,
+    HostOptions,
     HostRequest,
+    InvocationError,
     JsonValue,
     MountedSkill,
     NativeBinary,
@@ -42,16 +45,20 @@ from sevro_core.api import (
     hook_command,
     hookimpl,
     inside,
+    join_pointer,
+    protected_executable,
     roots_to_hide,
     write_private,
 )
 from sevro_hosts_codex import binary as binaries
 from sevro_hosts_codex.configuration import (
+    AGENT_THREADS_KEY,
     CREDENTIALS,
     JUDGE_DISABLED_FEATURES,
     JUDGE_OVERRIDES,
     CodexConfig,
     TrialLayout,
+    imported_agent_threads,
     parse,
     render_config_toml,
 )
@@ -109,9 +116,45 @@ class CodexHost(AgentCliHost[CodexConfig]):
 
         return [sandbox_check(binary)]
 
+    def configure(self, options: HostOptions) -> ConfiguredCodexHost:
+        """The skeleton's configuration, refusing (exit 64) a Codex executable inside a
+        protected root, with the one setting imported from the configuration root."""
+        configured = super().configure(options)
+        assert isinstance(configured, ConfiguredCodexHost)
+        binary = configured.binary
+        found = protected_executable((binary.native, binary.tree), configured.protected_roots)
+        if found is not None:
+            raise InvocationError(
+                f"the Codex executable {found[0]} lies inside the protected root {found[1]}; "
+                "install Codex elsewhere or pass --codex-bin outside every protected root"
+            )
+        return evolve(configured, agent_threads=imported_agent_threads(options.config_root))
+
 
 @frozen(kw_only=True)
 class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
+    agent_threads: int | None = None
+    """``agents.max_concurrent_threads_per_session`` imported from ``--config-root``."""
+
+    def redacted_configuration(self) -> JsonValue:
+        """The skeleton's, with the imported setting (``null``: Codex's default)."""
+        base = super().redacted_configuration()
+        assert isinstance(base, dict)
+        return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}}
+
+    def check_case(self, case: Case) -> None:
+        """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration."""
+        if self.judge:
+            return
+        found = declared_codex_file(case.fixture)
+        if found is not None:
+            raise InvocationError(
+                f"fixture-local Codex configuration {found[0]!r} is refused: a workspace "
+                "`.codex` is not inert here (codexState is not supported yet)",
+                source=case.source,
+                pointer=join_pointer(case.pointer, "fixture", *found[1]),
+            )
+
     def redacted_isolation(self) -> dict[str, JsonValue]:
         isolation: dict[str, JsonValue] = {
             "sandbox": {
@@ -172,6 +215,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     def configure_trial(self) -> None:
         layout, host = self.layout, self.host
+        self._refuse_workspace_configuration()
         os.symlink(host.binary.native, layout.bin / SANDBOX_HELPER)
         path = f"{layout.bin}:{DEFAULT_PATH}"
         fixture_bin = self.fixture_bin_dir
@@ -212,10 +256,41 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 command_env=command_env,
                 judge=self.judge,
                 hook=hook,
+                agent_threads=host.agent_threads,
             )
         except ValueError as exc:
             raise HostFailure(str(exc)) from None
         write_private(layout.codex_home / "config.toml", text.encode())
+        self._preflight()
+
+    def _refuse_workspace_configuration(self) -> None:
+        """A candidate workspace's ``.codex`` (from any fixture kind, a repository's included)
+        fails the trial before Codex starts: Codex would read it as project configuration."""
+        found = self.request.workspace / CODEX_DIR
+        if not self.judge and os.path.lexists(found):
+            raise HostFailure(
+                f"fixture-local Codex configuration {found} is refused: a workspace `.codex` "
+                "is not inert here (codexState is not supported yet)"
+            )
+
+    def _preflight(self) -> None:
+        """The sandbox preflight before this fresh request (see ``preflight``)."""
+        from sevro_hosts_codex.preflight import preflight_argv, probe_root, run_preflight
+
+        request, host, layout = self.request, self.host, self.layout
+        granted = [p for roots in self.runtime_grants() for p in roots]
+        needed = (request.workspace, request.private_root, host.binary.tree, *granted)
+        root = probe_root(host.protected_roots, needed)
+        argv = preflight_argv(
+            host.binary.native, request.workspace, (layout.tmp, layout.codex_home), self.judge, root
+        )
+        run_preflight(
+            [*host.pid_namespace, *argv],
+            workspace=request.workspace,
+            env=self.env,
+            timeout_s=host.config.preflight_timeout_s,
+            cancel=request.cancel,
+        )
 
     def _credentials(self) -> None:
         """``auth.json`` from the auth file, or the API key in the provider's variable (or in
@@ -388,3 +463,33 @@ _HOST: Host = CodexHost()
 @hookimpl
 def sevro_register_hosts(register: Callable[[Host], None]) -> None:
     register(_HOST)
+
+
+CODEX_DIR = ".codex"
+"""A workspace directory Codex would read as project configuration: refused in a fixture."""
+
+
+def declared_codex_file(fixture: Mapping[str, Any]) -> tuple[str, tuple[str | int, ...]] | None:
+    """The first fixture path under ``.codex/`` an inline fixture's ``files`` or a generated
+    fixture's commits declare, with its pointer parts below ``/fixture`` (None when none does;
+    a repository fixture's files are known only in the workspace, checked there)."""
+    places: list[tuple[Any, tuple[str | int, ...]]] = [(fixture.get("files"), ("files",))]
+    commits = fixture.get("commits")
+    if isinstance(commits, list):
+        places += [
+            (c.get("files"), ("commits", i, "files"))
+            for i, c in enumerate(commits)
+            if isinstance(c, dict)
+        ]
+    for files, parts in places:
+        if not isinstance(files, dict):
+            continue
+        for path in files:
+            if isinstance(path, str) and _codex_path(path):
+                return path, (*parts, path)
+    return None
+
+
+def _codex_path(path: str) -> bool:
+    first = next((p for p in path.split("/") if p not in ("", ".")), "")
+    return first == CODEX_DIR

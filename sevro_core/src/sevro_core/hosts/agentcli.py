@@ -141,6 +141,7 @@ __all__ = [
     "inside",
     "is_native_executable",
     "pid_namespace_argv",
+    "protected_executable",
     "read_credential_file",
     "require_credential",
     "roots_to_hide",
@@ -204,6 +205,27 @@ def roots_to_hide(
         for root in roots
         if root.exists() and not any(inside(path, root) for path in needed) and exposed(root)
     ]
+
+
+def protected_executable(
+    executables: Sequence[Path], roots: Sequence[Path]
+) -> tuple[Path, Path] | None:
+    """The first executable lying inside a protected root, and that root (None when none does).
+
+    A CLI's sandbox must show its commands the executable's install tree, so one inside a
+    protected root would expose part of that root: refused. A home itself does not count (an
+    install under ``~`` is ordinary and the sandbox shows only its tree), its credential
+    locations do, the same rule as for the runtime's read grants."""
+    from sevro_core.isolation.protection import canonical, operator_homes
+
+    homes = operator_homes()
+    for executable in executables:
+        path = canonical(executable)
+        for root in roots:
+            held = canonical(root)
+            if held not in homes and inside(path, held):
+                return executable, root
+    return None
 
 
 def turn_limits(config: Mapping[str, Any]) -> tuple[float, float]:

@@ -71,6 +71,9 @@ def credential_locations(hosts: Mapping[str, object]) -> CredentialLocations:
 
 
 OPERATOR = "operator"
+CONFIG_ROOT = "config-root"
+"""``--config-root`` and every worktree of its Git repository: hidden from candidates and checks
+(an agent must not read the operator's configuration repository in any checkout of it)."""
 EVALUATOR_ROOT = "evaluator"
 """A case's evaluator directory: hidden from the candidate, exposed read-only to checks."""
 PEER_WORKSPACES = "peer-workspaces"
@@ -107,6 +110,11 @@ def _homes(environ: Mapping[str, str]) -> list[Path]:
     with contextlib.suppress(KeyError):  # an account without a passwd entry
         homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
     return homes
+
+
+def operator_homes() -> tuple[Path, ...]:
+    """The canonical homes the engine protects (``$HOME`` and the account's), never ``/``."""
+    return tuple(dict.fromkeys(h for h in map(canonical, _homes(os.environ)) if h != Path("/")))
 
 
 def engine_roots(
@@ -183,3 +191,41 @@ def existing_canonical(paths: Iterable[Path]) -> tuple[Path, ...]:
         if resolved != Path("/") and os.path.lexists(resolved):
             out.setdefault(resolved, None)
     return tuple(out)
+
+
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+
+
+def git_worktrees(root: Path) -> tuple[Path, ...]:
+    """The primary and linked worktrees of the Git repository holding ``root`` (real ``git
+    worktree list --porcelain``), canonical and existing; none outside any repository.
+
+    A Git that cannot answer otherwise (missing, timed out, refusing the repository) is
+    refused (exit 64): protecting less than the operator chose must never pass silently."""
+    import subprocess
+
+    from sevro_core.limits import GIT_COMMAND_TIMEOUT_SECONDS, MAX_PROTECTED_ROOTS
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "worktree", "list", "--porcelain", "-z"],
+            capture_output=True,
+            env={**environ, **_GIT_ENV},
+            timeout=GIT_COMMAND_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvocationError(f"--config-root: git could not list its worktrees: {exc}") from None
+    if done.returncode != 0:
+        reason = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
+        if "not a git repository" in reason:
+            return ()
+        raise InvocationError(f"--config-root: git worktree list failed: {reason}")
+    fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    paths = [Path(f.removeprefix("worktree ")) for f in fields if f.startswith("worktree ")]
+    if len(paths) > MAX_PROTECTED_ROOTS:
+        raise InvocationError(
+            f"--config-root: its repository has more than {MAX_PROTECTED_ROOTS} worktrees"
+        )
+    return existing_canonical(p for p in paths if p.is_absolute())

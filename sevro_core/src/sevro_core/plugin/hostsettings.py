@@ -35,6 +35,7 @@ RESERVED_FLAGS = frozenset(
         "--case-source-map-file",
         "--case-source-root",
         "--condition",
+        "--config-root",
         "--dry",
         "--effort",
         "--fail-on-regression",

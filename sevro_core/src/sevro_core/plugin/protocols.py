@@ -63,6 +63,10 @@ class HostOptions:
     runtime: HostRuntime | None = None
     """The operator's runtime configuration (``sevro.json``): the same declared tools and read
     grants for every role; None without a runtime file (the host's fixed PATH applies)."""
+    config_root: Path | None = None
+    """``--config-root`` (default: the project root), canonical: the directory a host may import
+    its own narrowly chosen settings from (the core reads nothing there itself); None when the
+    caller has none (``sevro doctor``, library use)."""
 
 
 class ConfiguredHost(Protocol):

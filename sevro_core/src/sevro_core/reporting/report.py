@@ -267,21 +267,24 @@ def _trials(
     run_dir: Path,
     project: TrialProjection | None = None,
     projected: list[tuple[dict[str, Any], Any]] | None = None,
+    meanwhile: Callable[[], object] = lambda: None,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """The verified trials by (unit, trial); with ``project`` each reduced trial and its
-    projection are added to ``projected`` in run.json's order (the trials that have a file)."""
+    projection are added to ``projected`` in run.json's order (the trials that have a file).
+    ``meanwhile`` is called once while worker processes verify (or before a small run is)."""
     files = _RunFiles(run_dir)
     run_json = str(run_dir / "run.json")
     refs = [ref for ref in run["trials"] if ref["path"] is not None]
     paths = [files.path(ref["path"], run_json, "trial") for ref in refs]
     workers = _verification_processes(len(refs))
     if workers <= 1:
+        meanwhile()
         checked = [
             _check_trial(files, run, ref, path, project)
             for ref, path in zip(refs, paths, strict=True)
         ]
     else:
-        checked = _check_in_processes(workers, (files, run, refs, paths, project))
+        checked = _check_in_processes(workers, (files, run, refs, paths, project), meanwhile)
     if projected is not None:
         projected.extend((doc, doc.pop(_PROJECTED, None)) for doc in checked)
     return {
@@ -305,9 +308,11 @@ def _verification_processes(trials: int) -> int:
     return min(len(os.sched_getaffinity(0)), _MAX_VERIFICATION_PROCESSES)
 
 
-def _check_in_processes(workers: int, shared: _Shared) -> list[dict[str, Any]]:
+def _check_in_processes(
+    workers: int, shared: _Shared, meanwhile: Callable[[], object]
+) -> list[dict[str, Any]]:
     """Contiguous slices in order: the first bad trial of the first bad slice is the one a
-    sequential check would name."""
+    sequential check would name. The parent runs ``meanwhile`` while the workers verify."""
     import multiprocessing
 
     global _shared  # noqa: PLW0603 - set only for the lifetime of the pool
@@ -316,9 +321,11 @@ def _check_in_processes(workers: int, shared: _Shared) -> list[dict[str, Any]]:
     step = -(-total // workers)
     try:
         with multiprocessing.get_context("fork").Pool(workers, _quiet_worker) as pool:
-            slices = pool.map(
+            pending = pool.map_async(
                 _check_slice, [(i, min(i + step, total)) for i in range(0, total, step)]
             )
+            meanwhile()
+            slices = pending.get()
     finally:
         _shared = None
     checked: list[dict[str, Any]] = []
@@ -530,28 +537,44 @@ def build_report(
         return _build_report(inputs, details=details, compare=compare, on_note=on_note)
 
 
-Projected = dict[Path, list[tuple[dict[str, Any], Any]]]
-"""Per run directory, each trial with a file in run.json's order: the reduced trial document
-(what the report reads) and the projection of the full one."""
+@frozen
+class ProjectedRun:
+    """One run directory as ``build_report_projected`` verified it: its run evidence and each
+    trial with a file in run.json's order, as the reduced trial document (what the report
+    reads) and the projection of the full one."""
+
+    run: Mapping[str, Any]
+    trials: list[tuple[dict[str, Any], Any]]
+
+
+@frozen
+class _Projection:
+    project: TrialProjection
+    meanwhile: Callable[[], object]
+    most_trials: int | None
+    runs: dict[Path, ProjectedRun]
 
 
 def build_report_projected(
-    inputs: Sequence[Path], project: TrialProjection, *, details: bool = False
-) -> tuple[dict[str, Any], Projected]:
+    inputs: Sequence[Path],
+    project: TrialProjection,
+    *,
+    details: bool = False,
+    meanwhile: Callable[[], object] = lambda: None,
+    most_trials: int | None = None,
+) -> tuple[dict[str, Any], dict[Path, ProjectedRun]]:
     """``build_report`` plus ``project`` applied to each trial where it was verified (one read
-    of each file, in the report's worker processes for a large run)."""
+    of each file, in the report's worker processes for a large run). ``meanwhile`` is work of
+    the caller's the parent does while workers verify (it may be called once per run); more
+    than ``most_trials`` trials with files across the inputs are refused before any is read."""
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
-    projected: Projected = {}
+    projection = _Projection(project, meanwhile, most_trials, {})
     with _no_cyclic_gc():
         document = _build_report(
-            inputs,
-            details=details,
-            compare=False,
-            on_note=lambda _: None,
-            projection=(project, projected),
+            inputs, details=details, compare=False, on_note=lambda _: None, projection=projection
         )
-    return document, projected
+    return document, projection.runs
 
 
 def verified_run(
@@ -629,6 +652,15 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
     ]
 
 
+def _within(most: int, runs: Sequence[Mapping[str, Any] | None]) -> None:
+    """Refused before any trial is read: more trials with files than the caller can show."""
+    total = sum(
+        1 for run in runs if run is not None for ref in run["trials"] if ref["path"] is not None
+    )
+    if total > most:
+        raise InvocationError(f"more than {most} trials to view; view fewer runs")
+
+
 @contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
     """Evidence documents are acyclic JSON, so the cyclic collector finds nothing in them; left
@@ -648,16 +680,18 @@ def _build_report(
     details: bool,
     compare: bool,
     on_note: Callable[[str], object],
-    projection: tuple[TrialProjection, Projected] | None = None,
+    projection: _Projection | None = None,
 ) -> dict[str, Any]:
     resolved = _expand([p.expanduser().resolve() for p in inputs], on_note)
     if len(set(resolved)) != len(resolved):
         raise InvocationError("the same input is given twice")
+    loaded = [(path, *_input(path)) for path in resolved]
+    if projection is not None and projection.most_trials is not None:
+        _within(projection.most_trials, [run for _, _, run, _ in loaded])
     input_rows = []
     rows = []
     verified: list[_VerifiedRun] = []
-    for path in resolved:
-        result, run, run_dir = _input(path)
+    for path, result, run, run_dir in loaded:
         input_rows.append(
             {
                 "source": str(path),
@@ -674,8 +708,9 @@ def _build_report(
         if projection is None:
             trials = _trials(run, run_dir)
         else:
-            found = projection[1].setdefault(run_dir, [])
-            trials = _trials(run, run_dir, projection[0], found)
+            found = ProjectedRun(run, [])
+            projection.runs[run_dir] = found
+            trials = _trials(run, run_dir, projection.project, found.trials, projection.meanwhile)
         verified.append(_VerifiedRun(path, result, run, trials, run_dir))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)

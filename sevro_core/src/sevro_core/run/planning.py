@@ -18,6 +18,7 @@ from sevro_core.experiments.arms import ResolvedArm
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.formats.canonical import hash_json
 from sevro_core.isolation.protection import (
+    CONFIG_ROOT,
     EVALUATOR_ROOT,
     OPERATOR,
     ProtectedRoot,
@@ -100,6 +101,9 @@ class RunSettings:
     network: str = NETWORK_NONE
     protected_roots: tuple[Path, ...] = ()
     """``--protected-root``: canonical, existing paths hidden in addition to the engine's."""
+    config_roots: tuple[Path, ...] = ()
+    """``--config-root`` and its repository's worktrees: canonical, hidden from candidates and
+    checks (empty without the flag: the project root is protected anyway)."""
     case_sources: CaseSources | None = None
     experiment: ExperimentDesign | None = None
     """The arms to compare (``trials`` is then the repetitions per arm and case)."""
@@ -205,7 +209,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
-    candidate = evolve(settings, host_options=_candidate_options(settings.host_options, cases))
+    candidate = evolve(settings, host_options=_candidate_options(settings, cases))
     host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
     config_source = settings.host_options.config_source or "--host-config"
     arms = _plan_arms(registry, candidate)
@@ -264,14 +268,16 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     )
 
 
-def _candidate_options(options: HostOptions, cases: Sequence[Case]) -> HostOptions:
-    """The candidate's host denies the evaluator directories in its own sandbox settings too:
-    one under a tree an agent CLI shows its commands (``/opt``, ``/usr``) would otherwise be
-    readable by the agent. Judges keep the run's options: they may read what checks read."""
+def _candidate_options(settings: RunSettings, cases: Sequence[Case]) -> HostOptions:
+    """The candidate's host denies the evaluator directories and the configuration root's
+    worktrees in its own sandbox settings too: one under a tree an agent CLI shows its commands
+    (``/opt``, ``/usr``) would otherwise be readable by the agent. Judges keep the run's
+    options: they may read what checks read."""
+    options = settings.host_options
     evaluator = [e.path for case in cases for e in case.evaluator]
-    if not evaluator:
+    if not evaluator and not settings.config_roots:
         return options
-    roots = tuple(dict.fromkeys([*options.protected_roots, *evaluator]))
+    roots = tuple(dict.fromkeys([*options.protected_roots, *evaluator, *settings.config_roots]))
     return evolve(options, protected_roots=roots)
 
 
@@ -421,6 +427,7 @@ def protected_roots(
     _refuse_wide_evaluators(settings, cases, roots)
     evaluator = dict.fromkeys(e.path for case in cases for e in case.evaluator)
     roots += tuple(ProtectedRoot(EVALUATOR_ROOT, p) for p in evaluator)
+    roots += tuple(ProtectedRoot(CONFIG_ROOT, p) for p in settings.config_roots)
     return roots + tuple(ProtectedRoot(OPERATOR, p) for p in settings.protected_roots)
 
 

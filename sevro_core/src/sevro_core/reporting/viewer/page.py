@@ -3,6 +3,8 @@ where that check read it, case rows with Wilson intervals and experiments' pairs
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -10,14 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core.errors import InvocationError
-from sevro_core.formats.jsonio import read_json_file
-from sevro_core.limits import MAX_RESULT_FILE_BYTES, MAX_VIEWER_TRIALS
+from sevro_core.limits import MAX_VIEWER_TRIALS
 from sevro_core.models import unit_key
-from sevro_core.reporting.viewer.chart import pass_rate_chart
-from sevro_core.reporting.viewer.trials import check_ids, confined_dir, trial_view, visible
+from sevro_core.reporting.report import ProjectedRun, build_report_projected
+from sevro_core.reporting.viewer.trials import confined_dir, trial_view, visible
 
 _UNSAFE_ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
-_SUMMARY = ("anchor", "caseId", "arm", "trial", "execution", "grading", "task", "unit")
+_SUMMARY = ("caseId", "arm", "trial", "execution", "grading", "task")
+OPEN_GROUPS_UP_TO_TRIALS = 200
+"""A page with at most this many trials shows every case's trial rows at once; a larger one
+draws a case's rows when it is opened."""
 
 
 def run_directories(inputs: Sequence[Path]) -> list[Path]:
@@ -52,22 +56,66 @@ def script_json(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def lazy_trials(run_index: int, trials: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
-    """Each trial's summary for the page, and its details grouped per case into data blocks
-    the page's script renders only when a trial is opened (so 10 000 trials open fast)."""
-    blocks: dict[str, dict[str, Any]] = {}
-    summaries = []
+def projected_trial(shown: Mapping[str, Any], unit: str) -> dict[str, Any]:
+    """What the page keeps of one trial's view: the fields its row and filters need, and the
+    whole view as JSON text, serialised where the trial was read (a large run's workers)."""
+    return {
+        **{key: shown[key] for key in _SUMMARY},
+        "unit": unit,
+        "checks": [[check["id"], check["status"]] for check in shown["checks"]],
+        "detail": json.dumps(shown, ensure_ascii=False, separators=(",", ":")),
+    }
+
+
+def _packed(members: Sequence[str]) -> str:
+    """A case's trial details as one gzip'd, base64 JSON object: a tenth of the text, so a
+    10 000-trial page stays small; the page's script unpacks a case when a trial is opened.
+    Base64 holds no ``<``, so nothing in the block can end it."""
+    data = ("{" + ",".join(members) + "}").encode("utf-8")
+    return base64.b64encode(gzip.compress(data, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def lazy_trials(run_index: int, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A run's trials as the page carries them: a group per case (and arm) with its counts, one
+    index of every trial's row (anchor, number, states, check outcomes) the script filters and
+    draws a group's rows from when it is opened, and per case a packed block of details."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
     for trial in trials:
-        block = blocks.setdefault(trial["unit"], {"id": f"data-{run_index}-{len(blocks) + 1}"})
-        block.setdefault("trials", {})[trial["anchor"]] = trial
-        summaries.append(
+        grouped.setdefault(trial["unit"], []).append(trial)
+    groups, index, blocks = [], [], []
+    for number, members in enumerate(grouped.values(), 1):
+        block = f"data-{run_index}-{number}"
+        tasks = [t["task"] for t in members]
+        groups.append(
             {
-                **{k: trial[k] for k in _SUMMARY},
-                "block": block["id"],
-                "checks": script_json([[c["id"], c["status"]] for c in trial["checks"]]),
+                "unit": members[0]["unit"],
+                "caseId": members[0]["caseId"],
+                "arm": members[0]["arm"],
+                "block": block,
+                "trials": len(members),
+                "passed": tasks.count("passed"),
+                "failed": tasks.count("failed"),
+                "notAssessed": len(tasks) - tasks.count("passed") - tasks.count("failed"),
             }
         )
-    return summaries, [{"id": b["id"], "json": script_json(b["trials"])} for b in blocks.values()]
+        index.append(
+            [
+                [t["anchor"], t["trial"], t["task"], t["execution"], t["grading"], t["checks"]]
+                for t in members
+            ]
+        )
+        packed = _packed([f"{json.dumps(t['anchor'])}:{t['detail']}" for t in members])
+        blocks.append({"id": block, "data": packed})
+    return {"groups": groups, "index": script_json(index), "blocks": blocks}
+
+
+def _check_ids(trials: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every check id shown, in first-seen order (the check filter's choices)."""
+    seen: dict[str, None] = {}
+    for trial in trials:
+        for check_id, _ in trial["checks"]:
+            seen.setdefault(check_id, None)
+    return list(seen)
 
 
 def _interval(passes: int, decided: int) -> Mapping[str, float] | None:
@@ -94,6 +142,7 @@ def _case_rows(rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, 
                 "task": row["task"],
                 "trialCount": row["trialCount"],
                 "passedTrials": row["passedTrials"],
+                "passes": passes,
                 "decided": decided,
                 "rate": passes / decided if decided else None,
                 "interval": _interval(passes, decided),
@@ -115,12 +164,13 @@ def _judged(pair: Mapping[str, Any] | None) -> str | None:
 
 def _pairs(
     statistics: Mapping[str, Any],
-    anchors: Mapping[tuple[str, int], str],
+    located: Mapping[tuple[str, int], tuple[str, str]],
     run_dir: Path,
     run: Mapping[str, Any],
 ) -> Any:
-    """Each comparison's pairs: trial r of the control beside trial r of the treatment, with
-    the comparator's reasons when it judged the pair."""
+    """Each comparison's pairs: trial r of the control beside trial r of the treatment (each
+    side's anchor and details block from ``located``), with the comparator's reasons when it
+    judged the pair."""
     from sevro_core.reporting.viewer.judgements import pair_reasons
 
     shown = []
@@ -134,6 +184,10 @@ def _pairs(
         for case in comparison.get("cases") or []:
             for pair in case.get("pairs") or []:
                 number = pair["repetition"]
+                sides = [
+                    (arm, *located.get((unit_key(case["caseId"], arm), number), (None, None)))
+                    for arm in (control, treatment)
+                ]
                 shown.append(
                     {
                         "caseId": visible(case["caseId"], 400),
@@ -144,10 +198,10 @@ def _pairs(
                         "reasons": reasons.get((case["caseId"], number)),
                         "controlOutcome": pair["control"],
                         "treatmentOutcome": pair["treatment"],
-                        "controlAnchor": anchors.get((unit_key(case["caseId"], control), number)),
-                        "treatmentAnchor": anchors.get(
-                            (unit_key(case["caseId"], treatment), number)
-                        ),
+                        "sides": [
+                            {"arm": arm, "anchor": anchor, "block": block}
+                            for arm, anchor, block in sides
+                        ],
                     }
                 )
     return shown
@@ -155,9 +209,8 @@ def _pairs(
 
 def _project(run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]) -> Any:
     """One trial's view, built in the report's worker that verified the file (anchor later)."""
-    shown = trial_view(run_dir, ref, document, "")
-    shown["unit"] = unit_key(ref["caseId"], ref.get("arm"))
-    return shown
+    shown = trial_view(run_dir, ref, document)
+    return projected_trial(shown, unit_key(ref["caseId"], ref.get("arm")))
 
 
 def _figures(
@@ -184,32 +237,54 @@ def _figures(
     return [Markup(svg) for svg in svgs]  # noqa: S704 - escaped by plots
 
 
+def _pass_rates(cases: Sequence[Mapping[str, Any]], index: int) -> Any:
+    """The run's pass rate per case and arm with its interval, drawn by ``reporting/plots``
+    (escaped there, so it enters the page as markup)."""
+    from markupsafe import Markup
+
+    from sevro_core.reporting.plots import RateBar, pass_rate_svg
+
+    bars = [
+        RateBar(
+            case_id=row["caseId"],
+            arm=row["arm"] or None,
+            passes=row["passes"],
+            decided=row["decided"],
+            rate=row["rate"],
+            low=(row["interval"] or {}).get("low"),
+            high=(row["interval"] or {}).get("high"),
+        )
+        for row in cases
+    ]
+    return Markup(pass_rate_svg(bars, ids=f"run{index}-passRates")) if bars else None  # noqa: S704
+
+
 def _run_view(
     run_dir: Path,
     report: Mapping[str, Any],
-    views: Sequence[tuple[dict[str, Any], Any]],
+    verified: ProjectedRun,
     taken: set[str],
     index: int,
 ) -> dict[str, Any]:
-    run = read_json_file(run_dir / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
+    run = verified.run
     run_id = run["runId"]
     refs = [ref for ref in run["trials"] if ref.get("path") is not None]
-    if len(refs) != len(views):
-        raise InvocationError(f"{run_dir} changed while it was being viewed")
     trials = []
     documents: list[Mapping[str, Any]] = []
-    for ref, (document, shown) in zip(refs, views, strict=True):
+    for ref, (document, shown) in zip(refs, verified.trials, strict=True):
         shown["anchor"] = _anchor(run_id, ref, taken)
         documents.append(document)
         trials.append(shown)
-    anchors = {(t["unit"], t["trial"]): t["anchor"] for t in trials}
+    lazy = lazy_trials(index, trials)
+    blocks = {group["unit"]: group["block"] for group in lazy["groups"]}
+    located = {(t["unit"], t["trial"]): (t["anchor"], blocks[t["unit"]]) for t in trials}
     rows = [r for r in report["rows"] if r["runId"] == run_id]
     experiment = next(
         (e for e in report.get("experiments", []) if e["arms"][0]["runId"] == run_id), None
     )
     statistics = experiment["statistics"] if experiment else None
     cases = _case_rows(rows, trials)
-    summaries, blocks = lazy_trials(index, trials)
+    arms = [a["id"] for a in run.get("arms") or []]
     return {
         "runId": run_id,
         "source": visible(str(run_dir), 2000),
@@ -218,49 +293,50 @@ def _run_view(
         "finishedAt": run.get("finishedAt"),
         "result": run["result"],
         "evaluationDigest": (run.get("evaluationIdentity") or {}).get("digest"),
-        "arms": [a["id"] for a in run.get("arms") or []],
+        "arms": arms,
         "cases": cases,
-        "chart": pass_rate_chart(cases),
-        "figures": _figures(statistics, documents, [a["id"] for a in run.get("arms") or []], index),
-        "trials": summaries,
-        "blocks": blocks,
-        "checks": check_ids(trials),
+        "passRates": _pass_rates(cases, index),
+        "figures": _figures(statistics, documents, arms, index),
+        **lazy,
+        "trials": trials,
+        "trialCount": len(trials),
+        "executionStates": {str(t["execution"]) for t in trials},
+        "gradingStates": {str(t["grading"]) for t in trials},
+        "checks": _check_ids(trials),
         "statistics": statistics,
-        "pairs": _pairs(statistics, anchors, run_dir, run) if statistics else [],
+        "pairs": _pairs(statistics, located, run_dir, run) if statistics else [],
     }
 
 
-def _within_budget(directories: Sequence[Path]) -> None:
-    """Refused before any trial is read: more trials than one page can show."""
-    total = 0
-    for directory in directories:
-        run = read_json_file(directory / "run.json", MAX_RESULT_FILE_BYTES, what="run evidence")
-        trials = run.get("trials") if isinstance(run, dict) else None
-        total += sum(1 for r in trials or [] if isinstance(r, dict) and r.get("path") is not None)
-    if total > MAX_VIEWER_TRIALS:
-        raise InvocationError(f"more than {MAX_VIEWER_TRIALS} trials to view; view fewer runs")
+def _prepare() -> None:
+    """What the page needs once the trials are verified, loaded while workers verify them: the
+    interval statistics (importing SciPy is most of a second) and the compiled template."""
+    from sevro_core.experiments.statistics import wilson_interval
+    from sevro_core.reporting.viewer.render import page_template
+
+    wilson_interval(1, 2)
+    page_template()
 
 
 def build_page(inputs: Sequence[Path]) -> dict[str, Any]:
     """Verify the runs (as ``sevro report`` does: schemas, digests) and model the page."""
-    from sevro_core.reporting.report import build_report_projected
 
     directories = run_directories(inputs)
-    _within_budget(directories)
     confined_dir.cache_clear()
-    report, views = build_report_projected(directories, _project, details=True)
+    report, views = build_report_projected(
+        directories, _project, details=True, meanwhile=_prepare, most_trials=MAX_VIEWER_TRIALS
+    )
     taken: set[str] = set()
-    runs = [
-        _run_view(d, report, views.get(d, []), taken, index)
-        for index, d in enumerate(directories, 1)
-    ]
+    runs = [_run_view(d, report, views[d], taken, index) for index, d in enumerate(directories, 1)]
+    groups = [group for run in runs for group in run["groups"]]
     return {
         "runs": runs,
+        "openGroups": sum(run["trialCount"] for run in runs) <= OPEN_GROUPS_UP_TO_TRIALS,
         "summary": report["summary"],
         "states": ["passed", "failed", "not_assessed"],
-        "executionStates": sorted({str(t["execution"]) for r in runs for t in r["trials"]}),
-        "gradingStates": sorted({str(t["grading"]) for r in runs for t in r["trials"]}),
-        "cases": sorted({t["caseId"] for r in runs for t in r["trials"]}),
-        "arms": sorted({t["arm"] for r in runs for t in r["trials"] if t["arm"]}),
+        "executionStates": sorted({s for r in runs for s in r["executionStates"]}),
+        "gradingStates": sorted({s for r in runs for s in r["gradingStates"]}),
+        "cases": sorted({g["caseId"] for g in groups}),
+        "arms": sorted({g["arm"] for g in groups if g["arm"]}),
         "checks": sorted({c for r in runs for c in r["checks"]}),
     }

@@ -5,6 +5,7 @@ Content-Security-Policy, so it works from ``file://`` and any static host with n
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from collections.abc import Mapping
 from importlib import resources
@@ -44,8 +45,9 @@ def _interval(interval: Mapping[str, float] | None) -> str:
     return f"[{100 * interval['low']:.0f}%, {100 * interval['high']:.0f}%]"
 
 
-def render_page(page: Mapping[str, Any]) -> str:
-    """The page as HTML; every value is escaped by Jinja's autoescape."""
+@functools.cache
+def page_template() -> Any:
+    """The page's compiled Jinja template; every value it shows is escaped by autoescape."""
     import jinja2
 
     from sevro_core.reporting.experiment import judged_sentences, verdict_sentence
@@ -59,10 +61,16 @@ def render_page(page: Mapping[str, Any]) -> str:
     environment.filters["interval"] = _interval
     environment.globals["verdict_sentence"] = verdict_sentence
     environment.globals["judged_sentences"] = judged_sentences
+    return environment.get_template("page.html.j2")
+
+
+def render_page(page: Mapping[str, Any]) -> str:
+    """The page as HTML."""
     script, style = _asset("viewer.js"), _asset("viewer.css")
-    template = environment.get_template("page.html.j2")
-    return template.render(
-        page=page, script=script, style=style, csp=content_security_policy(script, style)
+    return str(
+        page_template().render(
+            page=page, script=script, style=style, csp=content_security_policy(script, style)
+        )
     )
 
 

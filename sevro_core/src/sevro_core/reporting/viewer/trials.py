@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -218,15 +218,14 @@ def _advisory(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def trial_view(
-    run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any], anchor: str
+    run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Everything the page shows of one trial."""
+    """Everything the page shows of one trial (its anchor is the key it is stored under)."""
     evidence = document["evidence"]
     skills = _observation(evidence, SKILLS_OBSERVATION)
     artifacts = [a["path"] for a in evidence.get("artifactRefs") or []]
     raw = evidence.get("rawResult")
     return {
-        "anchor": anchor,
         "caseId": visible(document.get("caseId"), 400),
         "arm": visible(document.get("arm") or "", 200),
         "trial": document.get("trial"),
@@ -257,12 +256,3 @@ def trial_view(
         "paths": [visible(p, 1024) for p in [ref["path"], raw and raw["path"], *artifacts] if p],
         "startedAt": visible(evidence.get("startedAt"), 80),
     }
-
-
-def check_ids(trials: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Every check id shown, in first-seen order (the check filter's choices)."""
-    seen: dict[str, None] = {}
-    for trial in trials:
-        for check in trial["checks"]:
-            seen.setdefault(check["id"], None)
-    return list(seen)

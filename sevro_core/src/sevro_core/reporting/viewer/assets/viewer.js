@@ -1,7 +1,8 @@
-// sevro view: filters, deep links and trial details rendered on demand. No inline handlers: the
-// page's CSP allows only this script (by its hash). Trial details arrive as JSON data blocks
-// (one per case) and become DOM here only when a trial is opened, through textContent only:
-// nothing here ever turns page data into markup.
+// sevro view: filters, deep links and trials drawn on demand. No inline handlers: the page's CSP
+// allows only this script (by its hash). Each run carries an index of its trials' rows (a JSON
+// data block) and, per case, its trials' details packed as gzip'd base64 JSON. A case's rows
+// become DOM when the case is opened, a trial's details when the trial is opened, through
+// textContent only: nothing here ever turns page data into markup.
 (function () {
   "use strict";
   var selects = {
@@ -14,8 +15,10 @@
     checkStatus: document.getElementById("filter-check-status"),
   };
   var count = document.getElementById("filter-count");
-  var trials = Array.prototype.slice.call(document.querySelectorAll("details.trial"));
+  var groups = [];
+  var groupOf = {};
   var blocks = {};
+  var has = Function.prototype.call.bind(Object.prototype.hasOwnProperty);
 
   function value(select) {
     return select ? select.value : "";
@@ -40,14 +43,26 @@
     return value === null || value === undefined ? fallback : value;
   }
 
-  function trialData(block, anchor) {
-    if (!Object.prototype.hasOwnProperty.call(blocks, block)) {
-      var source = document.getElementById(block);
-      blocks[block] = source && source.type === "application/json" ?
-        JSON.parse(source.textContent) : {};
+  function inflate(text) {
+    if (typeof DecompressionStream !== "function") {
+      return Promise.reject(new Error("this browser cannot unpack them (no DecompressionStream)"));
     }
-    var found = blocks[block];
-    return Object.prototype.hasOwnProperty.call(found, anchor) ? found[anchor] : null;
+    var binary = atob(text.trim());
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i += 1) {
+      bytes[i] = binary.charCodeAt(i);
+    }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
+
+  function trialData(block) {
+    if (!has(blocks, block)) {
+      var source = document.getElementById(block);
+      blocks[block] = source && source.type === "application/gzip+base64" ?
+        inflate(source.textContent).then(JSON.parse) : Promise.resolve({});
+    }
+    return blocks[block];
   }
 
   function row(parent, cells, header) {
@@ -214,15 +229,21 @@
     if (!body.classList.contains("lazy")) {
       return;
     }
-    var t = trialData(body.getAttribute("data-block"), body.getAttribute("data-anchor"));
+    var anchor = body.getAttribute("data-anchor");
     body.classList.remove("lazy");
-    body.textContent = "";
-    if (!t) {
-      add(body, "p", "none", "trial details missing from the page");
-      return;
-    }
-    [states, checks, messages, actions, changes, skills, usage, reviews].forEach(function (part) {
-      part(body, t);
+    trialData(body.getAttribute("data-block")).then(function (found) {
+      var t = has(found, anchor) ? found[anchor] : null;
+      body.textContent = "";
+      if (!t) {
+        add(body, "p", "none", "trial details missing from the page");
+        return;
+      }
+      [states, checks, messages, actions, changes, skills, usage, reviews].forEach(function (part) {
+        part(body, t);
+      });
+    }, function (error) {
+      body.textContent = "";
+      add(body, "p", "none", "trial details could not be unpacked: " + error.message);
     });
   }
 
@@ -233,11 +254,11 @@
     }
   }
 
-  function checkMatches(trial, check, status) {
+  // A row of the index: [anchor, trial number, task, execution, grading, [[check, outcome]...]].
+  function checkMatches(outcomes, check, status) {
     if (!check && !status) {
       return true;
     }
-    var outcomes = JSON.parse(trial.getAttribute("data-checks") || "[]");
     for (var i = 0; i < outcomes.length; i += 1) {
       if ((!check || outcomes[i][0] === check) && (!status || outcomes[i][1] === status)) {
         return true;
@@ -246,31 +267,79 @@
     return false;
   }
 
-  function applyFilters() {
-    var wanted = {
-      "data-state": value(selects.state),
-      "data-execution": value(selects.execution),
-      "data-grading": value(selects.grading),
-      "data-case": value(selects.kase),
-      "data-arm": value(selects.arm),
+  function wantedNow() {
+    return {
+      task: value(selects.state),
+      execution: value(selects.execution),
+      grading: value(selects.grading),
+      kase: value(selects.kase),
+      arm: value(selects.arm),
+      check: value(selects.check),
+      status: value(selects.checkStatus),
     };
-    var names = Object.keys(wanted).filter(function (name) {
-      return wanted[name];
+  }
+
+  function rowMatches(group, r, w) {
+    return (!w.task || r[2] === w.task) && (!w.execution || r[3] === w.execution) &&
+      (!w.grading || r[4] === w.grading) && (!w.kase || group.caseId === w.kase) &&
+      (!w.arm || group.arm === w.arm) && checkMatches(r[5], w.check, w.status);
+  }
+
+  function trialRow(group, r) {
+    var details = el("details", "trial");
+    details.id = r[0];
+    details.setAttribute("data-state", r[2]);
+    details.setAttribute("data-execution", r[3]);
+    details.setAttribute("data-grading", r[4]);
+    var summary = add(details, "summary");
+    add(summary, "span", "state s-" + r[2], r[2]);
+    summary.appendChild(document.createTextNode(" " + group.caseId +
+      (group.arm ? " @ " + group.arm : "") + " trial " + r[1] + " "));
+    add(summary, "a", "permalink", "#").setAttribute("href", "#" + r[0]);
+    var body = add(details, "div", "trial-body lazy");
+    body.setAttribute("data-anchor", r[0]);
+    body.setAttribute("data-block", group.block);
+    add(body, "p", "none loading", "trial details are shown when opened");
+    return details;
+  }
+
+  function draw(group) {
+    if (group.rowElements) {
+      return;
+    }
+    var fragment = document.createDocumentFragment();
+    group.rowElements = group.rows.map(function (r, i) {
+      var details = fragment.appendChild(trialRow(group, r));
+      details.hidden = !group.shown[i];
+      return details;
     });
-    var check = value(selects.check);
-    var status = value(selects.checkStatus);
+    group.list.appendChild(fragment);
+  }
+
+  function applyFilters() {
+    var w = wantedNow();
+    var filtering = Object.keys(w).some(function (key) {
+      return w[key];
+    });
+    var total = 0;
     var visibleCount = 0;
-    trials.forEach(function (trial) {
-      var visible = names.every(function (name) {
-        return trial.getAttribute(name) === wanted[name];
-      }) && checkMatches(trial, check, status);
-      trial.hidden = !visible;
-      if (visible) {
-        visibleCount += 1;
-      }
+    groups.forEach(function (group) {
+      var matches = 0;
+      group.rows.forEach(function (r, i) {
+        var visible = rowMatches(group, r, w);
+        group.shown[i] = visible;
+        matches += visible ? 1 : 0;
+        if (group.rowElements) {
+          group.rowElements[i].hidden = !visible;
+        }
+      });
+      total += group.rows.length;
+      visibleCount += matches;
+      group.element.hidden = filtering && matches === 0;
+      group.count.textContent = filtering ? "(" + matches + " match the filters)" : "";
     });
     if (count) {
-      count.textContent = visibleCount + " of " + trials.length + " trials shown";
+      count.textContent = visibleCount + " of " + total + " trials shown";
     }
   }
 
@@ -288,6 +357,14 @@
     if (!id) {
       return;
     }
+    if (has(groupOf, id)) {
+      var group = groupOf[id];
+      if (!group.shown[group.rows.findIndex(function (r) { return r[0] === id; })]) {
+        clearFilters();
+      }
+      draw(group);
+      group.element.open = true;
+    }
     var target = document.getElementById(id);
     if (!target || target.tagName !== "DETAILS") {
       return;
@@ -301,6 +378,29 @@
     target.scrollIntoView();
   }
 
+  Array.prototype.forEach.call(document.querySelectorAll(".trials"), function (section) {
+    var source = document.getElementById("index-" + section.getAttribute("data-run-index"));
+    var index = source && source.type === "application/json" ? JSON.parse(source.textContent) : [];
+    var elements = section.querySelectorAll("details.case-trials");
+    Array.prototype.forEach.call(elements, function (element) {
+      var rows = index[Number(element.getAttribute("data-group"))] || [];
+      var group = {
+        element: element,
+        list: element.querySelector(".case-trial-list"),
+        count: element.querySelector(".group-count"),
+        caseId: element.getAttribute("data-case"),
+        arm: element.getAttribute("data-arm"),
+        block: element.getAttribute("data-block"),
+        rows: rows,
+        shown: rows.map(function () { return true; }),
+        rowElements: null,
+      };
+      rows.forEach(function (r) {
+        groupOf[r[0]] = group;
+      });
+      groups.push(group);
+    });
+  });
   Object.keys(selects).forEach(function (key) {
     if (selects[key]) {
       selects[key].addEventListener("change", applyFilters);
@@ -308,11 +408,26 @@
   });
   // "toggle" does not bubble; capturing it on the document sees every details element open.
   document.addEventListener("toggle", function (event) {
-    if (event.target.tagName === "DETAILS" && event.target.open) {
-      renderInside(event.target);
+    var target = event.target;
+    if (target.tagName !== "DETAILS" || !target.open) {
+      return;
+    }
+    if (target.classList.contains("case-trials")) {
+      groups.forEach(function (group) {
+        if (group.element === target) {
+          draw(group);
+        }
+      });
+    } else {
+      renderInside(target);
     }
   }, true);
   window.addEventListener("hashchange", openFromHash);
   applyFilters();
+  groups.forEach(function (group) {
+    if (group.element.open) {
+      draw(group);
+    }
+  });
   openFromHash();
 })();
