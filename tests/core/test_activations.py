@@ -85,6 +85,11 @@ def test_missing_truncated_malformed_or_linked_records_are_unavailable(tmp_path:
     (bad / "1-1.json").write_text('{"hook_event_name": "PostToolUse", "tool_name": ')
     cases["malformed"] = HookLog(bad)
     cases["malformed"].harvest(1, {})
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "1-1.json").write_text("[" * 100_000 + "]" * 100_000)
+    cases["nested too deep"] = HookLog(deep)
+    cases["nested too deep"].harvest(1, {})
     linked = tmp_path / "linked"
     linked.mkdir()
     os.symlink(tmp_path / "few" / f"{1:020d}-1.json", linked / "1-1.json")

@@ -114,14 +114,19 @@ def _record(directory: Path, name: str, turn: int, ordinal: int) -> HookRecord:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _Unavailable(f"hook record {name} is not a regular file")
-        data = os.read(fd, MAX_HOOK_RECORD_BYTES + 1)
+        data = b""
+        while len(data) <= MAX_HOOK_RECORD_BYTES:
+            chunk = os.read(fd, MAX_HOOK_RECORD_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
     finally:
         os.close(fd)
     if len(data) > MAX_HOOK_RECORD_BYTES:
         raise _Unavailable(f"hook record {name} truncated at {MAX_HOOK_RECORD_BYTES} bytes")
     try:
         document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _Unavailable(f"hook record {name} is not a JSON document") from None
     if not isinstance(document, dict) or document.get("hook_event_name") not in HOOK_EVENTS:
         raise _Unavailable(f"hook record {name} is not a tool hook's input")
