@@ -418,7 +418,9 @@ def test_the_tool_call_example_checks_what_it_claims(
         "failing-bash": bash("exit 3"),
     }[steps]
     server = mock_model([reply(work), reply(Message("done"))], protocols=PROTOCOLS)
-    done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    case_file = sevro_project.write_json("case.json", case)
+    # Write is offered only when asked for (docs/hosts/claude.md)
+    done = run_claude(sevro_project, claude, server, case_file, "--claude-allow-write")
     code, task, checks = _task(done)
     assert {c for c, status in checks.items() if status == "failed"} == caught, checks
     assert all(status in {"passed", "failed"} for status in checks.values()), checks

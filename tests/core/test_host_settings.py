@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import click.testing
 import pytest
 import typer
 
@@ -106,3 +107,31 @@ def test_declarations_are_checked() -> None:
 
     with pytest.raises(InvocationError, match="not a tuple of HostSetting"):
         check_declarations({"acme.host.odd": NotATuple()}, {})
+
+
+STRICT = HostSetting("acme.strict", "--acme-strict", "Strict.", "switch")
+
+
+class Switched:
+    settings = (STRICT,)
+
+
+def test_a_switch_is_a_flag_without_a_value_and_true_or_false_as_a_pair() -> None:
+    from sevro_core.plugin.hostsettings import click_options
+
+    hosts: dict[str, Any] = {"acme.host.switched": Switched()}
+
+    @click.command(params=click_options(hosts))
+    def command(**values: Any) -> None:
+        click.echo(repr(values[option_name(STRICT)]))
+
+    runner = click.testing.CliRunner()
+    assert runner.invoke(command, ["--acme-strict"]).output == "'true'\n"
+    assert runner.invoke(command, []).output == "None\n"  # absent: not given at all
+    assert runner.invoke(command, ["--acme-strict", "x"]).exit_code != 0  # takes no value
+    on = resolve_settings(hosts, "acme.host.switched", {option_name(STRICT): "true"}, [])
+    assert on == {"acme.strict": "true"}
+    off = resolve_settings(hosts, "acme.host.switched", {}, ["acme.strict=false"])
+    assert off == {"acme.strict": "false"}
+    with pytest.raises(InvocationError, match="switch: its value must be true or false"):
+        resolve_settings(hosts, "acme.host.switched", {}, ["acme.strict=yes"])

@@ -142,8 +142,9 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
         (
             "acme.colour=red",
             "--host-setting 'acme.colour' is not a setting of any installed host (known: "
-            "acme.greeting, acme.home, claude.apiKeyEnv, claude.bin, claude.credentialFile, "
-            "codex.apiKeyEnv, codex.authFile, codex.bin)",
+            "acme.greeting, acme.home, claude.allowWrite, claude.apiKeyEnv, claude.bin, "
+            "claude.credentialFile, claude.projectSettings, claude.uvCacheDir, codex.apiKeyEnv, "
+            "codex.authFile, codex.bin)",
         ),
         (
             "codex.bin=/x",

@@ -114,7 +114,7 @@ def test_negative_control_the_candidate_is_offered_its_tools(
     result = judge(claude, server, tmp_path, "candidate")
     assert result.complete, result.error
     tools = server.requests[0].tools
-    assert tools is not None and {"Bash", "Read", "Edit", "Write", "Skill"} <= set(tools)
+    assert tools is not None and {"Bash", "Read", "Edit", "Skill"} <= set(tools)
     assert "Bash" in init_event(result)["tools"]
 
 

@@ -75,16 +75,37 @@ def test_read_tool_pages_compose_and_a_short_page_does_not(
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
 
 
-def test_a_workspace_declaring_its_own_hooks_is_refused_before_claude_runs(
+def test_loaded_project_settings_declaring_hooks_are_refused_before_claude_runs(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
     server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
     files = fixture(SKILLS)["files"]
     hooks = {"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}
     case = sevro_project.case(fixture={"files": {**files, ".claude/settings.json": str(hooks)}})
-    result = run_claude(sevro_project, require_claude(), server, case)
+    result = run_claude(sevro_project, require_claude(), server, case, "--claude-project-settings")
     assert result.exit_code == 2, result.stdout + result.stderr
     assert server.requests == []
     document = trial(sevro_project)
     assert "runs only its own passive skill-activation hook" in json.dumps(document)
     assert activations(document)["completeness"] == "unavailable"
+
+
+@pytest.mark.parametrize("bundled", [True, False])
+def test_a_declared_plugin_bundling_hooks_is_refused_before_claude_runs(
+    sevro_project: SevroProject, mock_model: Callable[..., Any], bundled: bool
+) -> None:
+    """Negative control: the same plugin without its ``hooks`` directory runs."""
+    server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
+    files = {
+        **fixture(SKILLS)["files"],
+        "plugins/acme/.claude-plugin/plugin.json": json.dumps({"name": "acme"}),
+    }
+    if bundled:
+        hooks = {"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+        files["plugins/acme/hooks/hooks.json"] = json.dumps(hooks)
+    case = sevro_project.case(fixture={"files": files})
+    config = {"pluginDirs": ["plugins/acme"]}
+    result = run_claude(sevro_project, require_claude(), server, case, config=config)
+    assert result.exit_code == (2 if bundled else 0), result.stdout + result.stderr
+    assert (server.requests == []) is bundled
+    assert ("bundles hooks" in json.dumps(trial(sevro_project))) is bundled

@@ -98,13 +98,21 @@ def _global_options(
 
 
 def _plugin_files_from_argv() -> list[Path]:
+    """``--plugin`` files, and the ``--adapter-module`` (Sevro's host module) loaded alike."""
     argv = sys.argv[1:]
     files = []
-    for index, arg in enumerate(argv):
-        if arg == "--plugin" and index + 1 < len(argv):
-            files.append(Path(argv[index + 1]))
-        elif arg.startswith("--plugin="):
-            files.append(Path(arg.split("=", 1)[1]))
+    adapters = ("--adapter-module", "--semantic-adapter-module", "--advisory-adapter-module")
+    for flag in ("--plugin", *adapters):
+        for index, arg in enumerate(argv):
+            value = argv[index + 1] if arg == flag and index + 1 < len(argv) else None
+            if arg.startswith(f"{flag}="):
+                value = arg.split("=", 1)[1]
+            if value is not None and flag in adapters:
+                from sevro_core.runflags import adapter_module_file
+
+                files.append(adapter_module_file(value, flag))
+            elif value is not None:
+                files.append(Path(value))
     return files
 
 
@@ -218,6 +226,18 @@ def _judge_opt(role: str, what: str) -> Any:
     return typer.Option(f"--{role}-{what}", help=help_text, show_default=False)
 
 
+def _judge_adapter_opt(role: str) -> Any:
+    """Sevro's ``--<role>-adapter-module``: the judge's host from a module."""
+    return typer.Option(
+        f"--{role}-adapter-module",
+        help=f"A Python module registering one host that plays the {role} judge, loaded like "
+        f"--plugin (exclusive with --{role}-host).",
+        show_default=False,
+    )
+
+
+SemanticAdapterOpt = Annotated[str | None, _judge_adapter_opt(SEMANTIC_ROLE)]
+AdvisoryAdapterOpt = Annotated[str | None, _judge_adapter_opt(ADVISORY_ROLE)]
 SemanticHostOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "host")]
 SemanticModelOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "model")]
 SemanticEffortOpt = Annotated[str | None, _judge_opt(SEMANTIC_ROLE, "effort")]
@@ -346,6 +366,66 @@ CasesArg = Annotated[
         show_default=False,
     ),
 ]
+RunCasesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Case files (one case or an array) or directories of *.json case files.",
+        show_default=False,
+    ),
+]
+RunHostOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Host id or short name (default scripted; `sevro plugins` lists the installed hosts).",
+        show_default=False,
+    ),
+]
+CaseFileOpt = Annotated[
+    Path | None,
+    typer.Option("--case-file", help="Sevro's spelling of one case argument.", show_default=False),
+]
+AdapterModuleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--adapter-module",
+        help="A Python module (absolute .py path or dotted name) that registers one host, "
+        "loaded like --plugin; the run's host (exclusive with --host).",
+        show_default=False,
+    ),
+]
+CheckoutRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--runner-checkout-root",
+        help="The sevro checkout running: record its revision and dirty patch.",
+        show_default=False,
+    ),
+]
+BuildDigestOpt = Annotated[
+    str | None,
+    typer.Option("--runner-build-digest", help="Override the runner build digest (64 hex; tests)."),
+]
+ProjectDigestOpt = Annotated[
+    str | None,
+    typer.Option("--project-digest", help="Override the project digest (64 hex; tests)."),
+]
+ToolchainBinDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--toolchain-bin-dir",
+        help="Deprecated (Sevro): put DIR first on the PATH of host and check commands; "
+        "declare environment.set.PATH in a runtime file instead.",
+        show_default=False,
+    ),
+]
+ShellIsolationOpt = Annotated[
+    bool,
+    typer.Option(
+        "--shell-isolation",
+        help="Sevro's flag: require isolation for shell checks (sevro's default; refused "
+        "with --sandbox none).",
+    ),
+]
 
 
 class _HostSettingsCommand(TyperCommand):
@@ -432,8 +512,10 @@ def _host_settings(registry: Any, host: str | None, pairs: list[str] | None) -> 
 
 @app.command(cls=_HostSettingsCommand)
 def run(
-    cases: CasesArg,
-    host: HostOpt = "scripted",
+    cases: RunCasesArg = None,
+    case_file: CaseFileOpt = None,
+    host: RunHostOpt = None,
+    adapter_module: AdapterModuleOpt = None,
     host_config: HostConfigOpt = None,
     model: ModelOpt = None,
     effort: EffortOpt = None,
@@ -444,10 +526,12 @@ def run(
     variant: VariantOpt = None,
     fail_on_regression: FailOnRegressionOpt = False,
     semantic_host: SemanticHostOpt = None,
+    semantic_adapter_module: SemanticAdapterOpt = None,
     semantic_model: SemanticModelOpt = None,
     semantic_effort: SemanticEffortOpt = None,
     semantic_host_config: SemanticConfigOpt = None,
     advisory_host: AdvisoryHostOpt = None,
+    advisory_adapter_module: AdvisoryAdapterOpt = None,
     advisory_model: AdvisoryModelOpt = None,
     advisory_effort: AdvisoryEffortOpt = None,
     advisory_host_config: AdvisoryConfigOpt = None,
@@ -477,6 +561,11 @@ def run(
     status_interval: StatusIntervalOpt = DEFAULT_STATUS_INTERVAL_SECONDS,
     junit: JunitOpt = None,
     github_summary: GithubSummaryOpt = False,
+    runner_checkout_root: CheckoutRootOpt = None,
+    runner_build_digest: BuildDigestOpt = None,
+    project_digest: ProjectDigestOpt = None,
+    shell_isolation: ShellIsolationOpt = False,
+    toolchain_bin_dir: ToolchainBinDirOpt = None,
     as_json: JsonOpt = False,
     plugin: PluginOpt = None,
     log_format: LogFormatOpt = "console",
@@ -485,22 +574,30 @@ def run(
     """Run cases for N trials, grade them and keep the evidence."""
     options = dict(locals())  # first statement: exactly the options above, as Typer converted them
     from sevro_core.errors import InvocationError, SevroError
-    from sevro_core.runflags import RunFlags
-
-    flags = RunFlags(**options)
 
     try:
+        from attrs import evolve
+
         from sevro_core.isolation.protection import credential_locations
-        from sevro_core.plugin.hostsettings import check_settings_used
+        from sevro_core.plugin.hostsettings import check_settings_used, runtime_seed_settings
         from sevro_core.reporting.ci import check_ci_outputs
         from sevro_core.run.planning import plan_run
-        from sevro_core.runflags import check_status_interval, run_inputs, run_settings
+        from sevro_core.runflags import (
+            RunFlags,
+            check_status_interval,
+            run_inputs,
+            run_settings,
+            sevro_spellings,
+        )
 
         _setup_logging(log_format, verbose)
         check_status_interval(status_interval)
-        check_ci_outputs(flags.ci_outputs)
         registry = _loaded_registry()
+        flags = RunFlags(**sevro_spellings(options, registry))
+        check_ci_outputs(flags.ci_outputs)
         host_flags = _host_settings(registry, None, host_setting)  # checked once hosts are known
+        seeds = runtime_seed_settings(registry.hosts(), host_flags)
+        flags = evolve(flags, runtime_seeds=seeds)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         settings, loaded = run_inputs(flags, settings)
         check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
@@ -709,12 +806,20 @@ def runs(
 @app.command()
 def report(
     inputs: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
             help="Result files (from `run --json`), run directories or results roots.",
             show_default=False,
         ),
-    ],
+    ] = None,
+    result_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--result-file",
+            help="Sevro's spelling of one result-file argument (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     report_format: Annotated[
         str | None,
@@ -752,8 +857,10 @@ def report(
         check_ci_outputs(outputs)
         registry = load_plugins(_plugin_files_from_argv())
         chosen = reporter_for(registry, "json" if as_json else (report_format or "markdown"))
+        if not inputs and not result_file:
+            raise InvocationError("no input: give result files (or --result-file FILE)")
         document = build_report(
-            inputs,
+            [*(inputs or []), *(result_file or [])],
             details=details,
             compare=compare,
             on_note=_note,

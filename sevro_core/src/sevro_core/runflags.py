@@ -7,9 +7,11 @@ stays short; every check below is what ``sevro run`` has always refused with exi
 from __future__ import annotations
 
 import math
+import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -21,11 +23,22 @@ from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.reporting.ci import CiOutputs
 from sevro_core.run.planning import RunSettings
-from sevro_core.vocabulary import JUDGE_ROLES
+from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.isolation.runtime import RuntimePolicy
+    from sevro_core.plugin.manager import Registry
+    from sevro_core.run.provenance import ProvenanceChoice
+
+ADAPTER_JUDGE_ROLES = (SEMANTIC_ROLE, ADVISORY_ROLE)
+"""The judge roles Sevro routes through an adapter module (``--semantic-adapter-module``)."""
+_MIGRATION = (
+    "it still works without a runtime file, is removed no earlier than 0.2.0, and stands for "
+    "a runtime file's environment.set and runtime.seedDirectories (docs/runtime.md)"
+)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @frozen
@@ -80,6 +93,13 @@ class RunFlags:
     runtime_config_file: Path | None = None
     junit: Path | None = None
     github_summary: bool = False
+    runner_checkout_root: Path | None = None
+    runner_build_digest: str | None = None
+    project_digest: str | None = None
+    shell_isolation: bool = False
+    toolchain_bin_dir: Path | None = None
+    runtime_seeds: tuple[tuple[str, str, str], ...] = ()
+    """Host settings standing for runtime seeds: (flag, variable, directory) each."""
     config_root: Path | None = None
 
     @property
@@ -123,6 +143,8 @@ def run_settings(
     workspace_root = _workspace_root(flags.workspace_root)
     if not flags.sandbox.strip():
         raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    if flags.shell_isolation and flags.sandbox == "none":
+        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
     protected = _protected_roots(flags.protected_root or [])
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
@@ -157,7 +179,86 @@ def run_settings(
         config_roots=config_roots,
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
         judges=judge_settings(flags),
+        provenance=provenance_choice(flags),
     )
+
+
+def provenance_choice(flags: RunFlags) -> ProvenanceChoice:
+    """Sevro's provenance flags, checked before anything runs (exit 64): 64-hex digest
+    overrides and a checkout that must be the code running."""
+    from sevro_core.run.provenance import ProvenanceChoice, check_checkout_root
+
+    for flag, digest in (
+        ("--runner-build-digest", flags.runner_build_digest),
+        ("--project-digest", flags.project_digest),
+    ):
+        if digest is not None and not _HEX64.fullmatch(digest):
+            raise InvocationError(f"{flag} must be 64 lowercase hex digits (a sha256)")
+    checkout = flags.runner_checkout_root
+    return ProvenanceChoice(
+        checkout_root=check_checkout_root(checkout) if checkout is not None else None,
+        build_digest=flags.runner_build_digest,
+        project_digest=flags.project_digest,
+    )
+
+
+def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, Any]:
+    """Sevro's ``--case-file`` and ``--adapter-module`` as sevro's case arguments and
+    ``--host``: each exclusive with what it stands for (exit 64)."""
+    options = dict(options)
+    case_file, cases = options.pop("case_file"), options["cases"] or []
+    if case_file is not None and cases:
+        raise InvocationError("--case-file and case arguments are exclusive: give the case once")
+    if case_file is None and not cases:
+        raise InvocationError("no case: give case files (or --case-file FILE)")
+    options["cases"] = [case_file] if case_file is not None else cases
+    for prefix in ("", *(f"{role}_" for role in ADAPTER_JUDGE_ROLES)):
+        flag = "--" + prefix.replace("_", "-")
+        adapter = options.pop(f"{prefix}adapter_module")
+        if adapter is not None and options[f"{prefix}host"] is not None:
+            raise InvocationError(
+                f"{flag}host and {flag}adapter-module are exclusive: choose one host"
+            )
+        if adapter is not None:
+            options[f"{prefix}host"] = adapter_host(adapter, registry, f"{flag}adapter-module")
+    options["host"] = options["host"] or "scripted"
+    return options
+
+
+def adapter_module_file(value: str, flag: str = "--adapter-module") -> Path:
+    """The file of ``--adapter-module``: an absolute ``.py`` path, or a dotted module name
+    found on ``sys.path`` (operator-chosen code, loaded like ``--plugin FILE.py``)."""
+    import importlib.util
+
+    if "/" in value or value.endswith(".py"):
+        path = Path(value)
+        if not path.is_absolute():
+            raise InvocationError(f"{flag} must be an absolute path", source=value)
+        return path
+    if not _DOTTED.fullmatch(value):
+        raise InvocationError(f"{flag} {value!r} is neither a path nor a module name")
+    try:
+        spec = importlib.util.find_spec(value)
+    except (ImportError, ValueError) as exc:
+        raise InvocationError(f"{flag} {value}: {exc}") from None
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        raise InvocationError(f"{flag} {value}: no such Python module")
+    return Path(spec.origin)
+
+
+def adapter_host(value: str, registry: Registry, flag: str = "--adapter-module") -> str:
+    """The id of the one host the adapter module registered (refused otherwise, exit 64)."""
+    name = f"file:{adapter_module_file(value, flag).expanduser().resolve()}"
+    hosts = [
+        r.id
+        for info in registry.plugins
+        if info.name == name
+        for r in info.registrations
+        if r.kind == "host"
+    ]
+    if len(hosts) != 1:
+        raise InvocationError(f"{flag} {value} must register exactly one host, not {len(hosts)}")
+    return hosts[0]
 
 
 def _workspace_root(given: Path | None) -> Path | None:
@@ -206,6 +307,7 @@ def runtime_policy(
     if explicit is not None and not explicit.is_absolute():
         raise InvocationError("--runtime-config-file must be an absolute path", source=explicit)
     runtime = load_runtime(project, explicit, credentials)
+    runtime = flag_runtime_policy(flags, runtime, credentials) or runtime
     local_http = flags.local_http
     if runtime is not None and runtime.local_http is not None:
         if flags.local_http and not runtime.local_http:
@@ -216,6 +318,42 @@ def runtime_policy(
             )
         local_http = runtime.local_http
     return runtime, NETWORK_LOCAL_HTTP if local_http else NETWORK_NONE
+
+
+def flag_runtime_policy(
+    flags: RunFlags, selected: RuntimePolicy | None, credentials: CredentialLocations
+) -> RuntimePolicy | None:
+    """Sevro's deprecated ``--toolchain-bin-dir`` and seed settings as the runtime policy
+    they stand for, with a warning each; beside a runtime file they are refused (exit 64)."""
+    from sevro_core.isolation.processes import DEFAULT_PATH
+    from sevro_core.isolation.runtime import RUNTIME_PLACEHOLDER, flag_runtime
+
+    toolchain = flags.toolchain_bin_dir
+    given = [*(() if toolchain is None else [("--toolchain-bin-dir", "PATH", str(toolchain))])]
+    given += flags.runtime_seeds
+    if not given:
+        return None
+    if selected is not None:
+        raise InvocationError(
+            f"{given[0][0]} is deprecated and cannot be combined with a runtime file: "
+            "declare it in the file (docs/runtime.md)",
+            source=selected.source,
+        )
+    document: dict[str, Any] = {"format": "sevro.runtime.v1", "environment": {"set": {}}}
+    seeds = []
+    for flag, variable, directory in given:
+        if not Path(directory).is_absolute():
+            raise InvocationError(f"{flag} must be an absolute path", source=directory)
+        sys.stderr.write(f"sevro: warning: {flag} is deprecated; {_MIGRATION}\n")
+        if variable == "PATH":
+            document["environment"]["set"]["PATH"] = f"{directory}:{DEFAULT_PATH}"
+            continue
+        target = variable.lower().replace("_", "-")
+        seeds.append({"source": directory, "target": target, "roles": ["candidate", "checks"]})
+        document["environment"]["set"][variable] = f"{RUNTIME_PLACEHOLDER}/{target}"
+    if seeds:
+        document["runtime"] = {"seedDirectories": seeds}
+    return flag_runtime(document, " ".join(g[0] for g in given), credentials)
 
 
 def judge_settings(flags: RunFlags) -> JudgeSettings:

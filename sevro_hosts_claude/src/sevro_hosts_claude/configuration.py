@@ -28,10 +28,19 @@ from sevro_core.api import (
     HostFailure,
     inside,
 )
+from sevro_hosts_claude.limits import MAX_PLUGIN_DIRS
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
-TOOLS = ("Bash", "Read", "Edit", "Write", "Skill")
+TOOLS = ("Bash", "Read", "Edit", "Skill")
 """The allow-list: every tool the agent gets; nothing else is offered or approved."""
+WRITE_TOOL = "Write"
+"""Offered (and allowed) only with ``--claude-allow-write``: Sevro's Claude route never exposes
+it, so a case run on both gets the same tools unless the operator asks for more."""
+ALLOW_WRITE = "claude.allowWrite"
+PROJECT_SETTINGS = "claude.projectSettings"
+PROJECT_SETTINGS_FILE = ".claude/settings.json"
+"""The fixture's project settings, which Claude Code loads with ``--setting-sources project``
+(the local ``settings.local.json`` is another source, never loaded)."""
 PERMISSION_MODE = "dontAsk"
 """Unattended without bypassing permissions: anything not allow-listed is denied, never asked.
 ``bypassPermissions`` is refused by Claude Code as root, and sevro does not claim a sandbox
@@ -63,13 +72,30 @@ SOCKET_NAME_BYTES = len("/claude-socks-0123456789abcdef.sock")
 """The longest name Claude Code gives a bridge socket, with its separator."""
 RUNTIME_TREES = ("/usr", "/etc", "/opt")
 RUNTIME_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
-_TOP_KEYS = {"format", "baseUrl", "turnTimeoutSeconds", "stallTimeoutSeconds", "maxRetries"}
+_TOP_KEYS = {
+    "format",
+    "baseUrl",
+    "turnTimeoutSeconds",
+    "stallTimeoutSeconds",
+    "maxRetries",
+    "pluginDirs",
+}
 
 
 @frozen(kw_only=True)
 class ClaudeConfig(AgentCliConfig):
     base_url: str | None
     max_retries: int | None
+    allow_write: bool = False
+    project_settings: bool = False
+    plugin_dirs: tuple[str, ...] = ()
+    """Workspace-relative plugin directories, each passed as ``--plugin-dir`` (Sevro's
+    ``claudePluginDirs``)."""
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The candidate's tools: ``Write`` only when the operator asked for it."""
+        return (*TOOLS, WRITE_TOOL) if self.allow_write else TOOLS
 
 
 CREDENTIALS = CredentialFlags.for_host(
@@ -97,7 +123,41 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
     ):
         raise ConfigurationError("must be an integer between 0 and 100", "/maxRetries")
-    return ClaudeConfig(base_url=url, max_retries=retries, **common)
+    return ClaudeConfig(
+        base_url=url,
+        max_retries=retries,
+        plugin_dirs=_plugin_dirs(config.get("pluginDirs")),
+        allow_write=settings.get(ALLOW_WRITE) == "true",
+        project_settings=settings.get(PROJECT_SETTINGS) == "true",
+        **common,
+    )
+
+
+def _plugin_dirs(value: Any) -> tuple[str, ...]:
+    """``pluginDirs``: 1 to ``MAX_PLUGIN_DIRS`` unique, non-overlapping workspace-relative
+    directories (no ``.``, ``..`` or empty part), as Sevro requires of ``claudePluginDirs``."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_PLUGIN_DIRS:
+        raise ConfigurationError(
+            f"must be a list of 1 to {MAX_PLUGIN_DIRS} directories", "/pluginDirs"
+        )
+    dirs: list[str] = []
+    for index, item in enumerate(value):
+        parts = item.split("/") if isinstance(item, str) else []
+        if not parts or len(item) > 256 or any(p in ("", ".", "..") for p in parts):
+            raise ConfigurationError(
+                "must be a relative path inside the workspace (no '.', '..' or empty part)",
+                f"/pluginDirs/{index}",
+            )
+        for earlier in dirs:
+            if item == earlier or item.startswith(earlier + "/") or earlier.startswith(item + "/"):
+                raise ConfigurationError(
+                    f"overlaps {earlier!r}: plugin directories are unique and disjoint",
+                    f"/pluginDirs/{index}",
+                )
+        dirs.append(item)
+    return tuple(dirs)
 
 
 @frozen
@@ -134,6 +194,7 @@ def render_settings(
     judge: bool = False,
     writable: Sequence[Path] = (),
     hook: str | None = None,
+    tools: Sequence[str] = TOOLS,
 ) -> str:
     """The trial's ``--settings``: allow-list, hooks, the Bash sandbox, denied config dir.
 
@@ -147,7 +208,7 @@ def render_settings(
     settings: dict[str, Any] = {
         "permissions": {
             "defaultMode": PERMISSION_MODE,
-            "allow": [] if judge else list(TOOLS),
+            "allow": [] if judge else list(tools),
             "deny": [_absolute_rule(t, secret_dir) for t in ("Read", "Edit", "Write")],
             "disableBypassPermissionsMode": "disable",
         },

@@ -57,6 +57,8 @@ class Turn:
     failure: str | None
     num_turns: int | None
     permission_denials: int
+    plugins: tuple[tuple[str, str], ...] = ()
+    """``(name, path)`` of each plugin ``system/init`` lists (a built-in's path is ``builtin``)."""
 
 
 def _count(value: Any) -> int | None:
@@ -254,6 +256,21 @@ def _turn(state: _State) -> Turn:
         failure=failure,
         num_turns=_count(result.get("num_turns")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
+        plugins=_plugins(init.get("plugins")),
+    )
+
+
+def _plugins(listed: Any) -> tuple[tuple[str, str], ...]:
+    """The plugins ``system/init`` names with a string name and path; anything else is left
+    out, so a plugin is loaded only when Claude Code said so plainly."""
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        (entry["name"], entry["path"])
+        for entry in listed
+        if isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and isinstance(entry.get("path"), str)
     )
 
 

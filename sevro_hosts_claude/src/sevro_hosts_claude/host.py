@@ -9,6 +9,8 @@ and skill activations become observations with the same ids and meaning as the C
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import uuid
@@ -16,13 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
+    Completeness,
     ConfigurationError,
     ConfiguredAgentCliHost,
     CredentialLocations,
@@ -33,11 +36,15 @@ from sevro_core.api import (
     HookLog,
     Host,
     HostFailure,
+    HostOptions,
     HostRequest,
+    HostSetting,
     JsonValue,
     MountedSkill,
     NativeBinary,
+    Observation,
     SkillPlaces,
+    Snapshot,
     TurnEvidence,
     TurnRecord,
     Usage,
@@ -50,17 +57,20 @@ from sevro_core.api import (
     line_count,
     read_confined,
     roots_to_hide,
+    snapshot,
     workspace_path,
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
 from sevro_hosts_claude.configuration import (
+    ALLOW_WRITE,
     CREDENTIALS,
     JUDGE_FLAGS,
     PERMISSION_MODE,
+    PROJECT_SETTINGS,
+    PROJECT_SETTINGS_FILE,
     RUNTIME_TREES,
     SANDBOX_TMP,
-    TOOLS,
     ClaudeConfig,
     TrialLayout,
     parse,
@@ -68,15 +78,22 @@ from sevro_hosts_claude.configuration import (
     sandbox_argv,
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
-from sevro_hosts_claude.limits import MAX_SETTINGS_CHECK_BYTES
+from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES, MAX_SETTINGS_CHECK_BYTES
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
 EVENTS_ARTIFACT = "sevro.claude.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.claude.follow-up-events"
+CONTINUATION_OBSERVATION = "sevro.claude.continuation"
+REPOSITORY_INVOCATION_OBSERVATION = "sevro.claude.repository-invocation"
+PLUGIN_DIRS_OBSERVATION = "sevro.claude.plugin-dirs"
+EXPLICIT_INVOCATION_OBSERVATION = "sevro.claude.explicit-invocation"
+_PLUGIN_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+_PLUGIN_SLASH_RE = re.compile(r"^/([a-z][a-z0-9-]*):([A-Za-z0-9._-]+)(?:\s|$)")
+_SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
+_HOOKS_ONLY = "the Claude host runs only its own passive skill-activation hook"
 _FILE_TOOLS = ("Edit", "Write")
-PROJECT_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 _QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
@@ -86,12 +103,23 @@ _QUIET_ENV = {
 }
 
 
+UV_CACHE_SETTING = HostSetting(
+    "claude.uvCacheDir",
+    "--claude-uv-cache-dir",
+    "Deprecated (Sevro): a prepared UV cache copied privately for the candidate and checks, "
+    "with UV_CACHE_DIR pointing at the copy; declare a runtime seed instead (docs/runtime.md).",
+    "path",
+    runtime_seed="UV_CACHE_DIR",
+)
+
+
 class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
     id, name = HOST_ID, "claude"
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
-        SKILL_ACTIVATIONS_OBSERVATION
+        CONTINUATION_OBSERVATION,
+        SKILL_ACTIVATIONS_OBSERVATION,
     }
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
@@ -112,6 +140,42 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     skill_places = SkillPlaces(".claude/skills", "CLAUDE.md")
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """The shared three, the two switches that widen what the candidate gets, and Sevro's
+        deprecated ``--claude-uv-cache-dir`` (the core copies that directory privately for the
+        candidate and checks: a runtime seed)."""
+        return (
+            *super().settings,
+            UV_CACHE_SETTING,
+            HostSetting(
+                ALLOW_WRITE,
+                "--claude-allow-write",
+                "Offer the candidate Claude Code's Write tool (off: Bash, Read, Edit, Skill).",
+                "switch",
+            ),
+            HostSetting(
+                PROJECT_SETTINGS,
+                "--claude-project-settings",
+                "Let Claude Code load the fixture's .claude/settings.json (refused otherwise).",
+                "switch",
+            ),
+        )
+
+    def configure(self, options: HostOptions) -> ConfiguredClaudeHost:
+        """The configured host; it provides repository-invocation evidence only when project
+        settings are loaded (as Sevro advertises it only with ``--claude-project-settings``)."""
+        configured = super().configure(options)
+        assert isinstance(configured, ConfiguredClaudeHost)
+        config, extra = configured.config, set()
+        if configured.judge:
+            return configured
+        if config.project_settings:
+            extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if config.plugin_dirs:
+            extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
+        return evolve(configured, capabilities=configured.capabilities | extra)
 
     def prerequisites(self) -> Mapping[str, Any]:
         bwrap = shutil.which("bwrap")
@@ -134,11 +198,13 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
 
     def redacted_isolation(self) -> dict[str, JsonValue]:
         isolation: dict[str, JsonValue] = {
-            "tools": [] if self.judge else list(TOOLS),
+            "tools": [] if self.judge else list(self.config.tools),
             # As root Claude Code refuses bypassPermissions; dontAsk is used for everyone.
             "permissionMode": PERMISSION_MODE,
             "sandbox": {"outer": "bubblewrap", "inner": "claude-code", "commandNetwork": False},
         }
+        if not self.judge:
+            isolation["projectSettings"] = self.config.project_settings
         if self.judge:
             isolation["judge"] = {
                 "tools": "none",
@@ -167,6 +233,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         super().__init__(host, request)
         self.layout = TrialLayout.under(request.private_root)
         self.wrapper: list[str] = []
+        self.ended: dict[int, Snapshot] = {}
+        """The workspace as each turn left it (only for a trial with a follow-up)."""
+        self.resumed: list[tuple[int, Snapshot]] = []
+        """The workspace just before each follow-up turn started."""
+        self.started_with_settings = False
+        self.invocation: str | None = None
+        self.plugins: list[tuple[str, str]] = []
+        """``(directory, name)`` of each declared plugin, checked before the first turn."""
+        self.plugin_invocation: tuple[str, str] | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -205,6 +280,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             judge=self.judge,
             writable=(*writable, *self._artifact_directories()),
             hook=hook,
+            tools=host.config.tools,
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -240,6 +316,10 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             judge=self.judge,
         )
         self.session = str(uuid.uuid4())
+        if not self.judge:
+            for directory in host.config.plugin_dirs:
+                self.plugins.append((directory, self._plugin_name(directory)))
+            self.plugin_invocation = self._plugin_invocation()
 
     def _artifact_directories(self) -> list[Path]:
         """The declared candidate artifact directories, made empty in the candidate's home so
@@ -283,7 +363,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         if self.judge:  # one prompt (the skeleton refuses more): nothing to resume
             argv += JUDGE_FLAGS
         else:
-            argv += ["--tools", ",".join(TOOLS), "--allowedTools", ",".join(TOOLS)]
+            tools = ",".join(host.config.tools)
+            argv += ["--tools", tools, "--allowedTools", tools]
             argv += ["--setting-sources", "project"]
         argv += ["--settings", str(self.layout.settings_file), "--strict-mcp-config"]
         argv += ["--mcp-config", '{"mcpServers":{}}', "--no-chrome"]
@@ -291,29 +372,117 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--model", host.model]
         if host.effort is not None:
             argv += ["--effort", host.effort]
+        for directory, _ in self.plugins:
+            argv += ["--plugin-dir", str(self.request.workspace / directory)]
         argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
 
     def _refuse_project_hooks(self) -> None:
-        """Project settings are loaded, and hooks are enabled for sevro's passive hook: a
-        workspace whose settings declare hooks (or turn them off) could run its own or silence
-        the collector, so such a turn is refused (checked before every turn, since the agent
-        may write the file). Unreadable settings are refused too."""
-        for name in PROJECT_SETTINGS:
+        """Hooks are enabled for sevro's passive hook, so whatever else Claude Code loads must
+        bring none: loaded project settings (``--claude-project-settings``) that mention hooks
+        (or turning them off), or a declared plugin directory with a ``hooks`` directory or a
+        manifest that mentions hooks, could run its own or silence the collector. Checked before
+        every turn (the files may change); what cannot be checked is refused too."""
+        checked = [(PROJECT_SETTINGS_FILE, MAX_SETTINGS_CHECK_BYTES)]
+        if not self.host.config.project_settings:
+            checked = []  # the settings file is refused anyway (_refuse_project_settings)
+        for directory, _ in self.plugins:
+            if os.path.lexists(self.request.workspace / directory / "hooks"):
+                raise HostFailure(f"plugin directory {directory!r} bundles hooks: {_HOOKS_ONLY}")
+            checked.append((f"{directory}/.claude-plugin/plugin.json", MAX_PLUGIN_MANIFEST_BYTES))
+        for name, limit in checked:
             try:
-                data, size = read_confined(self.request.workspace, name, MAX_SETTINGS_CHECK_BYTES)
+                data, size = read_confined(self.request.workspace, name, limit)
             except FileNotFoundError:
                 continue
             except (OSError, ValueError):
                 raise HostFailure(f"the workspace's {name} cannot be checked for hooks") from None
             if b"hooks" in data.lower() or size > len(data):
                 raise HostFailure(
-                    f"the workspace's {name} mentions hooks (or is too large to check): the "
-                    "Claude host runs only its own passive skill-activation hook"
+                    f"the workspace's {name} mentions hooks (or is too large to check): "
+                    f"{_HOOKS_ONLY}"
                 )
 
     def parse(self, stream: bytes) -> Turn:
         return parse_turn(stream)
+
+    def turn(self, number: int) -> TurnRecord[Turn]:
+        """A turn after a check of the fixture's project settings, and, in a trial with a
+        follow-up, the workspace fingerprinted as the turn left it and as the next began."""
+        workspace, follow_up = self.request.workspace, len(self.request.prompts) > 1
+        if number == 1:
+            self.started_with_settings = os.path.lexists(workspace / PROJECT_SETTINGS_FILE)
+            self.invocation = self._repository_invocation()
+        self._refuse_project_settings(number)
+        if follow_up and number > 1:
+            self.resumed.append((number, snapshot(workspace)))
+        record = super().turn(number)
+        if follow_up:
+            self.ended[number] = snapshot(workspace)
+        return record
+
+    def _refuse_project_settings(self, number: int) -> None:
+        """Without ``--claude-project-settings`` a project settings file fails the trial before
+        Claude Code could load it. The candidate cannot add one: Claude Code's Bash sandbox and
+        its ``dontAsk`` mode refuse writes to it (tests/hosts_claude/test_parity_real_cli.py);
+        this also catches one made between turns by anything else."""
+        if self.host.config.project_settings or self.judge:
+            return
+        if os.path.lexists(self.request.workspace / PROJECT_SETTINGS_FILE):
+            raise HostFailure(
+                f"the workspace holds Claude Code project settings ({PROJECT_SETTINGS_FILE}) "
+                f"before turn {number}; the Claude host loads them only with "
+                "--claude-project-settings"
+            )
+
+    def _plugin_name(self, directory: str) -> str:
+        """A declared plugin directory's manifest name; the directory, every part of its path
+        and the manifest must be real (no link), or the trial fails before Claude Code runs."""
+        current = self.request.workspace
+        for part in (*directory.split("/"), ".claude-plugin", "plugin.json"):
+            current = current / part
+            if current.is_symlink():
+                raise HostFailure(f"plugin directory {directory!r}: {current} is a link")
+        manifest = current
+        if not manifest.is_file():
+            raise HostFailure(f"plugin directory {directory!r} has no .claude-plugin/plugin.json")
+        with manifest.open("rb") as handle:
+            data = handle.read(MAX_PLUGIN_MANIFEST_BYTES + 1)
+        try:
+            name = json.loads(data).get("name") if len(data) <= MAX_PLUGIN_MANIFEST_BYTES else None
+        except (ValueError, AttributeError):
+            name = None
+        if not isinstance(name, str) or not _PLUGIN_NAME_RE.match(name):
+            raise HostFailure(
+                f"plugin directory {directory!r}: plugin.json must be a JSON object of at most "
+                f"{MAX_PLUGIN_MANIFEST_BYTES} bytes whose name matches {_PLUGIN_NAME_RE.pattern}"
+            )
+        if any(name == known for _, known in self.plugins):
+            raise HostFailure(f"plugin {name!r} is declared twice")
+        return name
+
+    def _plugin_invocation(self) -> tuple[str, str] | None:
+        """``(plugin, skill)`` when the first prompt opens with ``/plugin:skill`` naming a
+        declared plugin's skill (``<dir>/skills/<skill>/SKILL.md``), else None."""
+        match = _PLUGIN_SLASH_RE.match(self.request.prompts[0])
+        if match is None:
+            return None
+        plugin, skill = match.groups()
+        for directory, name in self.plugins:
+            path = self.request.workspace / directory / "skills" / skill / "SKILL.md"
+            if name == plugin and skill not in (".", "..") and path.is_file():
+                return plugin, skill
+        return None
+
+    def _repository_invocation(self) -> str | None:
+        """The skill the first prompt invokes explicitly (``/name`` opening it) when that
+        name is a repository skill of the workspace, else None."""
+        match = _SLASH_RE.match(self.request.prompts[0])
+        if match is None:
+            return None
+        name = match.group(1)
+        skill = self.request.workspace / self.skills_dir / name / "SKILL.md"
+        return name if name not in (".", "..") and skill.is_file() else None
 
     def continuity_error(self, number: int, turn: Turn) -> str | None:
         if turn.session_id != self.session:
@@ -379,6 +548,102 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return _usage(turns, all_turns)
+
+    def observations(
+        self,
+        parsed: Sequence[TurnRecord[Turn]],
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> tuple[Observation, ...]:
+        """The shared observations, then the continuation and repository-invocation receipts."""
+        extra: list[Observation] = []
+        turns = {r.number: r.turn for r in parsed if r.turn is not None}
+        if len(self.request.prompts) > 1 and not self.judge:
+            extra.append(self._continuation(turns))
+        if self.host.config.project_settings and not self.judge:
+            extra.append(self._invocation_receipt(turns.get(1)))
+        if self.host.config.plugin_dirs and not self.judge:
+            extra += self._plugin_receipts(turns.get(1))
+        return (*super().observations(parsed, skills, snapshots), *extra)
+
+    def _continuation(self, turns: Mapping[int, Turn]) -> Observation:
+        """``sevro.claude.continuation``: the bound session, and per follow-up whether Claude
+        Code ran that session and whether the workspace changed between the end of the turn
+        before and the start of the follow-up. No paths or contents; partial when a follow-up
+        did not run, did not parse or a fingerprint is incomplete."""
+        entries: list[JsonValue] = []
+        complete = len(self.resumed) == len(self.request.prompts) - 1
+        for number, started in self.resumed:
+            ended, turn = self.ended.get(number - 1), turns.get(number)
+            known = ended is not None and ended.complete and started.complete
+            entries.append(
+                {
+                    "turn": number,
+                    "resumedSession": turn.session_id == self.session if turn else None,
+                    "workspaceUnchanged": ended.entries == started.entries
+                    if known and ended is not None
+                    else None,
+                }
+            )
+            complete = complete and known and turn is not None
+        return Observation(
+            CONTINUATION_OBSERVATION,
+            self.host.route.host,
+            Completeness.COMPLETE if complete else Completeness.PARTIAL,
+            {"sessionId": self.session, "followUps": entries},
+        )
+
+    def _plugin_receipts(self, first: Turn | None) -> list[Observation]:
+        """``sevro.claude.plugin-dirs``: each declared plugin, whether Claude Code's session
+        listed it from that directory, and the skills it offered under the plugin's name;
+        ``sevro.claude.explicit-invocation``: the ``/plugin:skill`` the first prompt opened with
+        and whether the session listed that skill. Partial when the first turn did not parse
+        (or a plugin was never checked: set-up failed before)."""
+        complete = first is not None and len(self.plugins) == len(self.host.config.plugin_dirs)
+        state = Completeness.COMPLETE if complete else Completeness.PARTIAL
+        plugins: list[JsonValue] = []
+        for directory, name in self.plugins:
+            path = str(self.request.workspace / directory)
+            listed = first.skills if first is not None else ()
+            plugins.append(
+                {
+                    "dir": directory,
+                    "name": name,
+                    "loaded": (name, path) in first.plugins if first is not None else None,
+                    "skills": [s.split(":", 1)[1] for s in listed if s.startswith(f"{name}:")],
+                }
+            )
+        invocation: JsonValue = None
+        if self.plugin_invocation is not None:
+            plugin, skill = self.plugin_invocation
+            seen = f"{plugin}:{skill}" in first.skills if first is not None else None
+            invocation = {"plugin": plugin, "skill": skill, "listed": seen}
+        host = self.host.route.host
+        return [
+            Observation(PLUGIN_DIRS_OBSERVATION, host, state, {"plugins": plugins}),
+            Observation(EXPLICIT_INVOCATION_OBSERVATION, host, state, {"invocation": invocation}),
+        ]
+
+    def _invocation_receipt(self, first: Turn | None) -> Observation:
+        """``sevro.claude.repository-invocation``: project settings were loaded, whether the
+        fixture had a settings file, and the explicit ``/skill`` the first prompt opened with
+        when it names a repository skill, with whether Claude Code's session listed it (so it
+        dispatched the command rather than passing it on as text). Partial when the first
+        turn's stream did not parse."""
+        invocation: JsonValue = None
+        if self.invocation is not None:
+            listed = self.invocation in first.skills if first is not None else None
+            invocation = {"skill": self.invocation, "listed": listed}
+        return Observation(
+            REPOSITORY_INVOCATION_OBSERVATION,
+            self.host.route.host,
+            Completeness.COMPLETE if first is not None else Completeness.PARTIAL,
+            {
+                "projectSettings": True,
+                "settingsFile": self.started_with_settings,
+                "invocation": invocation,
+            },
+        )
 
     def _call(self, turn: int, call: ToolUse) -> dict[str, JsonValue]:
         kind = {"Bash": "command_execution", "Edit": "file_change", "Write": "file_change"}

@@ -12,3 +12,9 @@ temp directory Claude Code's sandbox makes its bridge sockets in must leave room
 MAX_SETTINGS_CHECK_BYTES = 1024 * 1024
 """Bytes of a workspace's Claude Code project settings file checked for hooks before each turn
 (a larger file is refused)."""
+
+MAX_PLUGIN_DIRS = 16
+"""Plugin directories one Claude host configuration may declare (``pluginDirs``)."""
+
+MAX_PLUGIN_MANIFEST_BYTES = 64 * 1024
+"""Bytes of a declared plugin's ``.claude-plugin/plugin.json`` read to learn its name."""

@@ -279,6 +279,15 @@ def load_runtime(
     return _Loader(path, env, credentials).policy(document)
 
 
+def flag_runtime(
+    document: dict[str, Any], label: str, credentials: CredentialLocations
+) -> RuntimePolicy:
+    """The policy deprecated flags stand for (``label`` names them), with a file's checks."""
+    source = Path(label)
+    validate_input(SCHEMA, document, source=source)
+    return _Loader(source, dict(os.environ), credentials).policy(document)
+
+
 class _Loader:
     """One file's checks, in order, with the file named in every refusal."""
 

@@ -32,6 +32,15 @@ RESERVED_FLAGS = frozenset(
         "--comparator-effort",
         "--comparator-host-config",
         "--advisory-exclude",
+        "--adapter-module",
+        "--advisory-adapter-module",
+        "--semantic-adapter-module",
+        "--case-file",
+        "--project-digest",
+        "--runner-build-digest",
+        "--runner-checkout-root",
+        "--shell-isolation",
+        "--toolchain-bin-dir",
         "--case-source-map-file",
         "--case-source-root",
         "--condition",
@@ -76,6 +85,7 @@ RESERVED_FLAGS = frozenset(
 declare one (tests/core/test_host_settings.py keeps this list equal to the commands' options)."""
 
 _KEY_RE = re.compile(r"^[a-z][a-z0-9]*(?:\.[a-z][a-zA-Z0-9]*)+$")
+_VARIABLE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 _FLAG_RE = re.compile(r"^--[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
@@ -124,6 +134,12 @@ def _check_one(setting: Any, where: str) -> None:
             f"{where} declares setting {setting.key} of kind {setting.kind!r}; "
             f"kinds: {', '.join(SETTING_KINDS)}"
         )
+    seed = setting.runtime_seed
+    if seed is not None and (setting.kind != "path" or not _VARIABLE_RE.match(seed)):
+        raise InvocationError(
+            f"{where} declares setting {setting.key} as runtime seed {seed!r}: it must be a "
+            "path setting and name a variable like UV_CACHE_DIR"
+        )
 
 
 OPTION_PREFIX = "host_setting__"
@@ -143,13 +159,17 @@ def click_options(hosts: Mapping[str, Any]) -> list[Any]:
     for host_id, host in hosts.items():
         for setting in declared_settings(host):
             metavar = "PATH" if setting.kind == "path" else "TEXT"
+            switch: dict[str, Any] = (
+                {"is_flag": True, "flag_value": "true"} if setting.kind == "switch" else {}
+            )
             options.append(
                 click.Option(
                     [setting.flag, option_name(setting)],
                     help=f"{setting.help} [{setting.key}; --host {short_name(host_id)}]",
-                    metavar=metavar,
+                    metavar=None if switch else metavar,
                     default=None,
                     show_default=False,
+                    **switch,
                 )
             )
     return options
@@ -217,6 +237,17 @@ def check_settings_used(
             )
 
 
+def runtime_seed_settings(
+    hosts: Mapping[str, Any], given: Mapping[str, str]
+) -> tuple[tuple[str, str, str], ...]:
+    """The given settings that stand for a runtime seed: (flag, variable, directory) each."""
+    return tuple(
+        (setting.flag, setting.runtime_seed, given[setting.key])
+        for _, setting in _all_settings(hosts)
+        if setting.runtime_seed is not None and setting.key in given
+    )
+
+
 def _all_settings(hosts: Mapping[str, Any]) -> Iterable[tuple[str, HostSetting]]:
     for host_id, host in hosts.items():
         for setting in declared_settings(host):
@@ -233,6 +264,8 @@ def _split(pair: str) -> tuple[str, str]:
 
 
 def _normalise(setting: HostSetting, value: str) -> str:
+    if setting.kind == "switch" and value not in ("true", "false"):
+        raise InvocationError(f"{setting.key} is a switch: its value must be true or false")
     if setting.kind == "path":
         return str(Path(value).expanduser().resolve())
     return value

@@ -87,8 +87,10 @@ class ConfiguredHost(Protocol):
         """Run every turn of one trial; never raises for agent failures."""
 
 
-SETTING_KINDS = ("path", "string")
-"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given."""
+SETTING_KINDS = ("path", "string", "switch")
+"""``path`` values are expanded (``~``) and resolved to an absolute path; ``string`` as given;
+a ``switch`` is a flag without a value (``--acme-strict``), ``"true"`` when given (as a
+``--host-setting`` pair its value must be ``true`` or ``false``), absent otherwise."""
 
 
 @frozen
@@ -121,6 +123,10 @@ class HostSetting:
     """One of :data:`SETTING_KINDS`."""
     secret: bool = False
     """Never echoed, never in evidence or a redacted configuration."""
+    runtime_seed: str | None = None
+    """A deprecated (Sevro) directory setting that stands for a runtime seed: the variable
+    (``UV_CACHE_DIR``) that points the candidate's and checks' commands at their private copy
+    of the directory; refused with a runtime file, which declares such seeds itself."""
 
 
 @frozen

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.experiments.arms import ResolvedArm
@@ -66,6 +66,7 @@ from sevro_core.plugin.protocols import (
     skill_places_of,
 )
 from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
+from sevro_core.run.provenance import ProvenanceChoice
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
     COMPARATOR_ROLE,
@@ -113,6 +114,8 @@ class RunSettings:
     """Judge routes (``--semantic-host`` ...) and what the advisory and comparator judges use."""
     runtime: RuntimePolicy | None = None
     """The runtime configuration (``sevro.json`` or ``--runtime-config-file``), read once."""
+    provenance: ProvenanceChoice = field(factory=ProvenanceChoice)
+    """Sevro's ``--runner-checkout-root`` and digest overrides (identity inputs)."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -716,20 +719,30 @@ def _configuration(
 
 def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
     from sevro_core import __version__
-    from sevro_core.run.provenance import project_provenance, runner_build_digest
+    from sevro_core.run.provenance import (
+        checkout_runner,
+        project_provenance,
+        runner_build_digest,
+    )
 
     modules = [sys.modules["sevro_core"]]
     for info in registry.plugins:
         module = registry.manager.get_plugin(info.name)
         if module is not None and hasattr(module, "__name__"):
             modules.append(module)
-    runner = {
+    choice = settings.provenance
+    build = choice.build_digest or runner_build_digest(modules)
+    runner: dict[str, Any] = {
         "source": "package",
         "packageName": "sevro-core",
         "version": __version__,
-        "buildDigest": runner_build_digest(modules),
+        "buildDigest": build,
     }
+    if choice.checkout_root is not None:
+        runner = checkout_runner(choice.checkout_root, build)
     project = project_provenance(settings.project_root, [settings.results_root])
+    if choice.project_digest is not None:
+        project["digest"] = choice.project_digest
     return runner, project
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
+from attrs import frozen
+
 from sevro_core.errors import InvocationError
 from sevro_core.formats.canonical import hash_json
 from sevro_core.limits import MIB
@@ -59,6 +61,50 @@ def runner_build_digest(modules: Iterable[ModuleType]) -> str:
     roots = {root for m in modules if (root := _package_root(m)) is not None}
     files = [entry for root in sorted(roots) for entry in _tree_digest(root)]
     return hash_json({"format": "sevro.build.v1", "files": sorted(files, key=lambda f: f["path"])})
+
+
+@frozen
+class ProvenanceChoice:
+    """Sevro's provenance flags: ``--runner-checkout-root`` (a checked, canonical checkout) and
+    the 64-hex ``--runner-build-digest`` / ``--project-digest`` overrides for fixtures."""
+
+    checkout_root: Path | None = None
+    build_digest: str | None = None
+    project_digest: str | None = None
+
+
+def check_checkout_root(root: Path) -> Path:
+    """The canonical checkout, refused (exit 64) unless it is an absolute Git top level that
+    holds the ``sevro_core`` actually running: a checkout's revision must be the code's."""
+    import sevro_core
+
+    if not root.is_absolute():
+        raise InvocationError("--runner-checkout-root must be an absolute path", source=root)
+    canonical = root.resolve()
+    top = _git(canonical, "rev-parse", "--show-toplevel") if canonical.is_dir() else None
+    if top is None or top.returncode != 0 or Path(top.stdout.decode().strip()) != canonical:
+        raise InvocationError("--runner-checkout-root is not a Git checkout's top", source=root)
+    running = Path(sevro_core.__file__).resolve()
+    if not running.is_relative_to(canonical):
+        raise InvocationError(
+            f"--runner-checkout-root is not the running sevro (it runs from {running.parent})",
+            source=root,
+        )
+    return canonical
+
+
+def checkout_runner(root: Path, build_digest: str) -> dict[str, object]:
+    """The runner as a source checkout: its revision and dirty-patch digest beside the digest
+    of the code that ran."""
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    revision = head.stdout.decode().strip() if head.returncode == 0 else None
+    return {
+        "source": "checkout",
+        "root": root.as_uri(),
+        "revision": revision,
+        "dirtyPatchDigest": _dirty_patch_digest(root, [], has_head=revision is not None),
+        "buildDigest": build_digest,
+    }
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
