@@ -36,8 +36,11 @@ from sevro_core.api import (
     JsonValue,
     MountedSkill,
     NativeBinary,
+    Observation,
     SkillPlaces,
+    Snapshot,
     TurnEvidence,
+    TurnRecord,
     Usage,
     command_entry,
     hookimpl,
@@ -60,6 +63,11 @@ from sevro_hosts_codex.configuration import (
     render_config_toml,
 )
 from sevro_hosts_codex.events import Turn, parse_turn
+from sevro_hosts_codex.invocation import (
+    EXPLICIT_INVOCATION_OBSERVATION,
+    REPOSITORY_INVOCATION_OBSERVATION,
+)
+from sevro_hosts_codex.plugins import Installed, Marketplace
 
 HOST_ID = "sevro.host.codex"
 TURNS_OBSERVATION = "sevro.codex.turns"
@@ -123,19 +131,39 @@ class CodexHost(AgentCliHost[CodexConfig]):
                 f"the Codex executable {found[0]} lies inside the protected root {found[1]}; "
                 "install Codex elsewhere or pass --codex-bin outside every protected root"
             )
-        return evolve(configured, agent_threads=imported_agent_threads(options.config_root))
+        from sevro_hosts_codex.plugins import load
+
+        marketplace = None if configured.judge else load(configured.config.marketplace)
+        extra = set()
+        if not configured.judge:
+            extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if marketplace is not None:
+            extra.add(EXPLICIT_INVOCATION_OBSERVATION)
+        return evolve(
+            configured,
+            agent_threads=imported_agent_threads(options.config_root),
+            marketplace=marketplace,
+            capabilities=configured.capabilities | extra,
+        )
 
 
 @frozen(kw_only=True)
 class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     agent_threads: int | None = None
     """``agents.max_concurrent_threads_per_session`` imported from ``--config-root``."""
+    marketplace: Marketplace | None = None
+    """The verified local plugin marketplace, installed fresh for each candidate trial."""
 
     def redacted_configuration(self) -> JsonValue:
-        """The skeleton's, with the imported setting (``null``: Codex's default)."""
+        """The skeleton's, with the imported setting (``null``: Codex's default) and the
+        marketplace's name, plugins and content digests (so a changed plugin is another
+        evaluation)."""
         base = super().redacted_configuration()
         assert isinstance(base, dict)
-        return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}}
+        extra: dict[str, JsonValue] = {}
+        if self.marketplace is not None:
+            extra["marketplace"] = self.marketplace.identity()
+        return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration."""
@@ -182,6 +210,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     evidence_ids = EvidenceIds(TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT)
     completion = "turn.completed"
+    installed: tuple[Installed, ...] | None = None
+    """The plugins installed in this trial's private home (None: not, or not yet)."""
+    invocations: dict[str, Any] | None = None
+    """Each invocation receipt's verified mention, found before the first turn."""
 
     @cached_property
     def layout(self) -> TrialLayout:
@@ -236,7 +268,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 layout=layout,
                 executable_tree=host.binary.tree,
                 denied=self._denied(),
-                granted=self.runtime_grants(),
+                granted=self._granted(),
                 command_env=command_env,
                 judge=self.judge,
                 agent_threads=host.agent_threads,
@@ -245,6 +277,36 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             raise HostFailure(str(exc)) from None
         write_private(layout.codex_home / "config.toml", text.encode())
         self._preflight()
+        self._plugins_and_invocations()
+
+    def _granted(self) -> tuple[Sequence[Path], Sequence[Path]]:
+        """The runtime policy's grants, and with a marketplace the private plugin cache for
+        reading (commands may read installed plugins' files, nothing else of CODEX_HOME)."""
+        read, write = self.runtime_grants()
+        if self.host.marketplace is None or self.judge:
+            return read, write
+        cache = self.layout.codex_home / "plugins" / "cache"
+        cache.mkdir(parents=True, mode=0o700)
+        return (*read, cache), write
+
+    def _plugins_and_invocations(self) -> None:
+        """Install the marketplace into the private home, then find the explicit mentions the
+        receipts verify (before the model is asked anything)."""
+        from sevro_hosts_codex.invocation import find
+        from sevro_hosts_codex.plugins import install
+
+        if self.judge:
+            return
+        marketplace, request, layout = self.host.marketplace, self.request, self.layout
+        prompts, workspace = request.prompts, request.workspace
+        found: dict[str, Any] = {REPOSITORY_INVOCATION_OBSERVATION: find(prompts, workspace, None)}
+        if marketplace is not None:
+            places = (request.private_root / "marketplace", layout.codex_home, layout.tmp)
+            native = self.host.binary.native
+            self.installed = install(marketplace, native, places, self.env, request.cancel)
+            paths = {p.name: p.path for p in self.installed}
+            found[EXPLICIT_INVOCATION_OBSERVATION] = find(prompts, workspace, paths)
+        self.invocations = found
 
     def _refuse_workspace_configuration(self) -> None:
         """A candidate workspace's ``.codex`` (from any fixture kind, a repository's included)
@@ -329,6 +391,26 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return None
 
     # -- results --------------------------------------------------------------------------
+
+    def observations(
+        self,
+        parsed: Sequence[TurnRecord[Turn]],
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> tuple[Observation, ...]:
+        """The shared observations, then the explicit invocation receipts."""
+        from sevro_hosts_codex.invocation import receipt
+
+        base = super().observations(parsed, skills, snapshots)
+        if self.judge:
+            return base
+        completed = {r.number: r.turn.completed for r in parsed if r.turn is not None}
+        found, host = self.invocations, self.host.route.host
+        ids = [REPOSITORY_INVOCATION_OBSERVATION]
+        if self.host.marketplace is not None:
+            ids.append(EXPLICIT_INVOCATION_OBSERVATION)
+        extra = [receipt(i, host, found is not None, (found or {}).get(i), completed) for i in ids]
+        return (*base, *extra)
 
     def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:
         warnings: list[JsonValue] = [self.scrub(w)[:500] for w in turn.warnings[:16]]
