@@ -224,6 +224,10 @@ def test_a_marketplace_changed_after_configuration_fails_the_trial_before_the_mo
     assert server.requests == []
     state, invocation = observed(result, "sevro.codex.explicit-invocation")
     assert state == "partial" and invocation is None
+    again = configure(codex, server, market).redacted_configuration()
+    before = configured.redacted_configuration()
+    assert isinstance(again, dict) and isinstance(before, dict)
+    assert again["marketplace"] != before["marketplace"]  # a changed skill: another identity
 
 
 def bad_marketplaces(root: Path) -> dict[str, tuple[Any, str]]:
