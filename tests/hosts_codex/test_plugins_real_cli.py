@@ -52,11 +52,18 @@ def codex(monkeypatch: pytest.MonkeyPatch) -> str:
     return require_codex()
 
 
-def marketplace(root: Path, listed: tuple[str, ...] = ("demo",)) -> Path:
+def marketplace(
+    root: Path, listed: tuple[str, ...] = ("demo",), installation: str = "AVAILABLE"
+) -> Path:
     market = root / "market"
     (market / ".agents" / "plugins").mkdir(parents=True)
     entries = [
-        {"name": n, "source": {"source": "local", "path": f"./plugins/{n}"}, "category": "Coding"}
+        {
+            "name": n,
+            "source": {"source": "local", "path": f"./plugins/{n}"},
+            "policy": {"installation": installation, "authentication": "ON_INSTALL"},
+            "category": "Coding",
+        }
         for n in listed
     ]
     document = {"name": "sevro-local", "plugins": entries}
@@ -286,3 +293,19 @@ def test_sevro_run_records_the_receipt_and_the_marketplace_in_the_identity(
     assert found["data"]["invocation"]["dispatched"] is True
     assert "GREET-MARKER-7q" in json.dumps(server.requests[0].json()["input"])
     assert "GREET-MARKER-7q" not in json.dumps(document)  # no skill body in the evidence
+
+
+def test_a_plugin_codex_refuses_to_install_fails_the_trial_before_the_model(
+    codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The real CLI refuses ``plugin add`` for a plugin its marketplace marks unavailable:
+    the trial fails with Codex's reason, the model is never asked, the receipt is partial."""
+    _, workspace = git_workspace(tmp_path)
+    server = mock_model([reply(Message("never"))])
+    configured = configure(codex, server, marketplace(tmp_path, installation="NOT_AVAILABLE"))
+    result = run(configured, workspace, tmp_path, "Please use $demo:greet.")
+    assert result.execution_failed and result.error is not None
+    assert "codex plugin add" in result.error and "not available for install" in result.error
+    assert "backtrace" not in result.error.lower()
+    assert server.requests == []
+    assert observed(result, "sevro.codex.explicit-invocation") == ("partial", None)

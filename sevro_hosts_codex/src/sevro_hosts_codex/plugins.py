@@ -380,8 +380,7 @@ def _codex(
             f"{command} did not finish within {CODEX_PLUGIN_INSTALL_TIMEOUT_SECONDS} s"
         )
     if outcome.exit_code != 0:
-        text = " ".join((outcome.stderr or b"").decode("utf-8", "replace").split())[-300:]
-        raise HostFailure(f"{command} failed (exit {outcome.exit_code}): {text or '(no output)'}")
+        raise HostFailure(f"{command} failed (exit {outcome.exit_code}): {_reason(outcome.stderr)}")
     try:
         answer = json.loads(outcome.output)
     except ValueError:
@@ -389,6 +388,14 @@ def _codex(
     if not isinstance(answer, dict):
         raise HostFailure(f"{command} printed no JSON receipt")
     return answer
+
+
+def _reason(stderr: bytes) -> str:
+    """Codex's ``Error:`` line (its backtrace left out), else the end of what it printed."""
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    errors = [line.strip() for line in lines if line.startswith("Error:")]
+    text = errors[0] if errors else " ".join(" ".join(lines).split())[-300:]
+    return text[:300] or "(no output)"
 
 
 def _brief(answer: Mapping[str, Any]) -> str:
