@@ -34,6 +34,7 @@ from tests.hosts_codex.helpers import (
     API_KEY_ENV,
     PRICES,
     PROVIDER_KEY_ENV,
+    host_config,
     observation,
     run_codex,
     shell,
@@ -276,6 +277,24 @@ def test_bad_marketplaces_exit_64_with_one_line_before_anything_runs(
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, label
         assert not sevro_project.results.exists(), label
     assert server.requests == []
+    judge = {**json.loads(host_config(sevro_project, server).read_text())}
+    judge["marketplace"] = {"path": str(marketplace(tmp_path / "judge")), "plugins": ["demo"]}
+    judge_config = sevro_project.write_json("judge-host.json", judge)
+    case = sevro_project.case(
+        checks=[{"id": "c1", "grader": "sevro.semantic", "configuration": {"proposition": "ok"}}]
+    )
+    done = run_codex(
+        sevro_project,
+        codex,
+        server,
+        case,
+        "--semantic-host",
+        "codex",
+        "--semantic-host-config",
+        str(judge_config),
+    )
+    assert done.exit_code == 64 and "takes no plugin marketplace" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and server.requests == []
 
 
 def test_sevro_run_records_the_receipt_and_the_marketplace_in_the_identity(

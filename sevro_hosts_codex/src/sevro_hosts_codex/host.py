@@ -133,6 +133,11 @@ class CodexHost(AgentCliHost[CodexConfig]):
             )
         from sevro_hosts_codex.plugins import load
 
+        if configured.judge and configured.config.marketplace is not None:
+            raise InvocationError(
+                f"a Codex judge ({options.role}) takes no plugin marketplace: judges run without "
+                "tools or plugins; remove marketplace from its host configuration"
+            )
         marketplace = None if configured.judge else load(configured.config.marketplace)
         extra = set()
         if not configured.judge:
