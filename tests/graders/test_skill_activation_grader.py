@@ -199,3 +199,31 @@ def test_a_stamped_target_that_was_not_offered_or_no_target_is_a_grading_error()
         grade({"expect": "read"}, stamped("gone", []))
     with pytest.raises(GradingError, match="no target skill: the workspace offers 2 skills"):
         grade({"expect": "read"}, stamped(None, []))
+
+
+@pytest.mark.parametrize(
+    ("configuration", "hook_evidence", "status"),
+    [
+        ({"expect": "not-read"}, False, CheckStatus.UNAVAILABLE),
+        ({"expect": "not-read"}, True, CheckStatus.PASSED),
+        ({"expect": "not-before-turn", "turn": 2}, False, CheckStatus.UNAVAILABLE),
+        ({"expect": "not-before-turn", "turn": 2}, True, CheckStatus.PASSED),
+        ({"expect": "read"}, True, CheckStatus.FAILED),
+    ],
+)
+def test_complete_hook_evidence_settles_a_partial_touch_as_not_a_read(
+    configuration: dict[str, Any], hook_evidence: bool, status: CheckStatus
+) -> None:
+    """A partial touch may have been a read, unless the host's passive hooks saw every tool
+    call's returned content (``hookEvidence``) and found no activation."""
+    data = skills(["notes"], [("notes", "partial")])
+    if hook_evidence:
+        data["hookEvidence"] = True
+    assert grade(configuration, data).status is status
+
+
+def test_hook_evidence_never_hides_a_read() -> None:
+    data = skills(["notes"], [("notes", "partial"), ("notes", "read")])
+    data["hookEvidence"] = True
+    assert grade({"expect": "not-read"}, data).status is CheckStatus.FAILED
+    assert grade({"expect": "read"}, data).status is CheckStatus.PASSED

@@ -97,7 +97,9 @@ def test_a_mounted_skill_and_context_reach_the_model_and_a_read_is_observed(
     skills = skills_of(result)
     assert [s["name"] for s in skills["offered"]] == [NAME]
     assert skills["read"] == [NAME]
-    assert [(r["skill"], r["status"]) for r in skills["reads"]] == [(NAME, "read")]
+    # the stream's read, and the same read as the passive hook saw its returned content
+    reads = [(r["skill"], r["status"], r.get("via")) for r in skills["reads"]]
+    assert reads == [(NAME, "read", None), (NAME, "read", "hooks")]
     assert result.final_message == "balanced"
 
 

@@ -105,9 +105,10 @@ def test_commands_files_and_skill_reads(
     skills = observation(document, "sevro.skills")["data"]
     assert [s["name"] for s in skills["offered"]] == ["farewell", "greet", "unused"]
     assert skills["read"] == ["greet"]
-    assert [(r["skill"], r["status"]) for r in skills["reads"]] == [
-        ("greet", "read"),
-        ("farewell", "partial"),
+    assert [(r["skill"], r["status"], r.get("via")) for r in skills["reads"]] == [
+        ("greet", "read", None),
+        ("farewell", "partial", None),
+        ("greet", "read", "hooks"),  # the same read, as the passive hook saw its output
     ]
     assert all(r["turn"] == 1 and r["ordinal"] >= 1 for r in skills["reads"])
     # Codex itself offered every mounted skill, and the workspace's AGENTS.md, to the model

@@ -35,6 +35,12 @@ from sevro_core.fixtures.workspace import (
 )
 from sevro_core.formats.jsonio import JsonValue, parse_json_text
 from sevro_core.formats.schemas import describe_first_error, validator
+from sevro_core.hosts.activations import (
+    HOOK_EVENTS,
+    HookLog,
+    activations_observation,
+    hook_command,
+)
 from sevro_core.hosts.agentcli import (
     AgentCliConfig,
     AgentCliHost,
@@ -174,6 +180,7 @@ from sevro_core.vocabulary import (
     SANDBOX_CAPABILITY,
     SEMANTIC_JUDGE_CAPABILITY,
     SEMANTIC_ROLE,
+    SKILL_ACTIVATIONS_OBSERVATION,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
     TURNS_OBSERVATION,
@@ -268,6 +275,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SANDBOX_CAPABILITY",
     "SEMANTIC_JUDGE_CAPABILITY",
     "SEMANTIC_ROLE",
+    "SKILL_ACTIVATIONS_OBSERVATION",
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
     "HOST_RUNTIME_OBSERVATION",
@@ -309,6 +317,11 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "skill_files",
     "skill_touches",
     "skills_data",
+    # ---- skill activation from passive tool hooks (`sevro.host.skill-activations`, one rule)
+    "HOOK_EVENTS",
+    "HookLog",
+    "activations_observation",
+    "hook_command",
     # ---- which workspace files a command or tool call read (`sevro.file-reads`, one rule)
     "FileRead",
     "ReadLog",

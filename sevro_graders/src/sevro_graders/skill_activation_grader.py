@@ -5,8 +5,10 @@ calibrated rule (:mod:`sevro_core.hosts.reads`; docs/expectations.md, "What coun
 a completed command or tool call whose output holds the whole file is ``read``; any other touch
 is ``partial``. Evidence that is missing or partial is ``unavailable``, never a pass; a touch
 sevro cannot classify as a full read makes ``not-read`` unavailable too, because it may have
-been one. Without ``skill`` the check is about the target: the experiment arm's (stamped in the
-observation), else the one skill the workspace offers.
+been one, unless the observation says complete hook evidence settled it (``hookEvidence``: a
+host's passive hooks saw every tool call's returned content; docs/expectations.md, "Skill
+activation from passive hooks"). Without ``skill`` the check is about the target: the
+experiment arm's (stamped in the observation), else the one skill the workspace offers.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ class SkillActivationCheck:
         offered, reads, read = _parse(observation.data)
         name = self._target(offered, observation.data.get("target"))
         touches = [r for r in reads if r.get("skill") == name]
+        if observation.data.get("hookEvidence") is True:
+            # The host's passive hooks saw what every tool call returned and found no other
+            # activation: a partial touch is settled as not a read, never a possible one.
+            touches = [r for r in touches if r.get("status") == READ]
         if self.expect in TURN_SCOPED:
             return self._grade_by_turn(check_id, name, touches)
         if self.expect == READ:

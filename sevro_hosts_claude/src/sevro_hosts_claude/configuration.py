@@ -20,7 +20,14 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.api import AgentCliConfig, ConfigurationError, CredentialFlags, HostFailure, inside
+from sevro_core.api import (
+    HOOK_EVENTS,
+    AgentCliConfig,
+    ConfigurationError,
+    CredentialFlags,
+    HostFailure,
+    inside,
+)
 from sevro_hosts_claude.limits import MAX_PLUGIN_DIRS
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
@@ -186,12 +193,15 @@ def render_settings(
     api_key: bool,
     judge: bool = False,
     writable: Sequence[Path] = (),
+    hook: str | None = None,
     tools: Sequence[str] = TOOLS,
 ) -> str:
-    """The trial's ``--settings``: allow-list, no hooks, the Bash sandbox, denied config dir.
+    """The trial's ``--settings``: allow-list, hooks, the Bash sandbox, denied config dir.
 
     A judge's allows nothing and lets the sandbox write only its temp directory. ``writable``
-    adds the runtime policy's writable roots (the role's runtime root, its shared caches)."""
+    adds the runtime policy's writable roots (the role's runtime root, its shared caches).
+    ``hook`` is the only hook: a passive command after every tool call, successful or failed
+    (sevro's skill-activation collector); without one, hooks are disabled."""
     secret_dir = layout.config_dir
     allowed = [str(SANDBOX_TMP)] if judge else [str(workspace), str(SANDBOX_TMP)]
     allowed += [str(path) for path in writable]
@@ -202,8 +212,8 @@ def render_settings(
             "deny": [_absolute_rule(t, secret_dir) for t in ("Read", "Edit", "Write")],
             "disableBypassPermissionsMode": "disable",
         },
-        "disableAllHooks": True,
-        "hooks": {},
+        "disableAllHooks": hook is None,
+        "hooks": _hooks(hook),
         "enableAllProjectMcpServers": False,
         "includeCoAuthoredBy": False,
         "cleanupPeriodDays": 1,
@@ -225,6 +235,13 @@ def render_settings(
     if api_key:
         settings["apiKeyHelper"] = f"cat {shlex.quote(str(layout.api_key_file))}"
     return json.dumps(settings, indent=2) + "\n"
+
+
+def _hooks(command: str | None) -> dict[str, Any]:
+    if command is None:
+        return {}
+    entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 30}]}]
+    return {event: entry for event in HOOK_EVENTS}
 
 
 def sandbox_argv(

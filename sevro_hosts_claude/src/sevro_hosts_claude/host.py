@@ -22,6 +22,7 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Completeness,
@@ -32,6 +33,7 @@ from sevro_core.api import (
     DoctorRequest,
     EvidenceIds,
     FileRead,
+    HookLog,
     Host,
     HostFailure,
     HostOptions,
@@ -49,9 +51,11 @@ from sevro_core.api import (
     command_entry,
     denumbered,
     front_matter_removed,
+    hook_command,
     hookimpl,
     inside,
     line_count,
+    read_confined,
     roots_to_hide,
     snapshot,
     workspace_path,
@@ -74,7 +78,7 @@ from sevro_hosts_claude.configuration import (
     sandbox_argv,
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
-from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES
+from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES, MAX_SETTINGS_CHECK_BYTES
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
@@ -88,6 +92,7 @@ _PLUGIN_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 _PLUGIN_SLASH_RE = re.compile(r"^/([a-z][a-z0-9-]*):([A-Za-z0-9._-]+)(?:\s|$)")
 _SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
+_HOOKS_ONLY = "the Claude host runs only its own passive skill-activation hook"
 _FILE_TOOLS = ("Edit", "Write")
 _QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -112,7 +117,10 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     """Claude Code, run inside sevro's bubblewrap sandbox (so ``bwrap`` is a prerequisite)."""
 
     id, name = HOST_ID, "claude"
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {CONTINUATION_OBSERVATION}
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
+        CONTINUATION_OBSERVATION,
+        SKILL_ACTIVATIONS_OBSERVATION,
+    }
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     setting_help = (
@@ -240,8 +248,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     def candidate_home(self) -> Path | None:
         return self.layout.home
 
+    @property
+    def hooks_dir(self) -> Path:
+        """Where the passive hook writes: in the config directory, which the agent's tools and
+        Bash sandbox are denied; Claude Code runs hooks itself, outside its Bash sandbox."""
+        return self.layout.config_dir / "sevro-hooks"
+
     def private_dirs(self) -> Sequence[Path]:
-        return (self.layout.config_dir, self.layout.home, self.layout.tmp)
+        layout = self.layout
+        return (layout.config_dir, self.hooks_dir, layout.home, layout.tmp)
 
     def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
@@ -253,12 +268,18 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         if key is not None:
             write_private(layout.api_key_file, key.encode())
         read_roots, writable = self.runtime_grants()
+        # A judge runs with every hook disabled (no tools to observe); a candidate gets the
+        # passive skill-activation hook.
+        hook = None if self.judge else hook_command(self.hooks_dir)
+        if hook is not None:
+            self.hook_log = HookLog(self.hooks_dir)
         text = render_settings(
             layout,
             workspace,
             api_key=key is not None,
             judge=self.judge,
             writable=(*writable, *self._artifact_directories()),
+            hook=hook,
             tools=host.config.tools,
         )
         write_private(layout.settings_file, text.encode())
@@ -335,6 +356,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     def argv(self, number: int) -> list[str]:
         host = self.host
         assert self.session is not None
+        if self.hook_log is not None:
+            self._refuse_project_hooks()
         argv = [str(host.binary.native), "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--permission-mode", PERMISSION_MODE]
         if self.judge:  # one prompt (the skeleton refuses more): nothing to resume
@@ -353,6 +376,32 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--plugin-dir", str(self.request.workspace / directory)]
         argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
+
+    def _refuse_project_hooks(self) -> None:
+        """Hooks are enabled for sevro's passive hook, so whatever else Claude Code loads must
+        bring none: loaded project settings (``--claude-project-settings``) that mention hooks
+        (or turning them off), or a declared plugin directory with a ``hooks`` directory or a
+        manifest that mentions hooks, could run its own or silence the collector. Checked before
+        every turn (the files may change); what cannot be checked is refused too."""
+        checked = [(PROJECT_SETTINGS_FILE, MAX_SETTINGS_CHECK_BYTES)]
+        if not self.host.config.project_settings:
+            checked = []  # the settings file is refused anyway (_refuse_project_settings)
+        for directory, _ in self.plugins:
+            if os.path.lexists(self.request.workspace / directory / "hooks"):
+                raise HostFailure(f"plugin directory {directory!r} bundles hooks: {_HOOKS_ONLY}")
+            checked.append((f"{directory}/.claude-plugin/plugin.json", MAX_PLUGIN_MANIFEST_BYTES))
+        for name, limit in checked:
+            try:
+                data, size = read_confined(self.request.workspace, name, limit)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                raise HostFailure(f"the workspace's {name} cannot be checked for hooks") from None
+            if b"hooks" in data.lower() or size > len(data):
+                raise HostFailure(
+                    f"the workspace's {name} mentions hooks (or is too large to check): "
+                    f"{_HOOKS_ONLY}"
+                )
 
     def parse(self, stream: bytes) -> Turn:
         return parse_turn(stream)
@@ -465,6 +514,13 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             "numTurns": turn.num_turns,
             "permissionDenials": turn.permission_denials,
         }
+
+    def hooked_calls(self, turn: Turn) -> Mapping[str, int]:
+        """Every tool call, successful (``PostToolUse``) or not (``PostToolUseFailure``)."""
+        counts: dict[str, int] = {}
+        for call in turn.calls:
+            counts[call.name] = counts.get(call.name, 0) + 1
+        return counts
 
     def collect(
         self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence

@@ -9,6 +9,10 @@ MAX_SOCKET_PATH_BYTES = 107
 """Bytes a Unix socket's path holds on Linux (``sun_path`` less its terminating NUL): the
 temp directory Claude Code's sandbox makes its bridge sockets in must leave room for them."""
 
+MAX_SETTINGS_CHECK_BYTES = 1024 * 1024
+"""Bytes of a workspace's Claude Code project settings file checked for hooks before each turn
+(a larger file is refused)."""
+
 MAX_PLUGIN_DIRS = 16
 """Plugin directories one Claude host configuration may declare (``pluginDirs``)."""
 

@@ -217,6 +217,7 @@ def render_config_toml(
     command_env: Mapping[str, str],
     granted: tuple[Sequence[Path], Sequence[Path]] = ((), ()),
     judge: bool = False,
+    hook: str | None = None,
     agent_threads: int | None = None,
 ) -> str:
     """The trial's ``config.toml``: provider, permission profile, no inherited environment.
@@ -224,7 +225,9 @@ def render_config_toml(
     A judge's profile grants the workspace (empty, its own) for reading only. ``granted``
     are the runtime policy's read roots (the declared tools' install prefixes) and writable
     roots (the role's runtime root and shared caches). ``agent_threads`` is the setting
-    imported from the configuration root (:func:`imported_agent_threads`), if any."""
+    imported from the configuration root (:func:`imported_agent_threads`), if any.
+    ``hook`` is the passive command run after every tool call (``PostToolUse``, every
+    tool): sevro's skill-activation collector."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -290,6 +293,17 @@ def render_config_toml(
         "enabled = false",
         "",
     ]
+    if hook is not None:
+        lines += [
+            "[[hooks.PostToolUse]]",
+            'matcher = ".*"',
+            "",
+            "[[hooks.PostToolUse.hooks]]",
+            'type = "command"',
+            f"command = {q(hook)}",
+            "timeout = 30",
+            "",
+        ]
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
@@ -28,6 +29,7 @@ from sevro_core.api import (
     DoctorCheck,
     DoctorRequest,
     EvidenceIds,
+    HookLog,
     Host,
     HostFailure,
     HostOptions,
@@ -43,6 +45,7 @@ from sevro_core.api import (
     TurnRecord,
     Usage,
     command_entry,
+    hook_command,
     hookimpl,
     inside,
     join_pointer,
@@ -90,7 +93,9 @@ class CodexHost(AgentCliHost[CodexConfig]):
     the agent's commands."""
 
     id = HOST_ID
-    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION)
+    capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
+        SKILL_ACTIVATIONS_OBSERVATION
+    }
     name, package, tested_version = "codex", "@openai/codex", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
     setting_help = (
@@ -235,9 +240,15 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     def candidate_home(self) -> Path | None:
         return self.layout.home
 
+    @property
+    def hooks_dir(self) -> Path:
+        """Where the passive hook writes: private, outside the workspace, not in the profile
+        (so invisible to the agent's commands); Codex runs hooks itself, outside the sandbox."""
+        return self.request.private_root / "hooks"
+
     def private_dirs(self) -> Sequence[Path]:
         layout = self.layout
-        return (layout.codex_home, layout.home, layout.tmp, layout.bin)
+        return (layout.codex_home, layout.home, layout.tmp, layout.bin, self.hooks_dir)
 
     def configure_trial(self) -> None:
         layout, host = self.layout, self.host
@@ -265,6 +276,11 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             **self.fixture_environment,
         }
         self._credentials()
+        # A judge runs with hooks disabled (no tools to observe); a candidate gets the passive
+        # skill-activation hook.
+        hook = None if self.judge else hook_command(self.hooks_dir)
+        if hook is not None:
+            self.hook_log = HookLog(self.hooks_dir)
         try:
             text = render_config_toml(
                 host.config,
@@ -276,6 +292,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 granted=self._granted(),
                 command_env=command_env,
                 judge=self.judge,
+                hook=hook,
                 agent_threads=host.agent_threads,
             )
         except ValueError as exc:
@@ -376,6 +393,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     def argv(self, number: int) -> list[str]:
         common = ["--json", "--strict-config", "--skip-git-repo-check", "--ignore-rules"]
+        if self.hook_log is not None:
+            # sevro wrote the only hook this trial's Codex home holds, so no trust review is
+            # wanted: without this flag Codex skips an unreviewed hook.
+            common.append("--dangerously-bypass-hook-trust")
         native = str(self.host.binary.native)
         if number == 1:
             # A judge answers one prompt (the skeleton refuses more), so it is never resumed.
@@ -425,6 +446,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             "items": len(turn.items),
             "warnings": warnings,
         }
+
+    def hooked_calls(self, turn: Turn) -> Mapping[str, int]:
+        """Codex's hook sees each shell command as a ``Bash`` tool call."""
+        return {"Bash": sum(1 for i in turn.items if i.type == "command_execution")}
 
     def collect(
         self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence

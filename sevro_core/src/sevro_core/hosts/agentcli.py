@@ -24,6 +24,7 @@ from attrs import field, frozen
 from sevro_core.errors import ConfigurationError, InvocationError
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.hosts.activations import HookLog, activations_observation
 from sevro_core.hosts.binaries import (
     BinaryError,
     NativeBinary,
@@ -102,6 +103,7 @@ from sevro_core.vocabulary import (
     FILE_READS_OBSERVATION,
     FILES_CHANGED_OBSERVATION,
     JUDGE_ROLES,
+    SKILL_ACTIVATIONS_OBSERVATION,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
 )
@@ -636,6 +638,8 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         """The instructions file the CLI read at the start (where context is mounted)."""
         self.text_budget = MAX_TOOL_CALL_TEXT_TOTAL_CHARS
         self._role_runtime: RoleRuntime | None = None
+        self.hook_log: HookLog | None = None
+        """Where the trial's passive tool hook writes (set by a host that configures one)."""
 
     @property
     def name(self) -> str:
@@ -729,6 +733,11 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     def turn_summary(self, turn: TurnT) -> dict[str, JsonValue]:
         """The turn's entry in the host's turns observation (after its ``turn`` number)."""
         raise NotImplementedError
+
+    def hooked_calls(self, turn: TurnT) -> Mapping[str, int]:
+        """How many of the turn's tool calls, by the hook's tool name, the host's passive hook
+        must have recorded."""
+        return {}
 
     def usage(self, turns: Sequence[TurnT], all_turns: bool) -> Usage:
         """The trial's usage from its parsed turns; incomplete unless ``all_turns``."""
@@ -830,13 +839,19 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             for number in range(1, len(request.prompts) + 1):
                 record = self.turn(number)
                 records.append(record)
+                if self.hook_log is not None and record.turn is not None:
+                    self.hook_log.harvest(number, self.hooked_calls(record.turn))
                 reply = record.turn.final_message if record.turn is not None else None
                 request.settle(number, self.scrub(reply) if reply is not None else None)
         except HostFailure as exc:
             failure = exc
             records.extend(exc.records)
+            if self.hook_log is not None:  # what the failed turn returned is not known
+                self.hook_log.fail(f"turn {len(records)} did not complete")
         except OSError as exc:
             failure = HostFailure(f"{self.name} host set-up failed: {exc.strerror or exc}")
+            if self.hook_log is not None:
+                self.hook_log.fail("the host's set-up failed")
         after = snapshot(request.workspace)
         return self.result(records, failure, (skills, skills_complete), (before, after))
 
@@ -954,6 +969,22 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             for r in records
         )
 
+    def _activations(
+        self, offered: Sequence[MountedSkill]
+    ) -> tuple[tuple[Observation, ...], list[dict[str, JsonValue]] | None]:
+        """The hook observation (none without a hook) and its activations (None unless it is
+        complete)."""
+        if self.hook_log is None:
+            return (), None
+        state, data = activations_observation(offered, self.hook_log)
+        found = data.get("activations")
+        activated: list[dict[str, JsonValue]] | None = None
+        if state == "complete" and isinstance(found, list):
+            activated = [dict(e) for e in found if isinstance(e, dict)]
+        host = self.host.route.host
+        observation = Observation(SKILL_ACTIVATIONS_OBSERVATION, host, Completeness(state), data)
+        return (observation,), activated
+
     def observations(
         self,
         parsed: Sequence[TurnRecord[TurnT]],
@@ -969,7 +1000,9 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         offered, known = self.offered_skills(mounted, parsed)
         before, after = snapshots
         host, complete, partial = self.host.route.host, Completeness.COMPLETE, Completeness.PARTIAL
+        hooked, activated = self._activations(offered)
         return (
+            *hooked,
             Observation(COMMANDS_OBSERVATION, host, complete, {"commands": evidence.commands}),
             Observation(TOOL_CALLS_OBSERVATION, host, complete, {"calls": evidence.calls}),
             Observation(
@@ -982,7 +1015,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
                 SKILLS_OBSERVATION,
                 host,
                 complete if listing_complete and known else partial,
-                make_skills_data(offered, evidence.reads),
+                make_skills_data(offered, evidence.reads, activated or (), activated is not None),
             ),
             Observation(
                 FILE_READS_OBSERVATION,

@@ -20,7 +20,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from attrs import frozen
@@ -123,15 +123,31 @@ def classify_read(
 
 
 def skills_data(
-    offered: Sequence[MountedSkill], reads: Sequence[dict[str, JsonValue]]
+    offered: Sequence[MountedSkill],
+    reads: Sequence[dict[str, JsonValue]],
+    activations: Sequence[Mapping[str, JsonValue]] = (),
+    hook_evidence: bool = False,
 ) -> dict[str, JsonValue]:
-    """The ``sevro.skills`` observation: offered skills, every touch, and those read in full."""
+    """The ``sevro.skills`` observation: offered skills, every touch, and those read in full.
+
+    ``activations`` are the entries of a complete ``sevro.host.skill-activations`` observation
+    (it also sees reads composed from pages, which no single command proves): each is a ``read``
+    entry marked ``"via": "hooks"`` (its ordinal is the hook's), so the summary agrees with it;
+    ``hook_evidence`` (that observation is complete) adds ``"hookEvidence": true``: every
+    ``partial`` touch is then known not to have been a read."""
+    entries = [dict(e) for e in reads]
+    for found in activations:
+        entry: dict[str, JsonValue] = {"skill": found["skill"], "turn": found["turn"]}
+        entries.append({**entry, "ordinal": found["ordinal"], "status": "read", "via": "hooks"})
     read_names: list[JsonValue] = []
-    for entry in reads:
+    for entry in entries:
         if entry["status"] == "read" and entry["skill"] not in read_names:
             read_names.append(entry["skill"])
-    return {
+    data: dict[str, JsonValue] = {
         "offered": [s.to_json() for s in offered],
-        "reads": list(reads),
+        "reads": list(entries),
         "read": read_names,
     }
+    if hook_evidence:
+        data["hookEvidence"] = True
+    return data

@@ -25,6 +25,7 @@ from sevro_core.states import Completeness
 from sevro_core.vocabulary import (
     FILES_CHANGED_OBSERVATION,
     FINAL_MESSAGE_OBSERVATION,
+    SKILL_ACTIVATIONS_OBSERVATION,
     SKILLS_OBSERVATION,
     TURNS_OBSERVATION,
 )
@@ -142,19 +143,28 @@ def _up_to(observation: Observation, number: int) -> Observation:
     """The observation without entries of turns after ``number``.
 
     Every list of turn-stamped entries (commands, reads, tool calls, a host's turn summaries)
-    is cut; ``sevro.skills``' list of skills read is recounted from its cut reads.
+    is cut; ``sevro.skills``' list of skills read is recounted from its cut reads, and
+    ``sevro.host.skill-activations``' list of skills activated from its cut activations.
     """
     data: dict[str, JsonValue] = {}
     for key, value in observation.data.items():
         data[key] = _entries_up_to(value, number) if _turn_stamped(value) else value
     if observation.id == SKILLS_OBSERVATION and isinstance(data.get("reads"), list):
-        read: list[JsonValue] = []
-        for entry in data["reads"]:
-            named = entry.get("skill") if isinstance(entry, Mapping) else None
-            if named not in read and isinstance(entry, Mapping) and entry.get("status") == "read":
-                read.append(named)
-        data["read"] = read
+        data["read"] = _names(data["reads"], "read")
+    if observation.id == SKILL_ACTIVATIONS_OBSERVATION and "activations" in data:
+        data["activated"] = _names(data["activations"], None)
     return evolve(observation, data=data)
+
+
+def _names(entries: JsonValue, status: str | None) -> list[JsonValue]:
+    """The skills the (cut) entries name, in order; only entries of ``status`` when given."""
+    names: list[JsonValue] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping) or (status and entry.get("status") != status):
+            continue
+        if entry.get("skill") not in names:
+            names.append(entry.get("skill"))
+    return names
 
 
 def _turn_stamped(value: JsonValue) -> bool:

@@ -1,0 +1,95 @@
+"""Skill-activation controls every hook-collecting host runs (issue 19, item 1): commands that
+return a prepared skill's body whole, in pages, or composed from several reads (positive), and
+commands that show only part of it or another file (negative)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BODY = "---\nname: greet\ndescription: Greets people.\n---\n# Greet\n\n" + "".join(
+    f"Step {n}: say hello warmly.\n" for n in range(1, 9)
+)
+"""14 lines."""
+OTHER = "# Notes\n\nStep 1: say hello warmly.\n"
+
+
+def fixture(skills_dir: str) -> dict[str, Any]:
+    return {"files": {f"{skills_dir}/greet/SKILL.md": BODY, "notes.md": OTHER}}
+
+
+def POSITIVE(skills_dir: str) -> list[str]:
+    """Four activations: whole (``cat``), whole with line numbers, composed from ``sed`` pages,
+    composed from ``head`` then ``tail``."""
+    skill = f"{skills_dir}/greet/SKILL.md"
+    return [
+        f"cat {skill}",
+        f"cat -n {skill}",
+        f"sed -n '1,5p' {skill}",
+        f"sed -n '6,10p' {skill}",
+        f"sed -n '11,14p' {skill}",
+        f"head -n 7 {skill}",
+        f"tail -n 7 {skill}",
+    ]
+
+
+def NEGATIVE(skills_dir: str) -> list[str]:
+    """No activation: front matter only, a middle page, a grep, another file sharing a line, a
+    listing, and a page that stops one line short of the end."""
+    skill = f"{skills_dir}/greet/SKILL.md"
+    return [
+        f"head -n 4 {skill}",
+        f"sed -n '6,9p' {skill}",
+        f"grep -n Step {skill}",
+        "cat notes.md",
+        f"ls {skills_dir}/greet",
+        f"wc -l {skill}",
+        f"sed -n '1,13p' {skill} | tail -n 12",
+    ]
+
+
+def activations(document: dict[str, Any]) -> dict[str, Any]:
+    (found,) = [
+        o for o in document["evidence"]["observations"] if o["id"] == "sevro.host.skill-activations"
+    ]
+    return dict(found)
+
+
+def check_positive(document: dict[str, Any], first_ordinal: int = 1) -> None:
+    observation = activations(document)
+    assert observation["completeness"] == "complete", observation
+    data = observation["data"]
+    found = [
+        (a["skill"], a["turn"], a["ordinal"], a["kind"], a["reads"]) for a in data["activations"]
+    ]
+    o = first_ordinal
+    assert found == [
+        ("greet", 1, o, "whole", 1),
+        ("greet", 1, o + 1, "whole", 1),
+        ("greet", 1, o + 4, "composed", 3),
+        ("greet", 1, o + 6, "composed", 2),
+    ], found
+    assert data["activated"] == ["greet"]
+    assert data["records"] >= 7
+    check_agreement(document)
+
+
+def check_negative(document: dict[str, Any]) -> None:
+    observation = activations(document)
+    assert observation["completeness"] == "complete", observation
+    assert observation["data"]["activations"] == [] and observation["data"]["activated"] == []
+    assert observation["data"]["records"] >= 7
+    check_agreement(document)
+
+
+def check_agreement(document: dict[str, Any]) -> None:
+    """``sevro.skills`` carries every activation as a ``read`` entry ``via`` hooks, and its
+    ``read`` list includes every activated skill."""
+    (skills,) = [o for o in document["evidence"]["observations"] if o["id"] == "sevro.skills"]
+    data = activations(document)["data"]
+    via = [
+        (r["skill"], r["turn"], r["ordinal"])
+        for r in skills["data"]["reads"]
+        if r.get("via") == "hooks" and r["status"] == "read"
+    ]
+    assert via == [(a["skill"], a["turn"], a["ordinal"]) for a in data["activations"]]
+    assert set(data["activated"]) <= set(skills["data"]["read"])

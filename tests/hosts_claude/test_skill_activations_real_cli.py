@@ -1,0 +1,111 @@
+"""``sevro.host.skill-activations`` through the real Claude Code CLI: its passive
+``PostToolUse``/``PostToolUseFailure`` hooks record what each tool call returned (Bash output,
+the ``Read`` tool's file content), and prepared skill bodies are matched in that content."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_claude.testing import require_claude
+from tests.core.activation_controls import (
+    NEGATIVE,
+    POSITIVE,
+    activations,
+    check_agreement,
+    check_negative,
+    check_positive,
+    fixture,
+)
+from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
+from tests.hosts_codex.helpers import observation, trial
+
+pytestmark = pytest.mark.slow
+SKILLS = ".claude/skills"
+SKILL = f"{SKILLS}/greet/SKILL.md"
+
+
+def _run(project: SevroProject, mock_model: Callable[..., Any], calls: list[Any]) -> Any:
+    server = mock_model([*(reply(c) for c in calls), reply(Message("ready"))], protocols=PROTOCOLS)
+    case = project.case(fixture=fixture(SKILLS))
+    result = run_claude(project, require_claude(), server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return trial(project)
+
+
+def test_whole_paged_and_composed_bash_reads_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, [bash(c) for c in POSITIVE(SKILLS)])
+    check_positive(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
+
+
+def test_partial_reads_and_other_files_do_not_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, [bash(c) for c in NEGATIVE(SKILLS)])
+    check_negative(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == []
+
+
+def test_read_tool_pages_compose_and_a_short_page_does_not(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    calls = [
+        ToolCall("Read", {"file_path": SKILL}),  # 1: whole (line-numbered)
+        ToolCall("Read", {"file_path": SKILL, "limit": 4}),  # 2: front matter only
+        ToolCall("Read", {"file_path": SKILL, "offset": 5, "limit": 5}),  # 3: lines 5-9
+        ToolCall("Read", {"file_path": "notes.md"}),  # 4: another file
+        ToolCall("Read", {"file_path": SKILL, "offset": 10}),  # 5: lines 10-14: composed
+        ToolCall("Read", {"file_path": SKILL, "offset": 2}),  # 6: misses line 1 (a lone "---")
+    ]
+    document = _run(sevro_project, mock_model, calls)
+    data = activations(document)
+    assert data["completeness"] == "complete", data
+    found = [(a["ordinal"], a["tool"], a["kind"], a["reads"]) for a in data["data"]["activations"]]
+    # notes.md shares one line with the body, which the model saw: a source of the composed read
+    assert found == [(1, "Read", "whole", 1), (5, "Read", "composed", 4)], found
+    check_agreement(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
+
+
+def test_loaded_project_settings_declaring_hooks_are_refused_before_claude_runs(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
+    files = fixture(SKILLS)["files"]
+    hooks = {"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    case = sevro_project.case(fixture={"files": {**files, ".claude/settings.json": str(hooks)}})
+    result = run_claude(sevro_project, require_claude(), server, case, "--claude-project-settings")
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert server.requests == []
+    document = trial(sevro_project)
+    assert "runs only its own passive skill-activation hook" in json.dumps(document)
+    assert activations(document)["completeness"] == "unavailable"
+
+
+@pytest.mark.parametrize("bundled", [True, False])
+def test_a_declared_plugin_bundling_hooks_is_refused_before_claude_runs(
+    sevro_project: SevroProject, mock_model: Callable[..., Any], bundled: bool
+) -> None:
+    """Negative control: the same plugin without its ``hooks`` directory runs."""
+    server = mock_model([reply(Message("ready"))], protocols=PROTOCOLS)
+    files = {
+        **fixture(SKILLS)["files"],
+        "plugins/acme/.claude-plugin/plugin.json": json.dumps({"name": "acme"}),
+    }
+    if bundled:
+        hooks = {"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+        files["plugins/acme/hooks/hooks.json"] = json.dumps(hooks)
+    case = sevro_project.case(fixture={"files": files})
+    config = {"pluginDirs": ["plugins/acme"]}
+    result = run_claude(sevro_project, require_claude(), server, case, config=config)
+    assert result.exit_code == (2 if bundled else 0), result.stdout + result.stderr
+    assert (server.requests == []) is bundled
+    assert ("bundles hooks" in json.dumps(trial(sevro_project))) is bundled

@@ -1,0 +1,97 @@
+"""``sevro.host.skill-activations`` through the real Codex CLI: its passive ``PostToolUse`` hook
+records what each command returned, and prepared skill bodies are matched in that content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from sevro_core.testing.mockmodel import Message, reply
+from sevro_hosts_codex.testing import require_codex
+from tests.core.activation_controls import (
+    BODY,
+    NEGATIVE,
+    POSITIVE,
+    activations,
+    check_negative,
+    check_positive,
+    fixture,
+)
+from tests.hosts_codex.helpers import observation, run_codex, shell, trial
+
+pytestmark = pytest.mark.slow
+SKILLS = ".agents/skills"
+
+
+def _run(project: SevroProject, mock_model: Callable[..., Any], commands: list[str]) -> Any:
+    codex = require_codex()
+    server = mock_model([*(reply(shell(c)) for c in commands), reply(Message("ready"))])
+    case = project.case(fixture=fixture(SKILLS))
+    result = run_codex(project, codex, server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return trial(project)
+
+
+def test_whole_paged_and_composed_reads_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, POSITIVE(SKILLS))
+    check_positive(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
+
+
+def test_partial_reads_and_other_files_do_not_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    document = _run(sevro_project, mock_model, NEGATIVE(SKILLS))
+    check_negative(document)
+    assert observation(document, "sevro.skills")["data"]["read"] == []
+    assert BODY not in str(activations(document))
+
+
+def test_pages_across_turns_compose_on_the_turn_that_completes_the_body(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    skill = f"{SKILLS}/greet/SKILL.md"
+    server = mock_model(
+        [
+            reply(shell(f"sed -n '1,7p' {skill}")),
+            reply(Message("first")),
+            reply(shell(f"sed -n '8,14p' {skill}")),
+            reply(Message("ready")),
+        ]
+    )
+
+    def check(check_id: str, expect: str, turn: int) -> dict[str, Any]:
+        configuration = {"expect": expect, "turn": turn}
+        return {"id": check_id, "grader": "sevro.skill-activation", "configuration": configuration}
+
+    case = sevro_project.case(
+        prompt="One.",
+        followUpPrompt="Two.",
+        fixture=fixture(SKILLS),
+        checks=[check("on-two", "read-on-turn", 2), check("by-one", "read-by-turn", 1)],
+        requiredEvidence=["sevro.host.skill-activations"],
+    )
+    result = run_codex(sevro_project, require_codex(), server, case)
+    statuses = {c["id"]: c["status"] for c in result.json()["cases"][0]["trials"][0]["checks"]}
+    assert statuses == {"on-two": "passed", "by-one": "failed"}, result.stdout
+    data = activations(trial(sevro_project))["data"]
+    found = [(a["turn"], a["ordinal"], a["kind"], a["reads"]) for a in data["activations"]]
+    assert found == [(2, 1, "composed", 2)]
+
+
+def test_a_failed_turn_makes_activations_unavailable_never_not_read(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    skill = f"{SKILLS}/greet/SKILL.md"
+    server = mock_model([reply(shell(f"cat {skill}")), reply(Message("x"), error="boom")])
+    case = sevro_project.case(fixture=fixture(SKILLS))
+    result = run_codex(sevro_project, require_codex(), server, case)
+    assert result.exit_code == 2, result.stdout
+    found = activations(trial(sevro_project))
+    assert found["completeness"] == "unavailable" and "did not complete" in found["data"]["reason"]
+    assert "activations" not in found["data"]
