@@ -28,6 +28,7 @@ from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, MockModelServer, reply
 from sevro_hosts_codex.host import CodexHost, ConfiguredCodexHost
 from sevro_hosts_codex.testing import require_codex
+from tests.core.activation_controls import activations, fixture
 from tests.experiments.mounted import git_workspace
 from tests.hosts_codex.helpers import (
     API_KEY,
@@ -301,9 +302,10 @@ def test_sevro_run_records_the_receipt_and_the_marketplace_in_the_identity(
     sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
 ) -> None:
     market = marketplace(tmp_path)
-    case = sevro_project.case(prompt="Use $demo:greet please.")
+    case = sevro_project.case(prompt="Use $demo:greet please.", fixture=fixture(".agents/skills"))
     setting = {"marketplace": {"path": str(market), "plugins": ["demo"]}}
-    server = mock_model([reply(Message("greeted"))])
+    # The install rewrites the private config.toml: the passive activation hook must survive it.
+    server = mock_model([reply(shell("cat .agents/skills/greet/SKILL.md")), reply(Message("ok"))])
     done = run_codex(sevro_project, codex, server, case, config=setting)
     assert done.exit_code in (0, 1), done.stderr
     document = trial(sevro_project)
@@ -312,6 +314,8 @@ def test_sevro_run_records_the_receipt_and_the_marketplace_in_the_identity(
     assert found["data"]["invocation"]["dispatched"] is True
     assert "GREET-MARKER-7q" in json.dumps(server.requests[0].json()["input"])
     assert "GREET-MARKER-7q" not in json.dumps(document)  # no skill body in the evidence
+    found = [(a["skill"], a["kind"]) for a in activations(document)["data"]["activations"]]
+    assert activations(document)["completeness"] == "complete" and found == [("greet", "whole")]
 
 
 def test_a_plugin_codex_refuses_to_install_fails_the_trial_before_the_model(
