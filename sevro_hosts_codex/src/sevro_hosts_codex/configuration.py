@@ -25,6 +25,7 @@ from sevro_core.api import (
     seconds_setting,
 )
 from sevro_hosts_codex.limits import CODEX_PREFLIGHT_TIMEOUT_SECONDS
+from sevro_hosts_codex.plugins import MarketplaceSetting, parse_setting
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
 PROFILE = "sevro"
@@ -64,6 +65,7 @@ _TOP_KEYS = {
     "stallTimeoutSeconds",
     "preflightTimeoutSeconds",
     "prices",
+    "marketplace",
 }
 _PROVIDER_KEYS = {
     "id",
@@ -99,6 +101,8 @@ class CodexConfig(AgentCliConfig):
     prices: Mapping[str, Price]
     preflight_timeout_s: float
     """How long the per-request sandbox preflight may take (``preflightTimeoutSeconds``)."""
+    marketplace: MarketplaceSetting | None = None
+    """A local plugin marketplace installed fresh for each trial (``marketplace``)."""
 
 
 CREDENTIALS = CredentialFlags.for_host(
@@ -177,7 +181,13 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Code
         CODEX_PREFLIGHT_TIMEOUT_SECONDS,
         CODEX_PREFLIGHT_TIMEOUT_SECONDS,
     )
-    return CodexConfig(provider=provider, prices=prices, preflight_timeout_s=preflight, **common)
+    return CodexConfig(
+        provider=provider,
+        prices=prices,
+        preflight_timeout_s=preflight,
+        marketplace=parse_setting(config.get("marketplace")),
+        **common,
+    )
 
 
 def _toml_string(value: str) -> str:

@@ -67,7 +67,12 @@ from sevro_hosts_codex.configuration import (
 )
 from sevro_hosts_codex.continuation import CONTINUATION_OBSERVATION, ContinuationRecorder
 from sevro_hosts_codex.events import Turn, parse_turn
+from sevro_hosts_codex.invocation import (
+    EXPLICIT_INVOCATION_OBSERVATION,
+    REPOSITORY_INVOCATION_OBSERVATION,
+)
 from sevro_hosts_codex.nativecalls import NATIVE_CALLS_OBSERVATION, native_calls
+from sevro_hosts_codex.plugins import Installed, Marketplace
 
 HOST_ID = "sevro.host.codex"
 TURNS_OBSERVATION = "sevro.codex.turns"
@@ -135,19 +140,44 @@ class CodexHost(AgentCliHost[CodexConfig]):
                 f"the Codex executable {found[0]} lies inside the protected root {found[1]}; "
                 "install Codex elsewhere or pass --codex-bin outside every protected root"
             )
-        return evolve(configured, agent_threads=imported_agent_threads(options.config_root))
+        from sevro_hosts_codex.plugins import load
+
+        if configured.judge and configured.config.marketplace is not None:
+            raise InvocationError(
+                f"a Codex judge ({options.role}) takes no plugin marketplace: judges run without "
+                "tools or plugins; remove marketplace from its host configuration"
+            )
+        marketplace = None if configured.judge else load(configured.config.marketplace)
+        extra = set()
+        if not configured.judge:
+            extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if marketplace is not None:
+            extra.add(EXPLICIT_INVOCATION_OBSERVATION)
+        return evolve(
+            configured,
+            agent_threads=imported_agent_threads(options.config_root),
+            marketplace=marketplace,
+            capabilities=configured.capabilities | extra,
+        )
 
 
 @frozen(kw_only=True)
 class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     agent_threads: int | None = None
     """``agents.max_concurrent_threads_per_session`` imported from ``--config-root``."""
+    marketplace: Marketplace | None = None
+    """The verified local plugin marketplace, installed fresh for each candidate trial."""
 
     def redacted_configuration(self) -> JsonValue:
-        """The skeleton's, with the imported setting (``null``: Codex's default)."""
+        """The skeleton's, with the imported setting (``null``: Codex's default) and the
+        marketplace's name, plugins and content digests (so a changed plugin is another
+        evaluation)."""
         base = super().redacted_configuration()
         assert isinstance(base, dict)
-        return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}}
+        extra: dict[str, JsonValue] = {}
+        if self.marketplace is not None:
+            extra["marketplace"] = self.marketplace.identity()
+        return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration."""
@@ -194,6 +224,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     evidence_ids = EvidenceIds(TURNS_OBSERVATION, EVENTS_ARTIFACT, FOLLOW_UP_EVENTS_ARTIFACT)
     completion = "turn.completed"
+    installed: tuple[Installed, ...] | None = None
+    """The plugins installed in this trial's private home (None: not, or not yet)."""
+    invocations: dict[str, Any] | None = None
+    """Each invocation receipt's verified mention, found before the first turn."""
 
     @cached_property
     def layout(self) -> TrialLayout:
@@ -259,7 +293,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 layout=layout,
                 executable_tree=host.binary.tree,
                 denied=self._denied(),
-                granted=self.runtime_grants(),
+                granted=self._granted(),
                 command_env=command_env,
                 judge=self.judge,
                 hook=hook,
@@ -269,6 +303,36 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             raise HostFailure(str(exc)) from None
         write_private(layout.codex_home / "config.toml", text.encode())
         self._preflight()
+        self._plugins_and_invocations()
+
+    def _granted(self) -> tuple[Sequence[Path], Sequence[Path]]:
+        """The runtime policy's grants, and with a marketplace the private plugin cache for
+        reading (commands may read installed plugins' files, nothing else of CODEX_HOME)."""
+        read, write = self.runtime_grants()
+        if self.host.marketplace is None or self.judge:
+            return read, write
+        cache = self.layout.codex_home / "plugins" / "cache"
+        cache.mkdir(parents=True, mode=0o700)
+        return (*read, cache), write
+
+    def _plugins_and_invocations(self) -> None:
+        """Install the marketplace into the private home, then find the explicit mentions the
+        receipts verify (before the model is asked anything)."""
+        from sevro_hosts_codex.invocation import find
+        from sevro_hosts_codex.plugins import install
+
+        if self.judge:
+            return
+        marketplace, request, layout = self.host.marketplace, self.request, self.layout
+        prompts, workspace = request.prompts, request.workspace
+        found: dict[str, Any] = {REPOSITORY_INVOCATION_OBSERVATION: find(prompts, workspace, None)}
+        if marketplace is not None:
+            places = (request.private_root / "marketplace", layout.codex_home, layout.tmp)
+            native = self.host.binary.native
+            self.installed = install(marketplace, native, places, self.env, request.cancel)
+            paths = {p.name: p.path for p in self.installed}
+            found[EXPLICIT_INVOCATION_OBSERVATION] = find(prompts, workspace, paths)
+        self.invocations = found
 
     def _refuse_workspace_configuration(self) -> None:
         """A candidate workspace's ``.codex`` (from any fixture kind, a repository's included)
@@ -384,20 +448,33 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         skills: tuple[Sequence[MountedSkill], bool],
         snapshots: tuple[Snapshot, Snapshot],
     ) -> tuple[Observation, ...]:
-        """The skeleton's, plus a candidate's native calls (from its root thread's session)
-        and, with more than one prompt, its continuation boundaries."""
-        found = super().observations(parsed, skills, snapshots)
+        """The shared observations, then the explicit invocation receipts, a candidate's native
+        calls (from its root thread's session) and, with more than one prompt, its
+        continuation boundaries."""
+        from sevro_hosts_codex.invocation import receipt
+
+        base = super().observations(parsed, skills, snapshots)
         if self.judge:
-            return found
+            return base
+        completed = {r.number: r.turn.completed for r in parsed if r.turn is not None}
+        found, host = self.invocations, self.host.route.host
+        ids = [REPOSITORY_INVOCATION_OBSERVATION]
+        if self.host.marketplace is not None:
+            ids.append(EXPLICIT_INVOCATION_OBSERVATION)
+        extra = [receipt(i, host, found is not None, (found or {}).get(i), completed) for i in ids]
+        return (*base, *extra, *self._native_observations(parsed))
+
+    def _native_observations(self, parsed: Sequence[TurnRecord[Turn]]) -> list[Observation]:
+        """``sevro.codex.native-calls`` and, with more than one prompt, the continuation."""
         source = self.host.route.host
         thread = next((r.turn.thread_id for r in parsed if r.turn is not None), None)
         completeness, data = native_calls(self.layout.codex_home, thread)
         if self.secrets:  # ids the model chose (a call id) could repeat a credential
             data = json.loads(self.scrub(json.dumps(data)))
-        found += (Observation(NATIVE_CALLS_OBSERVATION, source, completeness, data),)
+        found = [Observation(NATIVE_CALLS_OBSERVATION, source, completeness, data)]
         if len(self.request.prompts) > 1:
             completeness, data = self.continuation.observation()
-            found += (Observation(CONTINUATION_OBSERVATION, source, completeness, data),)
+            found.append(Observation(CONTINUATION_OBSERVATION, source, completeness, data))
         return found
 
     def turn_summary(self, turn: Turn) -> dict[str, JsonValue]:

@@ -33,3 +33,22 @@ MAX_CODEX_NATIVE_CALLS = 128
 MAX_CODEX_CHILD_ROLLOUTS = 8
 """Child thread rollouts (accepted sub-agent spawns) checked per trial; more sets
 ``childrenTruncated`` and leaves the observation partial."""
+
+MAX_CODEX_PLUGINS = 16
+"""Plugins one Codex host configuration's ``marketplace`` may name."""
+
+MAX_CODEX_PLUGIN_MANIFEST_BYTES = 64 * 1024
+"""Bytes of a local marketplace's ``.agents/plugins/marketplace.json``."""
+
+MAX_CODEX_MARKETPLACE_FILES = 4096
+"""Entries (files and directories) of a local marketplace's named plugins, and of one installed
+plugin read back to verify its install receipt."""
+
+MAX_CODEX_MARKETPLACE_BYTES = 16 * 1024 * 1024
+"""Bytes of a local marketplace's named plugins, copied into each trial's private state."""
+
+CODEX_PLUGIN_INSTALL_TIMEOUT_SECONDS = 60
+"""Seconds one ``codex plugin marketplace add`` or ``codex plugin add`` may take."""
+
+MAX_CODEX_SKILL_FILE_BYTES = 1024 * 1024
+"""Bytes of a ``SKILL.md`` checked for an explicit ``$skill`` or ``$plugin:skill`` receipt."""
