@@ -141,3 +141,26 @@ def test_a_cause_is_listed_before_the_trials_it_stopped() -> None:
     assert found is not None
     assert found.reasons[0] == ((1,), "execution failed (e): m")
     assert found.reasons[1][0] == (2, 3) and found.reasons[1][1].startswith("not run:")
+
+
+def test_escape_controls_passes_printable_text_through_and_escapes_every_unsafe_character() -> None:
+    """Printable text is returned as it is (the fast path); every other character of the Basic
+    Multilingual Plane and beyond decides as the per-character rule does."""
+    import sys
+    import unicodedata
+
+    from sevro_core.reporting.failures import escape_controls
+
+    unsafe = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    for code in [*range(0x3000), *range(0xFE00, 0x10000), 0x1F600, 0xE0001, sys.maxunicode]:
+        char = chr(code)
+        if char in named:
+            expected = named[char]
+        elif unicodedata.category(char) in unsafe:
+            expected = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        else:
+            expected = char
+        assert escape_controls(f"a{char}b") == f"a{expected}b", hex(code)
+    text = "plain text, ünïcødé and emoji 😀"
+    assert escape_controls(text) is text  # negative control of the slow path: nothing copied

@@ -249,6 +249,9 @@ MAX_VIEWER_DIFF_BYTES = 1 * MIB
 """Bytes of one trial's diff artifact rendered (beyond: cut, marked)."""
 MAX_VIEWER_TRIALS = 20_000
 """Trials in one viewer page, all runs together (beyond: refused, exit 64)."""
+VIEWER_INTERVALS_SECONDS = 60
+"""How long the viewer waits for its interval helper process (beyond: killed, and the parent
+computes the intervals itself)."""
 
 # Plots of a run (docs/plots.md)
 MAX_PLOT_BARS = 60

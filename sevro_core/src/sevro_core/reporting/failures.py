@@ -41,6 +41,8 @@ def escape_controls(text: str) -> str:
     """``text`` with every control or format character written as an escape: C0/C1 controls
     (ESC starts ANSI sequences), DEL, zero-width and bidi format characters and line separators
     become ``\\xNN`` / ``\\uNNNN`` / ``\\n``, so a terminal shows the text as it is, on one line."""
+    if text.isprintable():  # none of those (nor any other non-printable character): as it is
+        return text
     out = []
     for char in text:
         if char in _NAMED:

@@ -18,11 +18,14 @@ import re
 import statistics as stats
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from attrs import frozen
 
 from sevro_core.limits import MAX_PLOT_BARS, MAX_PLOT_LABEL_CHARS, MAX_PLOT_POINTS
+
+if TYPE_CHECKING:
+    from sevro_core.experiments.comparison import ArmTrial
 
 SVG_NAMESPACE: Final = "http://www.w3.org/2000/svg"
 PLAIN_ARM: Final = "all trials"
@@ -459,7 +462,15 @@ def distributions(
     arms the trials are a plain run's, labelled ``PLAIN_ARM``."""
     from sevro_core.experiments.comparison import arm_trial
 
-    reduced = [arm_trial(doc, None if arms else PLAIN_ARM) for doc in trials]
+    return reduced_distributions(
+        [arm_trial(doc, None if arms else PLAIN_ARM) for doc in trials], arms
+    )
+
+
+def reduced_distributions(
+    reduced: Sequence[ArmTrial], arms: Sequence[str] = ()
+) -> dict[str, Distribution]:
+    """``distributions`` of trials already reduced by ``arm_trial`` (where they were read)."""
     named = list(dict.fromkeys([*arms, *(t.arm for t in reduced)]))
     return {
         key: Distribution(

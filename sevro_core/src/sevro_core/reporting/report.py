@@ -533,7 +533,7 @@ def build_report(
     """
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         return _build_report(inputs, details=details, compare=compare, on_note=on_note)
 
 
@@ -570,7 +570,7 @@ def build_report_projected(
     if not inputs:
         raise InvocationError("no input given; pass result files or run directories")
     projection = _Projection(project, meanwhile, most_trials, {})
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         document = _build_report(
             inputs, details=details, compare=False, on_note=lambda _: None, projection=projection
         )
@@ -662,9 +662,10 @@ def _within(most: int, runs: Sequence[Mapping[str, Any] | None]) -> None:
 
 
 @contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
+def no_cyclic_gc() -> Iterator[None]:
     """Evidence documents are acyclic JSON, so the cyclic collector finds nothing in them; left
-    on, it re-scans every trial document already loaded, a third of a 10 000-trial report."""
+    on, it re-scans every trial document already loaded, a third of a 10 000-trial report (and
+    of building a page from one). Nests: only the outermost use turns it back on."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -9,13 +9,16 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_VIEWER_TRIALS
 from sevro_core.models import unit_key
-from sevro_core.reporting.report import ProjectedRun, build_report_projected
+from sevro_core.reporting.report import ProjectedRun, build_report_projected, no_cyclic_gc
 from sevro_core.reporting.viewer.trials import confined_dir, trial_view, visible
+
+if TYPE_CHECKING:
+    from sevro_core.reporting.viewer.intervals import IntervalHelper
 
 _UNSAFE_ANCHOR = re.compile(r"[^A-Za-z0-9_.-]+")
 _SUMMARY = ("caseId", "arm", "trial", "execution", "grading", "task")
@@ -104,7 +107,8 @@ def lazy_trials(run_index: int, trials: Sequence[Mapping[str, Any]]) -> dict[str
                 for t in members
             ]
         )
-        packed = _packed([f"{json.dumps(t['anchor'])}:{t['detail']}" for t in members])
+        # an anchor is letters, digits, "_", ".", "-" and "~" only (``_anchor``): JSON as it is
+        packed = _packed([f'"{t["anchor"]}":{t["detail"]}' for t in members])
         blocks.append({"id": block, "data": packed})
     return {"groups": groups, "index": script_json(index), "blocks": blocks}
 
@@ -118,23 +122,32 @@ def _check_ids(trials: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def _interval(passes: int, decided: int) -> Mapping[str, float] | None:
-    from sevro_core.experiments.statistics import wilson_interval
-
-    found = wilson_interval(passes, decided)
-    return None if found is None else {"low": found.low, "high": found.high}
+def _rows(report: Mapping[str, Any], run_id: str) -> list[Mapping[str, Any]]:
+    return [row for row in report["rows"] if row["runId"] == run_id]
 
 
-def _case_rows(rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, Any]]) -> Any:
-    """Report rows with pass counts over decided trials and their Wilson interval."""
+def _counts(
+    rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, Any]]
+) -> list[tuple[int, int]]:
+    """Each report row's (passes, decided trials)."""
     verdicts: dict[str, list[str]] = {}
     for trial in trials:
         verdicts.setdefault(trial["unit"], []).append(trial["task"])
-    shown = []
+    counts = []
     for row in rows:
         unit = verdicts.get(unit_key(row["caseId"], row.get("arm")), [])
-        passes = unit.count("passed")
-        decided = passes + unit.count("failed")
+        counts.append((unit.count("passed"), unit.count("passed") + unit.count("failed")))
+    return counts
+
+
+def _case_rows(
+    rows: Sequence[Mapping[str, Any]],
+    counts: Sequence[tuple[int, int]],
+    intervals: Sequence[tuple[float, float] | None],
+) -> Any:
+    """Report rows with pass counts over decided trials and their Wilson interval."""
+    shown = []
+    for row, (passes, decided), interval in zip(rows, counts, intervals, strict=True):
         shown.append(
             {
                 "caseId": visible(row["caseId"], 400),
@@ -145,7 +158,7 @@ def _case_rows(rows: Sequence[Mapping[str, Any]], trials: Sequence[Mapping[str, 
                 "passes": passes,
                 "decided": decided,
                 "rate": passes / decided if decided else None,
-                "interval": _interval(passes, decided),
+                "interval": None if interval is None else {"low": interval[0], "high": interval[1]},
                 "reasons": [
                     visible(r["reason"]) for r in (row.get("failures") or {}).get("reasons", [])
                 ],
@@ -209,13 +222,18 @@ def _pairs(
 
 def _project(run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]) -> Any:
     """One trial's view, built in the report's worker that verified the file (anchor later)."""
+    from sevro_core.experiments.comparison import arm_trial
+    from sevro_core.reporting.plots import PLAIN_ARM
+
     shown = trial_view(run_dir, ref, document)
-    return projected_trial(shown, unit_key(ref["caseId"], ref.get("arm")))
+    projected = projected_trial(shown, unit_key(ref["caseId"], ref.get("arm")))
+    projected["measured"] = arm_trial(document, None if ref.get("arm") else PLAIN_ARM)
+    return projected
 
 
 def _figures(
     statistics: Mapping[str, Any] | None,
-    documents: Sequence[Mapping[str, Any]],
+    trials: Sequence[Mapping[str, Any]],
     arms: Sequence[str],
     index: int,
 ) -> list[Any]:
@@ -226,13 +244,14 @@ def _figures(
 
     from sevro_core.reporting.plots import (
         distribution_svg,
-        distributions,
+        reduced_distributions,
         transition_counts,
         transitions_svg,
     )
 
     svgs = [transitions_svg(c) for c in transition_counts(statistics)] if statistics else []
-    for key, distribution in distributions(documents, arms).items():
+    measured = [trial["measured"] for trial in trials]  # reduced where each was read
+    for key, distribution in reduced_distributions(measured, arms).items():
         svgs.append(distribution_svg(distribution, ids=f"run{index}-{key}"))
     return [Markup(svg) for svg in svgs]  # noqa: S704 - escaped by plots
 
@@ -263,6 +282,7 @@ def _run_view(
     run_dir: Path,
     report: Mapping[str, Any],
     verified: ProjectedRun,
+    intervals: Sequence[tuple[float, float] | None],
     taken: set[str],
     index: int,
 ) -> dict[str, Any]:
@@ -270,20 +290,18 @@ def _run_view(
     run_id = run["runId"]
     refs = [ref for ref in run["trials"] if ref.get("path") is not None]
     trials = []
-    documents: list[Mapping[str, Any]] = []
-    for ref, (document, shown) in zip(refs, verified.trials, strict=True):
+    for ref, (_, shown) in zip(refs, verified.trials, strict=True):
         shown["anchor"] = _anchor(run_id, ref, taken)
-        documents.append(document)
         trials.append(shown)
     lazy = lazy_trials(index, trials)
     blocks = {group["unit"]: group["block"] for group in lazy["groups"]}
     located = {(t["unit"], t["trial"]): (t["anchor"], blocks[t["unit"]]) for t in trials}
-    rows = [r for r in report["rows"] if r["runId"] == run_id]
+    rows = _rows(report, run_id)
     experiment = next(
         (e for e in report.get("experiments", []) if e["arms"][0]["runId"] == run_id), None
     )
     statistics = experiment["statistics"] if experiment else None
-    cases = _case_rows(rows, trials)
+    cases = _case_rows(rows, _counts(rows, trials), intervals)
     arms = [a["id"] for a in run.get("arms") or []]
     return {
         "runId": run_id,
@@ -296,7 +314,7 @@ def _run_view(
         "arms": arms,
         "cases": cases,
         "passRates": _pass_rates(cases, index),
-        "figures": _figures(statistics, documents, arms, index),
+        "figures": _figures(statistics, trials, arms, index),
         **lazy,
         "trials": trials,
         "trialCount": len(trials),
@@ -309,25 +327,37 @@ def _run_view(
 
 
 def _prepare() -> None:
-    """What the page needs once the trials are verified, loaded while workers verify them: the
-    interval statistics (importing SciPy is most of a second) and the compiled template."""
-    from sevro_core.experiments.statistics import wilson_interval
+    """What the page needs once the trials are verified, made while workers verify them: the
+    compiled template."""
     from sevro_core.reporting.viewer.render import page_template
 
-    wilson_interval(1, 2)
     page_template()
 
 
 def build_page(inputs: Sequence[Path]) -> dict[str, Any]:
     """Verify the runs (as ``sevro report`` does: schemas, digests) and model the page."""
+    from sevro_core.reporting.viewer.intervals import IntervalHelper
 
     directories = run_directories(inputs)
     confined_dir.cache_clear()
+    with no_cyclic_gc(), IntervalHelper() as helper:
+        return _page(directories, helper)
+
+
+def _page(directories: Sequence[Path], helper: IntervalHelper) -> dict[str, Any]:
     report, views = build_report_projected(
         directories, _project, details=True, meanwhile=_prepare, most_trials=MAX_VIEWER_TRIALS
     )
+    counts = [
+        _counts(_rows(report, views[d].run["runId"]), [shown for _, shown in views[d].trials])
+        for d in directories
+    ]
+    found = iter(helper.intervals([c for each in counts for c in each]))
     taken: set[str] = set()
-    runs = [_run_view(d, report, views[d], taken, index) for index, d in enumerate(directories, 1)]
+    runs = [
+        _run_view(d, report, views[d], [next(found) for _ in each], taken, index)
+        for index, (d, each) in enumerate(zip(directories, counts, strict=True), 1)
+    ]
     groups = [group for run in runs for group in run["groups"]]
     return {
         "runs": runs,
