@@ -137,11 +137,13 @@ class _RunFiles:
         return f"{parent}/{name}"
 
 
-def _verify_blob(files: _RunFiles, ref: Mapping[str, Any], limit: int, source: str) -> None:
+def _verify_blob(files: _RunFiles, ref: Mapping[str, Any], limit: int, source: str) -> bytes:
+    """The retained blob's bytes, refused unless they are the ones the trial recorded."""
     path = files.path(ref["path"], source, "evidence")
     data = read_bounded(path, limit, what="retained evidence")
     if hashlib.sha256(data).hexdigest() != ref["sha256"] or len(data) != ref["byteLength"]:
         raise InvocationError("retained evidence does not match its recorded digest", source=path)
+    return data
 
 
 def _not_json(name: str) -> Any:
@@ -177,9 +179,10 @@ def _trial_document(path: str, recorded: str | None) -> tuple[dict[str, Any], bo
     return document, False
 
 
-TrialProjection = Callable[[Path, Mapping[str, Any], Mapping[str, Any]], Any]
+TrialProjection = Callable[[Path, Mapping[str, Any], Mapping[str, Any], Mapping[str, bytes]], Any]
 """What a caller wants of each verified trial (its run directory, run.json's reference, the
-full trial document), computed where the trial was read: a worker process when there are many."""
+full trial document, and the retained blobs just read and checked against their digests, by
+path), computed where the trial was read: a worker process when there are many."""
 
 
 def _check_trial(
@@ -201,10 +204,12 @@ def _check_trial(
                 "trial evidence belongs to another run, case or trial", source=path
             )
         evidence = document["evidence"]
+        verified: dict[str, bytes] = {}
         if evidence["rawResult"] is not None:
-            _verify_blob(files, evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES, path)
+            raw = evidence["rawResult"]
+            verified[raw["path"]] = _verify_blob(files, raw, MAX_FINAL_MESSAGE_BYTES, path)
         for artifact in evidence["artifactRefs"]:
-            _verify_blob(files, artifact, MAX_ARTIFACT_BYTES, path)
+            verified[artifact["path"]] = _verify_blob(files, artifact, MAX_ARTIFACT_BYTES, path)
         if proven and not _summable(evidence):
             raise TypeError
         skills = [o for o in evidence["observations"] if o.get("id") == SKILLS_OBSERVATION]
@@ -223,7 +228,7 @@ def _check_trial(
         "evidence": reduced,
     }
     if project is not None:
-        checked[_PROJECTED] = project(files.run_dir, ref, document)
+        checked[_PROJECTED] = project(files.run_dir, ref, document, verified)
     return checked
 
 

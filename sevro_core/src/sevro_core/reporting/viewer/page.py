@@ -220,12 +220,17 @@ def _pairs(
     return shown
 
 
-def _project(run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]) -> Any:
+def _project(
+    run_dir: Path,
+    ref: Mapping[str, Any],
+    document: Mapping[str, Any],
+    verified: Mapping[str, bytes],
+) -> Any:
     """One trial's view, built in the report's worker that verified the file (anchor later)."""
     from sevro_core.experiments.comparison import arm_trial
     from sevro_core.reporting.plots import PLAIN_ARM
 
-    shown = trial_view(run_dir, ref, document)
+    shown = trial_view(run_dir, ref, document, verified)
     projected = projected_trial(shown, unit_key(ref["caseId"], ref.get("arm")))
     projected["measured"] = arm_trial(document, None if ref.get("arm") else PLAIN_ARM)
     return projected

@@ -64,8 +64,15 @@ def inside(run_dir: Path, relative: str) -> Path:
     return parent / name
 
 
-def read_blob(run_dir: Path, ref: Mapping[str, Any], limit: int) -> tuple[str, bool]:
-    """A retained blob's text (UTF-8, undecodable bytes replaced) and whether it was cut."""
+def read_blob(
+    run_dir: Path, ref: Mapping[str, Any], limit: int, verified: Mapping[str, bytes] | None = None
+) -> tuple[str, bool]:
+    """A retained blob's text (UTF-8, undecodable bytes replaced) and whether it was cut; a blob
+    in ``verified`` (read and checked against its digest where the trial was verified) is not
+    read again."""
+    known = (verified or {}).get(ref["path"])
+    if known is not None:
+        return known[:limit].decode("utf-8", errors="replace"), len(known) > limit
     path = inside(run_dir, ref["path"])
     size = int(ref.get("byteLength") or 0)
     data = read_bounded(str(path), max(size, 0) + 1, what="retained evidence")[:limit]
@@ -110,11 +117,13 @@ def _actions(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
     return actions
 
 
-def _diff(run_dir: Path, evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+def _diff(
+    run_dir: Path, evidence: Mapping[str, Any], verified: Mapping[str, bytes]
+) -> dict[str, Any] | None:
     """The trial's diff artifact as classified lines (added, removed, hunk, file, context)."""
     for ref in evidence.get("artifactRefs") or []:
         if ref.get("id") in _DIFF_IDS:
-            text, cut = read_blob(run_dir, ref, MAX_VIEWER_DIFF_BYTES)
+            text, cut = read_blob(run_dir, ref, MAX_VIEWER_DIFF_BYTES, verified)
             return {"id": ref["id"], "lines": diff_lines(text), "cut": cut}
     return None
 
@@ -148,7 +157,9 @@ def _changes(evidence: Mapping[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _messages(run_dir: Path, evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _messages(
+    run_dir: Path, evidence: Mapping[str, Any], verified: Mapping[str, bytes]
+) -> list[dict[str, Any]]:
     """The reply of each settled turn, or the final message when the case had one turn."""
     turns = _observation(evidence, TURNS_OBSERVATION).get("turns")
     if turns:
@@ -159,7 +170,7 @@ def _messages(run_dir: Path, evidence: Mapping[str, Any]) -> list[dict[str, Any]
     raw = evidence.get("rawResult")
     if raw is None:
         return []
-    text, cut = read_blob(run_dir, raw, MAX_FINAL_MESSAGE_BYTES)
+    text, cut = read_blob(run_dir, raw, MAX_FINAL_MESSAGE_BYTES, verified)
     return [{"turn": evidence.get("turnsCompleted") or 1, "text": visible(text), "cut": cut}]
 
 
@@ -218,9 +229,14 @@ def _advisory(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def trial_view(
-    run_dir: Path, ref: Mapping[str, Any], document: Mapping[str, Any]
+    run_dir: Path,
+    ref: Mapping[str, Any],
+    document: Mapping[str, Any],
+    verified: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
-    """Everything the page shows of one trial (its anchor is the key it is stored under)."""
+    """Everything the page shows of one trial (its anchor is the key it is stored under);
+    ``verified`` as for ``read_blob``."""
+    verified = verified or {}
     evidence = document["evidence"]
     skills = _observation(evidence, SKILLS_OBSERVATION)
     artifacts = [a["path"] for a in evidence.get("artifactRefs") or []]
@@ -234,10 +250,10 @@ def trial_view(
         "task": (evidence.get("task") or {}).get("verdict"),
         "reason": visible(trial_reason(evidence) or ""),
         "checks": _checks(evidence),
-        "messages": _messages(run_dir, evidence),
+        "messages": _messages(run_dir, evidence, verified),
         "actions": _actions(evidence),
         "changes": _changes(evidence),
-        "diff": _diff(run_dir, evidence),
+        "diff": _diff(run_dir, evidence, verified),
         "skillsRead": [visible(s, 200) for s in skills.get("read") or []],
         "skillsOffered": [visible(s.get("name"), 200) for s in skills.get("offered") or []],
         "skillReads": [
