@@ -254,3 +254,19 @@ def test_execution_and_grading_filters_and_a_deep_link_into_a_filtered_out_trial
         assert "execution failed" in linked.locator(".states").inner_text()
         assert count.inner_text() == "2 of 2 trials shown"
         assert browser.locator(".trial-body:not(.lazy)").count() == 1  # only the linked one
+
+
+def test_packed_details_survive_any_string_and_unpack_to_the_view() -> None:
+    """A lone surrogate or any other character in a view (none should reach it, but the page
+    must not fail on one) is carried as an escape; the packed block unpacks to the view."""
+    import base64
+    import gzip
+    import json
+
+    view = {"caseId": "c", "arm": "", "trial": 1, "execution": "completed", "grading": "x"}
+    view |= {"task": "passed", "checks": [], "reason": "a\ud800b é 漢 </script>"}
+    trial = {**projected_trial(view, "c"), "anchor": "trial-r-c-1"}
+    (block,) = lazy_trials(1, [trial])["blocks"]
+    unpacked = json.loads(gzip.decompress(base64.b64decode(block["data"])))
+    assert unpacked == {"trial-r-c-1": view}
+    assert "<" not in block["data"]

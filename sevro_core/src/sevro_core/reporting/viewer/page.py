@@ -61,12 +61,13 @@ def script_json(value: object) -> str:
 
 def projected_trial(shown: Mapping[str, Any], unit: str) -> dict[str, Any]:
     """What the page keeps of one trial's view: the fields its row and filters need, and the
-    whole view as JSON text, serialised where the trial was read (a large run's workers)."""
+    whole view as JSON text, serialised where the trial was read (a large run's workers). The
+    text is ASCII (``\\uXXXX`` escapes), so no character of it can fail to encode."""
     return {
         **{key: shown[key] for key in _SUMMARY},
         "unit": unit,
         "checks": [[check["id"], check["status"]] for check in shown["checks"]],
-        "detail": json.dumps(shown, ensure_ascii=False, separators=(",", ":")),
+        "detail": json.dumps(shown, separators=(",", ":")),
     }
 
 
