@@ -14,7 +14,32 @@ OTHER = "# Notes\n\nStep 1: say hello warmly.\n"
 
 
 def fixture(skills_dir: str) -> dict[str, Any]:
-    return {"files": {f"{skills_dir}/greet/SKILL.md": BODY, "notes.md": OTHER}}
+    return {"files": {f"{skills_dir}/greet/SKILL.md": BODY, "notes.md": OTHER, "copy.md": BODY}}
+
+
+def SOURCED(skills_dir: str) -> list[str]:
+    """Only content from the prepared file counts: a fixture file copying the body, read whole,
+    in a page, and beside a one-line read of the real file (negative), then the real file in
+    ``sed`` pages (a composed activation at the fifth command, from two reads)."""
+    skill = f"{skills_dir}/greet/SKILL.md"
+    return [
+        "cat copy.md",
+        "sed -n '1,7p' copy.md",
+        f"cat copy.md; head -n 1 {skill}",
+        f"sed -n '1,7p' {skill}",
+        f"sed -n '8,14p' {skill}",
+    ]
+
+
+def check_sourced(document: dict[str, Any], first_ordinal: int = 1) -> None:
+    observation = activations(document)
+    assert observation["completeness"] == "complete", observation
+    data = observation["data"]
+    found = [
+        (a["skill"], a["turn"], a["ordinal"], a["kind"], a["reads"]) for a in data["activations"]
+    ]
+    assert found == [("greet", 1, first_ordinal + 4, "composed", 2)], found
+    check_agreement(document)
 
 
 def POSITIVE(skills_dir: str) -> list[str]:

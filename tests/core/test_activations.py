@@ -7,16 +7,37 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from sevro_core.api import HookLog, MountedSkill, activations_observation, hook_command, limits
 from tests.core.activation_controls import BODY, OTHER
 
 SKILL = MountedSkill("greet", ".agents/skills/greet/SKILL.md", "0" * 64, len(BODY), BODY)
+WORKSPACE = Path("/nonexistent/sevro-workspace")
+CAT = f"cat {SKILL.path}"
 
 
-def _write(directory: Path, n: int, response: object, tool: str = "Bash") -> None:
-    record = {"hook_event_name": "PostToolUse", "tool_name": tool, "tool_response": response}
+def _write(
+    directory: Path,
+    n: int,
+    response: object,
+    tool: str = "Bash",
+    target: str = CAT,
+    cwd: str = str(WORKSPACE),
+) -> None:
+    key = "file_path" if tool == "Read" else "command"
+    record = {
+        "hook_event_name": "PostToolUse",
+        "cwd": cwd,
+        "tool_name": tool,
+        "tool_input": {key: target},
+        "tool_response": response,
+    }
     (directory / f"{n:020d}-1.json").write_text(json.dumps(record))
+
+
+def _observe(log: HookLog | None) -> tuple[str, dict[str, Any]]:
+    return activations_observation([SKILL], log, WORKSPACE)
 
 
 def _log(tmp_path: Path, responses: list[object], expected: int | None = None) -> HookLog:
@@ -40,7 +61,7 @@ def test_whole_and_composed_reads_activate_with_turn_and_ordinal(tmp_path: Path)
         _lines(1, 5),
         _lines(6, 14),
     ]
-    state, data = activations_observation([SKILL], _log(tmp_path, responses))
+    state, data = _observe(_log(tmp_path, responses))
     assert state == "complete", data
     found = [(a["turn"], a["ordinal"], a["kind"], a["reads"]) for a in data["activations"]]
     assert found == [(1, 1, "whole", 1), (1, 2, "whole", 1), (1, 4, "composed", 2)]
@@ -49,13 +70,13 @@ def test_whole_and_composed_reads_activate_with_turn_and_ordinal(tmp_path: Path)
 
 def test_parts_never_activate(tmp_path: Path) -> None:
     responses: list[object] = [_lines(1, 4), _lines(2, 13), OTHER, "---\n", BODY[:-30]]
-    state, data = activations_observation([SKILL], _log(tmp_path, responses))
+    state, data = _observe(_log(tmp_path, responses))
     assert (state, data["activations"], data["activated"]) == ("complete", [], [])
 
 
 def test_a_lone_front_matter_delimiter_shows_neither_place(tmp_path: Path) -> None:
     # lines 2-14 and a "---" elsewhere: line 1 is never shown as itself
-    state, data = activations_observation([SKILL], _log(tmp_path, [_lines(2, 14), "x\n---\n"]))
+    state, data = _observe(_log(tmp_path, [_lines(2, 14), "x\n---\n"]))
     assert (state, data["activated"]) == ("complete", [])
 
 
@@ -65,7 +86,7 @@ def test_reads_across_turns_compose_and_keep_their_turn(tmp_path: Path) -> None:
     log.harvest(1, {"Bash": 1})
     _write(tmp_path, 2, _lines(8, 14))
     log.harvest(2, {"Bash": 1})
-    state, data = activations_observation([SKILL], log)
+    state, data = _observe(log)
     assert state == "complete"
     assert [(a["turn"], a["ordinal"]) for a in data["activations"]] == [(2, 1)]
 
@@ -100,10 +121,10 @@ def test_missing_truncated_malformed_or_linked_records_are_unavailable(tmp_path:
     stray.harvest(2, {})
     cases["stray file"] = stray
     for name, log in cases.items():
-        state, data = activations_observation([SKILL], log)
+        state, data = _observe(log)
         assert state == "unavailable", name
         assert "activations" not in data and data["reason"], name  # never "not read"
-    state, data = activations_observation([SKILL], None)
+    state, data = _observe(None)
     assert state == "unavailable" and "activations" not in data
 
 
@@ -125,3 +146,41 @@ def test_the_hook_is_passive_and_bounded(tmp_path: Path) -> None:
         check=False,
     )
     assert (gone.returncode, gone.stdout) == (0, b"")  # a failed write still never blocks
+
+
+def _sourced(tmp_path: Path, calls: list[tuple[str, str, str, object]]) -> list[tuple[int, str]]:
+    """Activations (ordinal, kind) of ``(tool, target, cwd, response)`` records."""
+    tmp_path.mkdir()
+    for n, (tool, target, cwd, response) in enumerate(calls, start=1):
+        _write(tmp_path, n, response, tool, target, cwd)
+    log = HookLog(tmp_path)
+    log.harvest(1, {})
+    state, data = _observe(log)
+    assert state == "complete", data
+    return [(a["ordinal"], a["kind"]) for a in data["activations"]]
+
+
+def test_only_content_from_the_prepared_file_counts(tmp_path: Path) -> None:
+    ws, skill = str(WORKSPACE), SKILL.path
+    elsewhere = "/nonexistent/elsewhere"
+    copies: list[tuple[str, str, str, object]] = [
+        ("Bash", "cat copy.md", ws, BODY),  # a fixture file that copies the body
+        ("Bash", "sed -n '1,7p' copy.md", ws, _lines(1, 7)),
+        ("Bash", f"cat copy.md; head -n 1 {skill}", ws, BODY),  # names the skill, reads more
+        ("Bash", "cat $SKILL", ws, BODY),  # a path sevro cannot resolve
+        ("Bash", f"echo {skill}", ws, BODY),  # names the path, reads nothing
+        ("Bash", "cat SKILL.md", elsewhere, BODY),  # relative to a directory outside
+        ("Read", f"{ws}/copy.md", ws, {"file": {"content": BODY}}),
+        ("Grep", skill, ws, BODY),  # another tool
+    ]
+    assert _sourced(tmp_path / "copies", copies) == []
+    real: list[tuple[str, str, str, object]] = [
+        ("Bash", f"sed -n '1,7p' {skill}", ws, _lines(1, 7)),
+        ("Bash", "cat copy.md", ws, BODY),  # never completes the composed read
+        ("Bash", f"sed -n '8,14p' {ws}/{skill}", ws, _lines(8, 14)),
+        ("Read", f"{ws}/{skill}", elsewhere, {"file": {"content": BODY}}),
+        ("Bash", "cat SKILL.md", f"{ws}/.agents/skills/greet", BODY),
+        ("Read", skill, ws, {"file": {"content": BODY}}),  # relative to the workspace
+    ]
+    found = _sourced(tmp_path / "real", real)
+    assert found == [(3, "composed"), (4, "whole"), (5, "whole"), (6, "whole")]

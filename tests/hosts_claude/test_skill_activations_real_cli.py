@@ -16,10 +16,12 @@ from sevro_hosts_claude.testing import require_claude
 from tests.core.activation_controls import (
     NEGATIVE,
     POSITIVE,
+    SOURCED,
     activations,
     check_agreement,
     check_negative,
     check_positive,
+    check_sourced,
     fixture,
 )
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
@@ -54,6 +56,12 @@ def test_partial_reads_and_other_files_do_not_activate(
     assert observation(document, "sevro.skills")["data"]["read"] == []
 
 
+def test_a_copy_of_the_body_in_another_file_does_not_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    check_sourced(_run(sevro_project, mock_model, [bash(c) for c in SOURCED(SKILLS)]))
+
+
 def test_read_tool_pages_compose_and_a_short_page_does_not(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
@@ -64,13 +72,14 @@ def test_read_tool_pages_compose_and_a_short_page_does_not(
         ToolCall("Read", {"file_path": "notes.md"}),  # 4: another file
         ToolCall("Read", {"file_path": SKILL, "offset": 10}),  # 5: lines 10-14: composed
         ToolCall("Read", {"file_path": SKILL, "offset": 2}),  # 6: misses line 1 (a lone "---")
+        ToolCall("Read", {"file_path": "copy.md"}),  # 7: the whole body, from another file
     ]
     document = _run(sevro_project, mock_model, calls)
     data = activations(document)
     assert data["completeness"] == "complete", data
     found = [(a["ordinal"], a["tool"], a["kind"], a["reads"]) for a in data["data"]["activations"]]
-    # notes.md shares one line with the body, which the model saw: a source of the composed read
-    assert found == [(1, "Read", "whole", 1), (5, "Read", "composed", 4)], found
+    # notes.md and copy.md show body lines, but not from the prepared file: they never count
+    assert found == [(1, "Read", "whole", 1), (5, "Read", "composed", 3)], found
     check_agreement(document)
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
 

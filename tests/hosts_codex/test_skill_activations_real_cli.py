@@ -15,9 +15,11 @@ from tests.core.activation_controls import (
     BODY,
     NEGATIVE,
     POSITIVE,
+    SOURCED,
     activations,
     check_negative,
     check_positive,
+    check_sourced,
     fixture,
 )
 from tests.hosts_codex.helpers import observation, run_codex, shell, trial
@@ -50,6 +52,12 @@ def test_partial_reads_and_other_files_do_not_activate(
     check_negative(document)
     assert observation(document, "sevro.skills")["data"]["read"] == []
     assert BODY not in str(activations(document))
+
+
+def test_a_copy_of_the_body_in_another_file_does_not_activate(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    check_sourced(_run(sevro_project, mock_model, SOURCED(SKILLS)))
 
 
 def test_pages_across_turns_compose_on_the_turn_that_completes_the_body(

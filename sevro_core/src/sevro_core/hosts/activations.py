@@ -10,11 +10,17 @@ A prepared skill (the ``SKILL.md`` sevro mounted, as it was when the trial start
 aside: tools trim them at the edges of their output): in one result
 (``whole``: ``cat``, ``sed -n 1,200p``, a ``Read`` of the whole file, ``cat -n``) or in several
 results that together cover every line (``composed``: ``sed -n a,bp`` pages, ``head`` then
-``tail``, ``Read`` with ``offset``/``limit``). Content is matched line by line, in runs of
-consecutive body lines that occur once in the body (a lone ``---`` could be either front-matter
-delimiter, so it shows neither); line-numbered output is read without its numbers. Shell syntax
-is never interpreted. After an activation
-the skill's coverage starts again, so a second full read is a second activation.
+``tail``, ``Read`` with ``offset``/``limit``).
+
+Only a result whose call targeted that ``SKILL.md`` counts, so a copy of the body in another
+file (a fixture that repeats it) never activates it: a ``Read`` whose ``file_path`` is the
+prepared file, or a ``Bash`` command that reads it and nothing but prepared ``SKILL.md`` files,
+every path resolved (from the record's working directory) by the rule ``sevro.file-reads`` uses
+(:mod:`sevro_core.hosts.reads`). Within such a result, content is matched line by line, in runs
+of consecutive body lines that occur once in the body (a lone ``---`` could be either
+front-matter delimiter, so it shows neither); line-numbered output is read without its numbers.
+After an activation the skill's coverage starts again, so a second full read is a second
+activation.
 
 Hook records are untrusted: each is bounded, and a missing, oversized (truncated), malformed or
 linked record, more records than allowed, or fewer records than the stream's tool calls make the
@@ -33,7 +39,7 @@ from pathlib import Path
 from attrs import field, frozen, mutable
 
 from sevro_core.formats.jsonio import JsonValue
-from sevro_core.hosts.reads import denumbered
+from sevro_core.hosts.reads import WorkspaceFiles, command_reads, denumbered, workspace_path
 from sevro_core.hosts.skills import MountedSkill
 from sevro_core.limits import (
     MAX_ACTIVATION_MATCH_STEPS,
@@ -62,6 +68,8 @@ class HookRecord:
     ordinal: int  # the record's place among the turn's hooked tool calls, from 1
     tool: str
     texts: tuple[str, ...]  # the returned content's strings
+    target: str | None = None  # a ``Read``'s ``file_path`` or a ``Bash`` call's ``command``
+    cwd: str | None = None  # the absolute working directory the hook input reports
 
 
 class _Unavailable(Exception):
@@ -134,7 +142,19 @@ def _record(directory: Path, name: str, turn: int, ordinal: int) -> HookRecord:
     if not isinstance(tool, str):
         raise _Unavailable(f"hook record {name} names no tool")
     returned = document.get("tool_response", document.get("error"))
-    return HookRecord(turn, ordinal, tool[:256], tuple(_strings(returned, 0))[:_MAX_TEXTS])
+    texts = tuple(_strings(returned, 0))[:_MAX_TEXTS]
+    arguments = document.get("tool_input")
+    key = {"Read": "file_path", "Bash": "command"}.get(tool)
+    target = arguments.get(key) if isinstance(arguments, dict) and key else None
+    cwd = document.get("cwd")
+    return HookRecord(
+        turn,
+        ordinal,
+        tool[:256],
+        texts,
+        target if isinstance(target, str) else None,
+        cwd if isinstance(cwd, str) else None,
+    )
 
 
 def _strings(value: object, depth: int) -> Iterator[str]:
@@ -225,8 +245,30 @@ class _Matcher:
             )
 
 
+def targets(record: HookRecord, skills: Sequence[MountedSkill], workspace: Path) -> set[str]:
+    """The names of the prepared ``skills`` whose ``SKILL.md`` the record's call read: only
+    their content in its result can count, never a copy of it in another file's."""
+    by_path = {s.path: s.name for s in skills}
+    if record.target is None:
+        return set()
+    if record.tool == "Read":
+        path = workspace_path(workspace, record.target)
+        return {by_path[path]} if path in by_path else set()
+    if record.tool != "Bash":
+        return set()
+    cwd = workspace_path(workspace, record.cwd) if record.cwd is not None else "."
+    if cwd is None:
+        return set()  # relative paths from outside the workspace name no prepared file
+    files = WorkspaceFiles(workspace, {s.path: s.body for s in skills})
+    found = command_reads(record.target, "", None, files, cwd)
+    paths = {read.path for read in found.reads}
+    if found.unresolved or not paths or not paths <= set(by_path):
+        return set()  # another file (or one sevro cannot name) may have shown the lines
+    return {by_path[path] for path in paths}
+
+
 def activations(
-    skills: Sequence[MountedSkill], records: Sequence[HookRecord]
+    skills: Sequence[MountedSkill], records: Sequence[HookRecord], workspace: Path
 ) -> list[dict[str, JsonValue]]:
     """Every activation of the prepared ``skills`` in ``records``, in record order."""
     matchers = {s.name: _Matcher.of(s.body) for s in skills if s.body and s.body.strip()}
@@ -235,7 +277,10 @@ def activations(
     sources: dict[str, int] = {name: 0 for name in matchers}
     found: list[dict[str, JsonValue]] = []
     for record in records:
+        read = targets(record, skills, workspace)
         for name, matcher in matchers.items():
+            if name not in read:
+                continue
             shown: set[int] = set()
             for text in record.texts:
                 shown |= matcher.covered(text) & required[name]
@@ -255,9 +300,10 @@ def activations(
 
 
 def activations_observation(
-    skills: Sequence[MountedSkill], log: HookLog | None
+    skills: Sequence[MountedSkill], log: HookLog | None, workspace: Path
 ) -> tuple[str, dict[str, JsonValue]]:
-    """(completeness, data) of ``sevro.host.skill-activations`` for the prepared ``skills``."""
+    """(completeness, data) of ``sevro.host.skill-activations`` for the prepared ``skills``
+    mounted in ``workspace`` (where the records' paths are resolved)."""
     prepared: list[JsonValue] = [s.to_json() for s in skills]
     if log is None:
         return "unavailable", {"reason": "no hook collection for this trial", "skills": prepared}
@@ -267,7 +313,7 @@ def activations_observation(
     found: list[dict[str, JsonValue]] = []
     if problem is None:
         try:
-            found = activations(skills, log.records)
+            found = activations(skills, log.records, workspace)
         except _Unavailable as exc:
             problem = str(exc)
     if problem is not None:

@@ -976,7 +976,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         complete)."""
         if self.hook_log is None:
             return (), None
-        state, data = activations_observation(offered, self.hook_log)
+        state, data = activations_observation(offered, self.hook_log, self.request.workspace)
         found = data.get("activations")
         activated: list[dict[str, JsonValue]] | None = None
         if state == "complete" and isinstance(found, list):
