@@ -118,3 +118,48 @@ def check_agreement(document: dict[str, Any]) -> None:
     ]
     assert via == [(a["skill"], a["turn"], a["ordinal"]) for a in data["activations"]]
     assert set(data["activated"]) <= set(skills["data"]["read"])
+
+
+MARK = "-$((6*7))"
+"""Appended to an ``echo`` marker, so the marker the shell prints (``...-42``) differs from the
+command text the model's conversation also holds."""
+
+
+def REACH(hooks: str, config: str, shown: tuple[str, ...] = ()) -> list[str]:
+    """Commands that try to list, read and write the hook records directory ``hooks`` (and
+    count what the private directory ``config`` holding it shows beyond the ``shown`` paths),
+    each echoing a marker only on success; then the same commands on the workspace (controls).
+    The caller adds one real read of the skill last."""
+    attempts = [
+        'echo "HOME=$HOME"',
+        f"ls -a {hooks} && echo HOOKS-LISTED{MARK}",
+        f"cat {hooks}/*.json && echo HOOKS-READ{MARK}",
+        f"echo '{{}}' > {hooks}/1-1.json && echo HOOKS-WRITTEN{MARK}",
+    ]
+    # masked (empty) or refused: nothing of it is shown but the ``shown`` paths (find patterns)
+    hide = "".join(f" -not -path '{pattern}'" for pattern in shown)
+    attempts.append(f"find {config} -mindepth 1{hide} | wc -l | sed 's/^/CONFIG-ENTRIES-/'")
+    return [
+        *attempts,
+        f'ls -a "$PWD" && echo WORKSPACE-LISTED{MARK}',
+        f'cat "$PWD/notes.md" && echo WORKSPACE-READ{MARK}',
+        f"echo '{{}}' > \"$PWD/out.json\" && echo WORKSPACE-WRITTEN{MARK}",
+    ]
+
+
+def check_out_of_reach(document: dict[str, Any], seen: str, calls: int) -> None:
+    """``seen`` (what the model was sent) shows every control succeeding and no attempt; the
+    skill's one real read (the last of ``calls``) is the only activation, and
+    the evidence stays complete (no forged or foreign record)."""
+    for marker in ("WORKSPACE-LISTED", "WORKSPACE-READ", "WORKSPACE-WRITTEN"):
+        assert f"{marker}-42" in seen, marker
+    assert "# Notes" in seen
+    for marker in ("HOOKS-LISTED", "HOOKS-READ", "HOOKS-WRITTEN"):
+        assert f"{marker}-42" not in seen, marker
+    assert "CONFIG-ENTRIES-0" in seen
+    assert "hook_event_name" not in seen and "tool_response" not in seen
+    observation = activations(document)
+    assert observation["completeness"] == "complete", observation
+    found = [(a["skill"], a["ordinal"], a["kind"]) for a in observation["data"]["activations"]]
+    assert found == [("greet", calls, "whole")], found
+    assert observation["data"]["records"] == calls

@@ -5,6 +5,7 @@ the ``Read`` tool's file content), and prepared skill bodies are matched in that
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +17,12 @@ from sevro_hosts_claude.testing import require_claude
 from tests.core.activation_controls import (
     NEGATIVE,
     POSITIVE,
+    REACH,
     SOURCED,
     activations,
     check_agreement,
     check_negative,
+    check_out_of_reach,
     check_positive,
     check_sourced,
     fixture,
@@ -32,8 +35,12 @@ SKILLS = ".claude/skills"
 SKILL = f"{SKILLS}/greet/SKILL.md"
 
 
+_SERVERS: list[Any] = []
+
+
 def _run(project: SevroProject, mock_model: Callable[..., Any], calls: list[Any]) -> Any:
     server = mock_model([*(reply(c) for c in calls), reply(Message("ready"))], protocols=PROTOCOLS)
+    _SERVERS.append(server)
     case = project.case(fixture=fixture(SKILLS))
     result = run_claude(project, require_claude(), server, case)
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -60,6 +67,28 @@ def test_a_copy_of_the_body_in_another_file_does_not_activate(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
     check_sourced(_run(sevro_project, mock_model, [bash(c) for c in SOURCED(SKILLS)]))
+
+
+def test_the_hook_records_and_config_dir_are_out_of_the_agents_reach(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """The hook directory is ``sevro-hooks`` in the private config directory, beside the
+    commands' ``HOME``: a command cannot list, read or write it, and the config directory
+    shows it nothing (Claude Code's sandbox masks it as an empty directory), while the same
+    commands on the workspace work."""
+    config = '"$HOME/../claude-config"'
+    commands = [
+        "find \"$HOME/..\" -mindepth 1 -maxdepth 1 -name claude-config | sed 's/^/SEEN-/'",
+        *REACH('"$HOME/../claude-config/sevro-hooks"', config),
+        f"cat {SKILL}",
+    ]
+    document = _run(sevro_project, mock_model, [bash(c) for c in commands])
+    (server,) = _SERVERS[-1:]
+    seen = json.dumps(server.requests[-1].json())
+    # the attempts named the real place: the (masked) config directory beside the private HOME
+    assert re.search(r"HOME=/[^ ]*/sevro-private-[^/ ]+/home", seen), seen[-3000:]
+    assert re.search(r"SEEN-/[^ ]*/sevro-private-[^/ ]+/home/../claude-config", seen)
+    check_out_of_reach(document, seen, len(commands))
 
 
 def test_read_tool_pages_compose_and_a_short_page_does_not(

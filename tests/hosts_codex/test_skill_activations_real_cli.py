@@ -3,6 +3,8 @@ records what each command returned, and prepared skill bodies are matched in tha
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,9 +17,11 @@ from tests.core.activation_controls import (
     BODY,
     NEGATIVE,
     POSITIVE,
+    REACH,
     SOURCED,
     activations,
     check_negative,
+    check_out_of_reach,
     check_positive,
     check_sourced,
     fixture,
@@ -58,6 +62,32 @@ def test_a_copy_of_the_body_in_another_file_does_not_activate(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
     check_sourced(_run(sevro_project, mock_model, SOURCED(SKILLS)))
+
+
+def test_the_hook_records_are_out_of_the_agents_reach(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """The hook directory is the trial's private ``hooks``, beside the commands' ``HOME``: a
+    command cannot list, read or write it (a forged record would spoil the evidence, a read
+    would leak other calls' content), while the same commands on the workspace work."""
+    root = '"$HOME/.."'  # the private root: only the sandbox's own places are shown in it
+    shown = [f"*/home/../{place}*" for place in ("home", "tmp", "bin")]
+    shown += ["*/home/../codex-home", "*/home/../codex-home/tmp", "*/codex-home/tmp/arg0-linux*"]
+    commands = [
+        f"find {root} -mindepth 1 -maxdepth 1 -name home | wc -l | sed 's/^/HOME-SEEN-/'",
+        *REACH('"$HOME/../hooks"', root, tuple(shown)),
+        f"cat {SKILLS}/greet/SKILL.md",
+    ]
+    server = mock_model([*(reply(shell(c)) for c in commands), reply(Message("ready"))])
+    case = sevro_project.case(fixture=fixture(SKILLS))
+    result = run_codex(sevro_project, require_codex(), server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    seen = json.dumps(server.requests[-1].json())
+    # the attempts named the real place: HOME is the private root's home, which is listed
+    assert re.search(r"HOME=/[^ ]*/sevro-private-[^/ ]+/home", seen), seen[-3000:]
+    assert "HOME-SEEN-1" in seen
+    document = trial(sevro_project)
+    check_out_of_reach(document, seen, len(commands))
 
 
 def test_pages_across_turns_compose_on_the_turn_that_completes_the_body(
