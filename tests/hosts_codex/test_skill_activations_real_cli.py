@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
-from sevro_core.testing.mockmodel import Message, reply
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from sevro_hosts_codex.testing import require_codex
 from tests.core.activation_controls import (
     BODY,
@@ -62,6 +62,27 @@ def test_a_copy_of_the_body_in_another_file_does_not_activate(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
     check_sourced(_run(sevro_project, mock_model, SOURCED(SKILLS)))
+
+
+def test_a_commands_workdir_decides_which_file_it_read(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """Codex's hook reports the command's ``workdir`` as its ``cwd``: the same relative path
+    from a subdirectory holding a copy of the skill is not the prepared file (negative); from
+    the skill's own directory, ``cat SKILL.md`` is (positive)."""
+    skill = f"{SKILLS}/greet/SKILL.md"
+    files = {**fixture(SKILLS)["files"], f"sub/{skill}": BODY}
+    calls = [
+        ToolCall("exec_command", {"cmd": f"cat {skill}", "workdir": "sub"}),
+        ToolCall("exec_command", {"cmd": "cat SKILL.md", "workdir": f"{SKILLS}/greet"}),
+    ]
+    server = mock_model([*(reply(c) for c in calls), reply(Message("ready"))])
+    case = sevro_project.case(fixture={"files": files})
+    result = run_codex(sevro_project, require_codex(), server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    data = activations(trial(sevro_project))["data"]
+    found = [(a["ordinal"], a["kind"]) for a in data["activations"]]
+    assert found == [(2, "whole")], found
 
 
 def test_the_hook_records_are_out_of_the_agents_reach(
