@@ -91,6 +91,25 @@ def test_the_hook_records_and_config_dir_are_out_of_the_agents_reach(
     check_out_of_reach(document, seen, len(commands))
 
 
+def test_the_shells_directory_decides_which_file_a_command_read(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """Claude Code's shell keeps its directory between calls and its hook reports it as the
+    ``cwd``: after ``cd`` into a directory holding a copy, the skill's relative path is the copy
+    (negative); after ``cd`` into the skill's own directory, ``cat SKILL.md`` is the prepared
+    file (positive)."""
+    calls = [
+        bash("mkdir -p sub/.claude/skills/greet && cp copy.md sub/.claude/skills/greet/SKILL.md"),
+        bash("cd sub"),
+        bash(f"cat {SKILL}"),
+        bash(f"cd ../{SKILLS}/greet"),
+        bash("cat SKILL.md"),
+    ]
+    document = _run(sevro_project, mock_model, calls)
+    data = activations(document)["data"]
+    assert [(a["ordinal"], a["kind"]) for a in data["activations"]] == [(5, "whole")]
+
+
 def test_read_tool_pages_compose_and_a_short_page_does_not(
     sevro_project: SevroProject, mock_model: Callable[..., Any]
 ) -> None:
