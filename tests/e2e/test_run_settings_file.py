@@ -174,3 +174,27 @@ def test_the_published_schema_is_the_one_checked() -> None:
     assert list(check.iter_errors({**good, "judges": {"comparator": {"exclude": ["a"]}}}))
     link = Path(__file__).parents[2] / "docs" / "schemas" / "run-settings.v1.schema.json"
     assert link.is_symlink() and json.loads(link.read_text())["$id"].endswith("run-settings.v1")
+
+
+def test_the_documented_settings_file_is_valid_and_a_changed_copy_is_not() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "running.md").read_text(encoding="utf-8")
+    blocks = [json.loads(b) for b in re.findall(r"^```json\n(.*?)^```$", text, re.M | re.S)]
+    documented = [b for b in blocks if isinstance(b, dict) and b.get("format") == FORMAT]
+    assert len(documented) == 1
+    check = validator("run-settings.v1")
+    assert not list(check.iter_errors(documented[0]))
+    assert list(check.iter_errors({**documented[0], "trial": 5}))
+
+
+def test_a_flag_given_with_its_default_value_still_beats_the_file(
+    sevro_project: SevroProject,
+) -> None:
+    case, settings = scripted(sevro_project, jobs=1)
+    done = sevro_project.sevro(
+        "run", case, "--run-settings-file", settings, "--jobs", "3", "--dry", "--json"
+    )
+    assert done.exit_code == 0, done.stderr
+    redacted = load(done.json()["evidencePath"])["configuration"]["redacted"]
+    assert (redacted["jobs"], redacted["runSettings"]["overridden"]) == (3, ["--jobs"])
+    done = sevro_project.sevro("run", case, "--run-settings-file", settings, "--dry", "--json")
+    assert load(done.json()["evidencePath"])["configuration"]["redacted"]["jobs"] == 1
