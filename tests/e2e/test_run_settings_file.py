@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sevro_core.formats.schemas import validator
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProject, require_tool
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check, trial_evidence
 from tests.e2e.test_host_settings import echo_plugin
 
@@ -198,3 +198,39 @@ def test_a_flag_given_with_its_default_value_still_beats_the_file(
     assert (redacted["jobs"], redacted["runSettings"]["overridden"]) == (3, ["--jobs"])
     done = sevro_project.sevro("run", case, "--run-settings-file", settings, "--dry", "--json")
     assert load(done.json()["evidencePath"])["configuration"]["redacted"]["jobs"] == 1
+
+
+def test_an_advisory_judge_from_the_file_runs_as_the_same_flags_would(
+    sevro_project: SevroProject,
+) -> None:
+    """The scripted host reviews as the advisory judge; its route and exclusions come from the
+    file (config path relative to it) and match a run given the same flags."""
+    from tests.judges.test_advisory_run import DAMNING, FIXTURE, PASSING, STEPS
+
+    require_tool("git")
+    case = sevro_project.case(fixture=FIXTURE, checks=PASSING)
+    host = sevro_project.script(default=[STEPS])
+    reply = [{"promptContains": "VISIBLE", "reply": json.dumps(DAMNING)}]
+    judge = sevro_project.write_json("settings/judge.json", {"judges": {"advisory": reply}})
+    settings = sevro_project.write_json(
+        "settings/run.json",
+        {
+            "format": FORMAT,
+            "judges": {
+                "advisory": {"host": "scripted", "hostConfig": "judge.json", "exclude": ["notes"]}
+            },
+        },
+    )
+    by_file = sevro_project.run(case, "--host-config", host, "--run-settings-file", settings)
+    assert by_file.exit_code == 0, by_file.stderr
+    review = trial_evidence(by_file.json())["advisoryReview"]
+    assert review["status"] == "completed" and review["findings"] == [DAMNING["findings"][0]]
+    flags = ["--advisory-host", "scripted", "--advisory-host-config", judge]
+    by_flags = sevro_project.run(case, "--host-config", host, *flags, "--advisory-exclude", "notes")
+    assert by_flags.exit_code == 0, by_flags.stderr
+    file_run = load(by_file.json()["evidencePath"])["configuration"]["redacted"]
+    flag_run = load(by_flags.json()["evidencePath"])["configuration"]["redacted"]
+    assert file_run["judges"] == flag_run["judges"]
+    assert file_run["runSettings"]["applied"] == [
+        "--advisory-host", "--advisory-host-config", "--advisory-exclude"
+    ]  # fmt: skip

@@ -665,7 +665,8 @@ def _file_host_settings(registry: Any, file: Any) -> dict[str, str]:
     try:
         return resolve_settings(hosts, None, {}, pairs)
     except InvocationError as exc:
-        raise InvocationError(exc.message, source=file.source, pointer="/hostSettings") from None
+        message = exc.message.replace("--host-setting ", "hostSettings ", 1)
+        raise InvocationError(message, source=file.source, pointer="/hostSettings") from None
 
 
 def _ci_after_run(outcome: Any, outputs: Any, registry: Any) -> int:
