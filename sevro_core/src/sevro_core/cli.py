@@ -327,6 +327,14 @@ RuntimeConfigOpt = Annotated[
         "<project-root>/sevro.json; see docs/runtime.md.",
     ),
 ]
+RunSettingsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--run-settings-file",
+        help="Read recurring selections (sevro.run-settings.v1: host, model, trials, judges, "
+        "host settings ...) from FILE; a flag given here beats the file. See docs/running.md.",
+    ),
+]
 JudgeRuntimeConfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -556,6 +564,7 @@ def run(
     protected_root: ProtectedRootOpt = None,
     local_http: LocalHttpOpt = False,
     runtime_config_file: RuntimeConfigOpt = None,
+    run_settings_file: RunSettingsFileOpt = None,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
     status_interval: StatusIntervalOpt = DEFAULT_STATUS_INTERVAL_SECONDS,
@@ -576,28 +585,17 @@ def run(
     from sevro_core.errors import InvocationError, SevroError
 
     try:
-        from attrs import evolve
-
         from sevro_core.isolation.protection import credential_locations
-        from sevro_core.plugin.hostsettings import check_settings_used, runtime_seed_settings
+        from sevro_core.plugin.hostsettings import check_settings_used
         from sevro_core.reporting.ci import check_ci_outputs
         from sevro_core.run.planning import plan_run
-        from sevro_core.runflags import (
-            RunFlags,
-            check_status_interval,
-            run_inputs,
-            run_settings,
-            sevro_spellings,
-        )
+        from sevro_core.runflags import check_status_interval, run_inputs, run_settings
 
         _setup_logging(log_format, verbose)
-        check_status_interval(status_interval)
         registry = _loaded_registry()
-        flags = RunFlags(**sevro_spellings(options, registry))
+        flags, host_flags = _run_flags(options, registry)
+        check_status_interval(flags.status_interval)
         check_ci_outputs(flags.ci_outputs)
-        host_flags = _host_settings(registry, None, host_setting)  # checked once hosts are known
-        seeds = runtime_seed_settings(registry.hosts(), host_flags)
-        flags = evolve(flags, runtime_seeds=seeds)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         settings, loaded = run_inputs(flags, settings)
         check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
@@ -611,6 +609,64 @@ def run(
     except Exception as exc:
         _fail(exc, as_json=as_json)
     raise typer.Exit(_ci_after_run(outcome, flags.ci_outputs, registry))
+
+
+def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, str]]:
+    """The run's flags and host settings: a ``--run-settings-file``'s values where the command
+    line gave none, then Sevro's spellings. The file's use is recorded and told on stderr."""
+    from attrs import evolve
+
+    from sevro_core.plugin.hostsettings import runtime_seed_settings
+    from sevro_core.run.planning import SettingsFileUse
+    from sevro_core.runflags import (
+        RunFlags,
+        apply_settings_file,
+        load_settings_file,
+        settings_file_note,
+        sevro_spellings,
+    )
+
+    options = dict(options)
+    path = options.pop("run_settings_file")
+    file = load_settings_file(path) if path is not None else None
+    applied: list[str] = []
+    overridden: list[str] = []
+    if file is not None:
+        options, applied, overridden = apply_settings_file(options, _given_flag, file)
+    flags = RunFlags(**sevro_spellings(options, registry))
+    host_flags = _host_settings(registry, None, flags.host_setting)  # checked once hosts known
+    if file is not None:
+        from_file = _file_host_settings(registry, file)
+        applied += [f"hostSettings.{k}" for k in from_file if k not in host_flags]
+        overridden += [f"hostSettings.{k}" for k in from_file if k in host_flags]
+        host_flags = {**from_file, **host_flags}
+        use = SettingsFileUse(file.source, file.digest, tuple(applied), tuple(overridden))
+        sys.stderr.write(settings_file_note(use))
+        flags = evolve(flags, settings_file=use)
+    seeds = runtime_seed_settings(registry.hosts(), host_flags)
+    return evolve(flags, runtime_seeds=seeds), host_flags
+
+
+def _given_flag(name: str) -> bool:
+    """Whether the command line (or its environment) gave option ``name``, not its default."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def _file_host_settings(registry: Any, file: Any) -> dict[str, str]:
+    """A settings file's ``hostSettings``, checked like ``--host-setting`` pairs (exit 64)."""
+    from sevro_core.errors import InvocationError
+    from sevro_core.plugin.hostsettings import file_pairs, resolve_settings
+
+    hosts = registry.hosts()
+    pairs = file_pairs(hosts, file.host_settings, file.source.parent)
+    try:
+        return resolve_settings(hosts, None, {}, pairs)
+    except InvocationError as exc:
+        message = exc.message.replace("--host-setting ", "hostSettings ", 1)
+        raise InvocationError(message, source=file.source, pointer="/hostSettings") from None
 
 
 def _ci_after_run(outcome: Any, outputs: Any, registry: Any) -> int:

@@ -119,6 +119,10 @@ MAX_SANDBOX_DIAGNOSTIC_BYTES = 4096
 MAX_HOST_SOCKET_LISTING_BYTES = 16 * MIB
 """``/proc/net/unix`` beyond this refuses the sandbox: its sockets could not all be hidden."""
 
+# Run settings (sevro.run-settings.v1)
+MAX_RUN_SETTINGS_BYTES = 64 * KIB
+"""A ``--run-settings-file`` (beyond: refused before the run)."""
+
 # Runtime configuration (sevro.runtime.v1)
 MAX_RUNTIME_CONFIG_BYTES = 64 * KIB
 """A ``sevro.json`` or ``--runtime-config-file`` (beyond: refused before the run)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from sevro_core.limits import MAX_JOBS, MAX_TRIALS
 from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.reporting.ci import CiOutputs
-from sevro_core.run.planning import RunSettings
+from sevro_core.run.planning import RunSettings, SettingsFileUse
 from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
@@ -101,6 +101,8 @@ class RunFlags:
     runtime_seeds: tuple[tuple[str, str, str], ...] = ()
     """Host settings standing for runtime seeds: (flag, variable, directory) each."""
     config_root: Path | None = None
+    settings_file: SettingsFileUse | None = None
+    """The ``--run-settings-file`` whose values some of the above are."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -148,7 +150,6 @@ def run_settings(
     protected = _protected_roots(flags.protected_root or [])
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
-    run_state_root = flags.run_state_root
     runtime, network = runtime_policy(flags, project, credentials)
     config_root, config_roots = configuration_root(flags.config_root, project)
     return RunSettings(
@@ -171,7 +172,7 @@ def run_settings(
         ),
         verdict_policy=flags.verdict_policy,
         workspace_root=workspace_root,
-        run_state_root=run_state_root.expanduser().resolve() if run_state_root else None,
+        run_state_root=_resolved(flags.run_state_root),
         sandbox=flags.sandbox,
         network=network,
         runtime=runtime,
@@ -180,7 +181,12 @@ def run_settings(
         case_sources=load_case_sources(flags.case_source_root, flags.case_source_map_file),
         judges=judge_settings(flags),
         provenance=provenance_choice(flags),
+        settings_file=flags.settings_file,
     )
+
+
+def _resolved(path: Path | None) -> Path | None:
+    return path.expanduser().resolve() if path is not None else None
 
 
 def provenance_choice(flags: RunFlags) -> ProvenanceChoice:
@@ -564,3 +570,103 @@ def _protected_roots(paths: list[Path]) -> tuple[Path, ...]:
             raise InvocationError("--protected-root must not be / (nothing could run)")
         out.setdefault(resolved, None)
     return tuple(out)
+
+
+SETTINGS_FILE_FLAG = "--run-settings-file"
+_FILE_KEYS = {
+    "host": "host",
+    "hostConfig": "host_config",
+    "model": "model",
+    "effort": "effort",
+    "trials": "trials",
+    "jobs": "jobs",
+    "threshold": "threshold",
+    "condition": "condition",
+    "sandbox": "sandbox",
+    "localHttp": "local_http",
+    "resultsRoot": "results_root",
+    "runtimeConfigFile": "runtime_config_file",
+    "verdictPolicy": "verdict_policy",
+    "statusInterval": "status_interval",
+}
+"""A run settings file's top-level keys and the ``sevro run`` options they stand for."""
+_JUDGE_KEYS = {"host": "host", "model": "model", "effort": "effort", "hostConfig": "host_config"}
+_EXISTING_FILES = {"host_config", "runtime_config_file", *(f"{r}_host_config" for r in JUDGE_ROLES)}
+_PATHS = {*_EXISTING_FILES, "results_root"}
+_STANDS_IN = {"host": "adapter_module", "semantic_host": "semantic_adapter_module"}
+_STANDS_IN["advisory_host"] = "advisory_adapter_module"
+
+
+@frozen
+class SettingsFile:
+    """A checked ``sevro.run-settings.v1`` document: option values (paths absolute) by
+    ``sevro run`` parameter name, and its ``hostSettings``."""
+
+    source: Path
+    digest: str
+    values: Mapping[str, Any]
+    host_settings: Mapping[str, str]
+
+
+def load_settings_file(path: Path) -> SettingsFile:
+    """Read and check a run settings file (exit 64 on the first problem, naming the file and
+    the key); relative paths resolve against its directory and must exist where a file is
+    read."""
+    from sevro_core.formats.canonical import sha256_hex
+    from sevro_core.formats.jsonio import parse_json_text, read_bounded
+    from sevro_core.formats.schemas import validate_input
+    from sevro_core.limits import MAX_RUN_SETTINGS_BYTES
+
+    source = path.expanduser().resolve()
+    data = read_bounded(source, MAX_RUN_SETTINGS_BYTES, what="run settings")
+    document = parse_json_text(data, source=path)
+    validate_input("run-settings.v1", document, source=path)
+    if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
+        raise InvocationError("run settings must be a JSON object", source=path)
+    pointers = {name: f"/{key}" for key, name in _FILE_KEYS.items() if key in document}
+    values = {name: document[key[1:]] for name, key in pointers.items()}
+    for role, judge in dict(document.get("judges", {})).items():
+        for key, what in _JUDGE_KEYS.items():
+            if key in judge:
+                values[f"{role}_{what}"] = judge[key]
+                pointers[f"{role}_{what}"] = f"/judges/{role}/{key}"
+        if "exclude" in judge:
+            values["advisory_exclude"] = list(judge["exclude"])
+            pointers["advisory_exclude"] = "/judges/advisory/exclude"
+    for name in _PATHS & set(values):
+        values[name] = source.parent / Path(values[name]).expanduser()
+        if name in _EXISTING_FILES and not values[name].is_file():
+            raise InvocationError("no such file", source=path, pointer=pointers[name])
+    return SettingsFile(
+        source=source,
+        digest=sha256_hex(data),
+        values=values,
+        host_settings=dict(document.get("hostSettings", {})),
+    )
+
+
+def apply_settings_file(
+    options: dict[str, Any], given: Callable[[str], bool], file: SettingsFile
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The options with the file's values where the command line gave none (``given`` says
+    whether it did); the flags the file applied and the ones the command line beat."""
+    options = dict(options)
+    applied: list[str] = []
+    overridden: list[str] = []
+    for name, value in file.values.items():
+        flag = "--" + name.replace("_", "-")
+        if given(name) or (name in _STANDS_IN and given(_STANDS_IN[name])):
+            overridden.append(flag)
+            continue
+        options[name] = value
+        applied.append(flag)
+    return options, applied, overridden
+
+
+def settings_file_note(use: SettingsFileUse) -> str:
+    """The one stderr line that says what a settings file decided (dry runs too)."""
+    applied = ", ".join(use.applied) or "nothing"
+    line = f"sevro: run settings {use.source} (sha256 {use.digest[:12]}): {applied}"
+    if use.overridden:
+        line += f"; the command line gave {', '.join(use.overridden)}"
+    return line + "\n"

@@ -67,6 +67,7 @@ RESERVED_FLAGS = frozenset(
         "--results-root",
         "--resume",
         "--run-state-root",
+        "--run-settings-file",
         "--runtime-config-file",
         "--sandbox",
         "--output",
@@ -246,6 +247,17 @@ def runtime_seed_settings(
         for _, setting in _all_settings(hosts)
         if setting.runtime_seed is not None and setting.key in given
     )
+
+
+def file_pairs(hosts: Mapping[str, Any], values: Mapping[str, str], base: Path) -> list[str]:
+    """A run settings file's ``hostSettings`` as ``KEY=VALUE`` pairs, a relative path setting
+    resolved against the file's directory ``base`` (not the working directory)."""
+    kinds = {setting.key: setting.kind for _, setting in _all_settings(hosts)}
+    pairs = []
+    for key, value in values.items():
+        relative = kinds.get(key) == "path" and value.strip() and value[0] not in "/~"
+        pairs.append(f"{key}={base / value if relative else value}")
+    return pairs
 
 
 def _all_settings(hosts: Mapping[str, Any]) -> Iterable[tuple[str, HostSetting]]:

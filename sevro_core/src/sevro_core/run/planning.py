@@ -82,6 +82,27 @@ CONDITIONS = ("passive", "enforced")
 
 
 @frozen
+class SettingsFileUse:
+    """What a ``--run-settings-file`` gave: recorded so a run says which values came from a
+    file (by digest) and which flags beat it."""
+
+    source: Path
+    digest: str
+    applied: tuple[str, ...]
+    """The flags (and ``hostSettings.KEY``) whose value came from the file."""
+    overridden: tuple[str, ...]
+    """The ones the file set but the command line gave again (the command line won)."""
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "format": "sevro.run-settings.v1",
+            "digest": self.digest,
+            "applied": list(self.applied),
+            "overridden": list(self.overridden),
+        }
+
+
+@frozen
 class RunSettings:
     """Everything the operator chose for a run, validated by the CLI."""
 
@@ -116,6 +137,8 @@ class RunSettings:
     """The runtime configuration (``sevro.json`` or ``--runtime-config-file``), read once."""
     provenance: ProvenanceChoice = field(factory=ProvenanceChoice)
     """Sevro's ``--runner-checkout-root`` and digest overrides (identity inputs)."""
+    settings_file: SettingsFileUse | None = None
+    """The ``--run-settings-file`` the values above partly came from."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -417,6 +440,8 @@ def protected_roots(
         inputs.extend(settings.experiment.input_paths())
     if settings.runtime is not None:
         inputs.append(Path(settings.runtime.source).resolve())
+    if settings.settings_file is not None:
+        inputs.append(settings.settings_file.source)
     roots = engine_roots(
         project_root=settings.project_root,
         results_root=settings.results_root,
@@ -699,6 +724,8 @@ def _configuration(
     }
     if settings.runtime is not None:
         redacted["runtimePolicy"] = settings.runtime.configuration()
+    if settings.settings_file is not None:
+        redacted["runSettings"] = settings.settings_file.configuration()
     if judges.routes:
         redacted["judges"] = {
             **judges.configuration(),
@@ -746,4 +773,11 @@ def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, An
     return runner, project
 
 
-__all__ = ["IDENTITY_ALGORITHM", "PlannedCase", "RunPlan", "RunSettings", "plan_run"]
+__all__ = [
+    "IDENTITY_ALGORITHM",
+    "PlannedCase",
+    "RunPlan",
+    "RunSettings",
+    "SettingsFileUse",
+    "plan_run",
+]
