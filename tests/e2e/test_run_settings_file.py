@@ -76,8 +76,9 @@ def test_a_flag_beats_the_file_and_the_identity_says_so(sevro_project: SevroProj
     assert "the command line gave --trials" in done.stderr
 
 
-def test_the_settings_file_changes_the_configuration_digest(sevro_project: SevroProject) -> None:
-    """Same effective values by flags alone: only ``runSettings`` tells the two runs apart."""
+def test_the_settings_file_is_recorded_but_not_evaluated(sevro_project: SevroProject) -> None:
+    """Same effective values by flags alone: only ``runSettings`` tells the two runs apart, and
+    it is provenance: the configuration digest, the identity and ``--compare`` ignore it."""
     case, settings = scripted(sevro_project)
     by_file = sevro_project.sevro("run", case, "--run-settings-file", settings, "--json")
     host = sevro_project.root / "settings" / "host.json"
@@ -92,7 +93,23 @@ def test_the_settings_file_changes_the_configuration_digest(sevro_project: Sevro
     assert "runSettings" not in flag_run["redacted"]
     without = {k: v for k, v in file_run["redacted"].items() if k != "runSettings"}
     assert without == flag_run["redacted"]
-    assert file_run["digest"] != flag_run["digest"]
+    assert file_run["digest"] == flag_run["digest"]
+    file_doc = load(by_file.json()["evidencePath"])
+    flag_doc = load(by_flags.json()["evidencePath"])
+    assert file_doc["evaluationIdentity"]["digest"] == flag_doc["evaluationIdentity"]["digest"]
+    compared = sevro_project.sevro(
+        "report", Path(by_file.json()["evidencePath"]).parent,
+        Path(by_flags.json()["evidencePath"]).parent, "--compare",
+    )  # fmt: skip
+    assert compared.exit_code in (0, 1), compared.stderr  # compared, not refused (64)
+    assert "the runs differ" not in compared.stderr
+    # control: a real difference in what is evaluated still changes the digest
+    other = sevro_project.sevro(
+        "run", case, "--run-settings-file", settings, "--trials", "3", "--json",
+    )  # fmt: skip
+    assert other.exit_code == 0, other.stderr
+    other_run = load(other.json()["evidencePath"])["configuration"]
+    assert other_run["digest"] != file_run["digest"]
 
 
 def test_dry_shows_what_the_file_decided(sevro_project: SevroProject) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sevro_core.errors import InvocationError
+from sevro_core.run.identity import PROVENANCE_ONLY
 
 PLAIN_NAMES: Final = ("A", "B")
 """Arm names of the two compared runs when a run is plain or both runs name the same arm."""
@@ -140,6 +141,8 @@ def check_comparable(
     redacted = [dict(run["configuration"]["redacted"]) for run in runs]
     for configuration in redacted:
         configuration.pop("arms", None)
+        for key in PROVENANCE_ONLY:  # how the values were given, not what they are
+            configuration.pop(key, None)
         if route_free:
             configuration.pop("hostConfiguration", None)
     for key in sorted(set(redacted[0]) | set(redacted[1])):

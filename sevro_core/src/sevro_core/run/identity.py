@@ -15,6 +15,11 @@ from attrs import frozen
 from sevro_core.formats.canonical import canonical_json, hash_json
 from sevro_core.models import Route
 
+PROVENANCE_ONLY = ("runSettings",)
+"""Keys of the redacted configuration recorded for the audit but not evaluated: how the values
+were given (a run settings file, or the same values as flags) does not change what a run
+evaluates, so they stay out of the configuration digest and ``report --compare``."""
+
 IDENTITY_ALGORITHM = "sevro.identity.v1"
 
 

@@ -65,7 +65,12 @@ from sevro_core.plugin.protocols import (
     VerdictPolicy,
     skill_places_of,
 )
-from sevro_core.run.identity import IDENTITY_ALGORITHM, IdentityInputs, evaluation_identity
+from sevro_core.run.identity import (
+    IDENTITY_ALGORITHM,
+    PROVENANCE_ONLY,
+    IdentityInputs,
+    evaluation_identity,
+)
 from sevro_core.run.provenance import ProvenanceChoice
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
@@ -741,7 +746,11 @@ def _configuration(
             }
             for arm in arms
         }
-    return {"digest": hash_json(redacted), "redacted": redacted}
+    return {"digest": hash_json(_evaluated(redacted)), "redacted": redacted}
+
+
+def _evaluated(redacted: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in redacted.items() if key not in PROVENANCE_ONLY}
 
 
 def _provenance(registry: Registry, settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
