@@ -114,7 +114,7 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
         (doc(hooks={"plugins": []}), "not supported yet", "/hooks"),
-        (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
+        (doc(nativeTranscripts="yes"), "", "/nativeTranscripts"),
         (
             doc(filesystem={"readOnlyRoots": ["{{sevro.runtime}}"]}),
             "only understood in environment.set",

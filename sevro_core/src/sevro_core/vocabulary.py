@@ -41,10 +41,18 @@ HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
 candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
 roots; an inherited value other than PATH only through the digest."""
 
+NATIVE_TRANSCRIPTS_OBSERVATION = "sevro.host.native-transcripts"
+"""Agent-CLI hosts, with the runtime key ``nativeTranscripts``: the candidate's retained native
+transcript tree (status, entry count, raw and encoded bytes, the bundle's sha256, a reason when
+it is not retained). Also the capability a host advertises when it retains the tree."""
+
 # ---- artifacts -------------------------------------------------------------------------------
 
 DIFF_ARTIFACT = "sevro.git.diff"
 """Git fixtures: the working tree's diff against the baseline."""
+NATIVE_TRANSCRIPTS_ARTIFACT = "sevro.native-transcripts.bundle"
+"""Agent-CLI hosts, with ``nativeTranscripts``: the candidate's native transcript tree as one
+deterministic ``sevro.native-transcripts.v1`` JSON document (``hosts/nativetranscripts``)."""
 FILES_DIFF_ARTIFACT = "sevro.files.diff"
 """Fixtures without Git, in a run with an advisory or comparator judge: sevro's text diff of the
 fixture's files against the workspace after the host (``judges/textdiff``)."""

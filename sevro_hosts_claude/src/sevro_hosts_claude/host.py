@@ -138,6 +138,10 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     # `CLAUDE.md`, `CLAUDE.local.md`, then `AGENTS.md`). tests/hosts_claude/
     # test_mounting_real_cli.py proves both reach the model's request.
     skill_places = SkillPlaces(".claude/skills", "CLAUDE.md")
+    # Claude Code keeps each session's JSONL transcript (and its sub-agents' under
+    # `<session>/subagents/`) below `CLAUDE_CONFIG_DIR/projects/<project>/`; the credentials and
+    # settings beside it are never retained.
+    native_transcript_tree = "projects"
     parse_config, locate = staticmethod(parse), staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
 
@@ -247,6 +251,9 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
 
     def candidate_home(self) -> Path | None:
         return self.layout.home
+
+    def native_home(self) -> Path | None:
+        return self.layout.config_dir
 
     @property
     def hooks_dir(self) -> Path:

@@ -119,6 +119,9 @@ class CodexHost(AgentCliHost[CodexConfig]):
     credential_locations = CredentialLocations(
         home_entries=(".codex",), home_variables=("CODEX_HOME",)
     )
+    # Codex writes one rollout per thread (the root and each child) below
+    # `CODEX_HOME/sessions/YYYY/MM/DD/` (see `sessions`); `nativeTranscripts` retains that tree.
+    native_transcript_tree = "sessions"
     parse_config = staticmethod(parse)
     locate = staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
@@ -243,6 +246,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     def candidate_home(self) -> Path | None:
         return self.layout.home
+
+    def native_home(self) -> Path | None:
+        return self.layout.codex_home
 
     @property
     def hooks_dir(self) -> Path:

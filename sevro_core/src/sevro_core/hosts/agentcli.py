@@ -45,6 +45,7 @@ from sevro_core.hosts.credentials import (
     secret_strings,
     write_private,
 )
+from sevro_core.hosts.nativetranscripts import NativeTree, capture
 from sevro_core.hosts.pidns import pid_namespace_argv, pid_namespace_prefix
 from sevro_core.hosts.reads import (
     CommandReads,
@@ -103,6 +104,7 @@ from sevro_core.vocabulary import (
     FILE_READS_OBSERVATION,
     FILES_CHANGED_OBSERVATION,
     JUDGE_ROLES,
+    NATIVE_TRANSCRIPTS_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
@@ -413,6 +415,9 @@ class AgentCliHost(Generic[ConfigT]):
     """Where the CLI discovers project skills and instructions (the open agent-skills layout
     unless the CLI reads elsewhere): experiments mount an arm's skills and context there, and
     the trial's ``sevro.skills`` evidence discovers skills in the same directory."""
+    native_transcript_tree: ClassVar[str | None] = None
+    """The subtree of the trial's private CLI home that holds the CLI's own session transcripts
+    (None: the host keeps none, and the runtime key ``nativeTranscripts`` is refused)."""
 
     @staticmethod
     def turn_capabilities(turns_observation: str) -> frozenset[str]:
@@ -507,11 +512,20 @@ class AgentCliHost(Generic[ConfigT]):
             effort=options.effort,
             protected_roots=tuple(p.resolve() for p in options.protected_roots),
             pid_namespace=pid_namespace,
-            capabilities=self.capabilities,
+            capabilities=self.capabilities | self._native_transcripts(options),
             role=options.role,
             runtime=options.runtime,
             **extra,
         )
+
+    def _native_transcripts(self, options: HostOptions) -> frozenset[str]:
+        """The capability to retain the candidate's native transcripts, when the runtime
+        configuration selects it and this host keeps them (the planner refuses it otherwise)."""
+        runtime = options.runtime
+        selected = runtime is not None and runtime.native_transcripts
+        if selected and options.role == CANDIDATE and self.native_transcript_tree is not None:
+            return frozenset({NATIVE_TRANSCRIPTS_OBSERVATION})
+        return frozenset()
 
     def doctor(self, request: DoctorRequest) -> Sequence[DoctorCheck]:
         """Checks for `sevro doctor --host <name>` (each failure with a fix)."""
@@ -710,6 +724,10 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     def candidate_home(self) -> Path | None:
         """The ``HOME`` the CLI and its commands get, for the candidate's artifact directories
         (None: this host names none, and declared artifact directories are a grading error)."""
+        return None
+
+    def native_home(self) -> Path | None:
+        """The trial's private CLI home holding :attr:`AgentCliHost.native_transcript_tree`."""
         return None
 
     def argv(self, number: int) -> list[str]:
@@ -944,14 +962,15 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         error = None
         if failure is not None and not failure.cancelled:
             error = self.scrub(failure.message)[:MAX_DIAGNOSTIC_CHARS]
+        native = self.native_transcripts(failure is None and final is not None)
         return HostResult(
             final_message=self.scrub(final) if final is not None else None,
             complete=failure is None and final is not None,
             execution_failed=failure is not None and not failure.cancelled,
             error=error,
             cancelled=failure is not None and failure.cancelled,
-            observations=self.observations(parsed, skills, snapshots),
-            artifacts=self.artifacts(records),
+            observations=(*self.observations(parsed, skills, snapshots), *native[0]),
+            artifacts=(*self.artifacts(records), *native[1]),
             usage=self.usage(turns, failure is None),
             turns_completed=len(completed),
             home=self.candidate_home() if not self.judge else None,
@@ -968,6 +987,29 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             )
             for r in records
         )
+
+    def native_transcripts(
+        self, whole: bool
+    ) -> tuple[tuple[Observation, ...], tuple[Artifact, ...]]:
+        """``sevro.host.native-transcripts`` and the bundle, when this candidate's host was asked
+        to retain its native transcripts (nothing otherwise); known secrets are scrubbed."""
+        tree, home = self.host.plugin.native_transcript_tree, self.native_home()
+        if NATIVE_TRANSCRIPTS_OBSERVATION not in self.host.capabilities or self.judge:
+            return (), ()
+        if tree is None or home is None:
+            return (), ()
+        secrets = list(self.secrets)
+
+        def scrubbed(data: bytes) -> bytes:
+            text = data.decode("utf-8", "surrogateescape")
+            return scrub(text, secrets).encode("utf-8", "surrogateescape")
+
+        where = NativeTree(self.name, home, tree)
+        found = capture(where, whole=whole, scrub=scrubbed if secrets else None)
+        observation = Observation(
+            NATIVE_TRANSCRIPTS_OBSERVATION, self.host.route.host, found.completeness, found.data
+        )
+        return (observation,), (() if found.artifact is None else (found.artifact,))
 
     def _activations(
         self, offered: Sequence[MountedSkill]

@@ -116,7 +116,6 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
     "hooks": "hooks (host-specific)",
-    "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
@@ -143,6 +142,9 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    native_transcripts: bool = False
+    """``nativeTranscripts``: the candidate's host retains its native transcript tree as the
+    ``sevro.native-transcripts.bundle`` artifact (a host without one refuses the run)."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -194,6 +196,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            native_transcripts=self.native_transcripts,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -217,6 +220,8 @@ class RuntimePolicy:
         }
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
+        if self.native_transcripts:  # absent when off, so a file without it keeps its digest
+            document["nativeTranscripts"] = True
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
@@ -345,6 +350,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            native_transcripts=document.get("nativeTranscripts", False),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

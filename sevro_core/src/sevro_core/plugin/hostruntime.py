@@ -45,6 +45,7 @@ class HostRuntime:
     ``artifact_paths`` are the declared candidate artifact directories, relative to the
     candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
     keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
+    ``native_transcripts`` asks the candidate's host to retain its native transcript tree.
     """
 
     path: str | None
@@ -52,6 +53,7 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
+    native_transcripts: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as

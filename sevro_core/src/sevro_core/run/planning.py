@@ -79,6 +79,7 @@ from sevro_core.vocabulary import (
     ENFORCED_CAPABILITY,
     FINAL_MESSAGE_OBSERVATION,
     JUDGE_PREFIX,
+    NATIVE_TRANSCRIPTS_OBSERVATION,
     SANDBOX_CAPABILITY,
 )
 
@@ -246,11 +247,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     arms = _plan_arms(registry, candidate)
     judges, calibrations = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
-        if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
-            raise InvocationError(
-                f"--condition enforced is not supported by {configured.route.host}, "
-                "which runs passive only"
-            )
+        _refuse_unsupported(settings, configured)
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = _select_sandbox(registry, settings, cases)
     around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
@@ -297,6 +294,28 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         judges=judges,
         calibrations=calibrations,
     )
+
+
+def _refuse_unsupported(settings: RunSettings, configured: ConfiguredHost) -> None:
+    """Refuse (exit 64) what a candidate host cannot honour: ``--condition enforced`` on a
+    passive host, ``nativeTranscripts`` on a host that keeps no native transcripts."""
+    if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
+        raise InvocationError(
+            f"--condition enforced is not supported by {configured.route.host}, "
+            "which runs passive only"
+        )
+    runtime = settings.runtime
+    if (
+        runtime is not None
+        and runtime.native_transcripts
+        and NATIVE_TRANSCRIPTS_OBSERVATION not in configured.capabilities
+    ):
+        raise InvocationError(
+            f"nativeTranscripts is not supported by {configured.route.host}, which keeps no "
+            "native transcripts; remove it from the runtime configuration",
+            source=runtime.source,
+            pointer="/nativeTranscripts",
+        )
 
 
 def _candidate_options(settings: RunSettings, cases: Sequence[Case]) -> HostOptions:
