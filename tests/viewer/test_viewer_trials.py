@@ -15,6 +15,7 @@ from sevro_core.reporting.viewer.page import lazy_trials, projected_trial
 from sevro_core.reporting.viewer.render import render_page
 from sevro_core.reporting.viewer.trials import diff_lines, inside, trial_view, visible
 from sevro_core.testing import require_chromium
+from sevro_core.vocabulary import NATIVE_TRANSCRIPTS_ARTIFACT, NATIVE_TRANSCRIPTS_OBSERVATION
 from tests.viewer.browser import chromium_page
 
 
@@ -270,3 +271,24 @@ def test_packed_details_survive_any_string_and_unpack_to_the_view() -> None:
     unpacked = json.loads(gzip.decompress(base64.b64decode(block["data"])))
     assert unpacked == {"trial-r-c-1": view}
     assert "<" not in block["data"]
+
+
+def test_a_native_transcript_bundle_is_listed_with_its_status(tmp_path: Path) -> None:
+    """The bundle is an evidence path like every host artifact, with one line saying what it
+    holds; unavailable, the line gives the reason; a trial that asked for none shows none."""
+    assert shown(tmp_path)["nativeTranscripts"] is None  # the negative control
+    document = {"caseId": "c", "trial": 1, "arm": None, "evidence": evidence(tmp_path)}
+    bundle = blob(tmp_path, "cases/c/trial-1-n.bin", b'{"entries":[]}')
+    document["evidence"]["artifactRefs"].append({"id": NATIVE_TRANSCRIPTS_ARTIFACT, **bundle})
+    data = {"status": "complete", "artifact": NATIVE_TRANSCRIPTS_ARTIFACT, "entries": 2}
+    data |= {"rawBytes": 10, "encodedBytes": 14, "sha256": "ab" * 32, "reason": None}
+    found = {"id": NATIVE_TRANSCRIPTS_OBSERVATION, "data": data}
+    document["evidence"]["observations"].append(found)
+    trial = trial_view(tmp_path, {"path": "cases/c/trial-1.json"}, document)
+    assert "cases/c/trial-1-n.bin" in trial["paths"]
+    assert trial["nativeTranscripts"] == (
+        f"complete: 2 files, 10 bytes (bundle 14 bytes, sha256 {'ab' * 32})"
+    )
+    found["data"] = {"status": "unavailable", "artifact": None, "reason": "too <big>"}
+    trial = trial_view(tmp_path, {"path": "cases/c/trial-1.json"}, document)
+    assert trial["nativeTranscripts"] == "unavailable: too <big>"

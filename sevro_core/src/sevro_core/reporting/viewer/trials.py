@@ -23,6 +23,7 @@ from sevro_core.vocabulary import (
     DIFF_ARTIFACT,
     FILES_CHANGED_OBSERVATION,
     FILES_DIFF_ARTIFACT,
+    NATIVE_TRANSCRIPTS_OBSERVATION,
     SKILLS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
     TURNS_OBSERVATION,
@@ -228,6 +229,22 @@ def _advisory(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _native_transcripts(evidence: Mapping[str, Any]) -> str | None:
+    """One line on the retained native transcript bundle (None when the trial asked for none):
+    its status, size and digest, or why it was not retained."""
+    data = _observation(evidence, NATIVE_TRANSCRIPTS_OBSERVATION)
+    if not data:
+        return None
+    status = data.get("status")
+    if data.get("artifact") is None:
+        return visible(f"{status}: {data.get('reason')}", 600)
+    line = (
+        f"{status}: {data.get('entries')} files, {data.get('rawBytes')} bytes "
+        f"(bundle {data.get('encodedBytes')} bytes, sha256 {data.get('sha256')})"
+    )
+    return visible(line, 600)
+
+
 def trial_view(
     run_dir: Path,
     ref: Mapping[str, Any],
@@ -269,6 +286,7 @@ def trial_view(
         "durations": {key: (evidence.get("durations") or {}).get(key) for key in _DURATIONS},
         "judges": _judges(run_dir, evidence),
         ADVISORY_ROLE: _advisory(evidence),  # the trial's advisory review, by its role
+        "nativeTranscripts": _native_transcripts(evidence),
         "paths": [visible(p, 1024) for p in [ref["path"], raw and raw["path"], *artifacts] if p],
         "startedAt": visible(evidence.get("startedAt"), 80),
     }

@@ -219,6 +219,9 @@
       });
     }
     add(body, "h4", null, "Evidence");
+    if (t.nativeTranscripts) {
+      add(body, "p", "native-transcripts", "Native transcripts: " + t.nativeTranscripts);
+    }
     var paths = add(body, "ul", "paths");
     t.paths.forEach(function (p) {
       add(add(paths, "li"), "code", null, p);
