@@ -189,6 +189,8 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
     runtime.write_text(
         json.dumps({"format": "sevro.runtime.v1", "environment": {"set": {"HOME": "/x"}}})
     )
+    transcripts = tmp_path / "transcripts.json"
+    transcripts.write_text(json.dumps({"format": "sevro.runtime.v1", "nativeTranscripts": True}))
     cases = [
         (["judge", "calibrate", bad, "--host-config", judged], "corpus.json#/items"),
         (["judge", "calibrate"], "--host-config"),
@@ -205,6 +207,10 @@ def test_bad_input_is_one_line_before_any_judge_runs(judged: Path, tmp_path: Pat
         (
             ["judge", "calibrate", "--host-config", judged, "--runtime-config-file", runtime],
             "runtime.json#/environment/set/HOME: HOME cannot be declared",
+        ),
+        (
+            ["judge", "calibrate", "--host-config", judged, "--runtime-config-file", transcripts],
+            "transcripts.json#/nativeTranscripts: nativeTranscripts retains a candidate's",
         ),
     ]
     for args, message in cases:

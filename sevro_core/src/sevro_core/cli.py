@@ -1181,6 +1181,13 @@ def _judge_runtime(registry: Any, explicit: Path | None) -> Any:
     if not explicit.is_absolute():
         raise InvocationError("--runtime-config-file must be an absolute path", source=explicit)
     policy = load_runtime(Path.cwd(), explicit, credential_locations(registry.hosts()))
+    if policy is not None and policy.native_transcripts:
+        raise InvocationError(
+            "nativeTranscripts retains a candidate's native transcripts; judge calibration "
+            "runs no candidate: remove it from the runtime configuration",
+            source=explicit,
+            pointer="/nativeTranscripts",
+        )
     return policy.host_runtime() if policy is not None else None
 
 
