@@ -40,6 +40,18 @@ def oversized(call: Callable[[str], ToolCall]) -> list[Reply]:
     return [*big, reply(Message("ready"))]
 
 
+GRADER_READS_IT = {
+    "id": "bundle",
+    "grader": "sevro.shell",
+    "configuration": {
+        "run": 'cd "$SEVRO_CANDIDATE_TRANSCRIPTS"'
+        f' && grep -q "sevro.native-transcripts.v1" "codex/{ARTIFACT}"'
+        f' && grep -q "{ARTIFACT}" index.json'
+    },
+}
+"""A shell check finds the bundle in the candidate transcript view, like every host artifact."""
+
+
 @pytest.fixture
 def codex() -> str:
     return require_codex()
@@ -90,10 +102,11 @@ def test_the_rollout_tree_is_retained_and_verifiable(
     sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
 ) -> None:
     server = mock_model([reply(shell("echo native-7f3a")), reply(Message("ready"))])
-    case = sevro_project.case(requiredEvidence=[OBSERVATION])
+    case = sevro_project.case(requiredEvidence=[OBSERVATION], checks=[GRADER_READS_IT])
     config = runtime(sevro_project, nativeTranscripts=True)
     result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", config)
     assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["task"]["verdict"] == "passed"  # a check read the bundle
     document = trial(sevro_project)
     found = observation(document, OBSERVATION)
     assert found["completeness"] == "complete", found
@@ -145,9 +158,9 @@ def test_without_the_key_no_bundle_is_retained(
 ) -> None:
     server = mock_model([reply(shell("echo native-7f3a")), reply(Message("ready"))])
     config = runtime(sevro_project, nativeTranscripts=False)
-    case = sevro_project.case()
+    case = sevro_project.case(checks=[GRADER_READS_IT])
     result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", config)
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["task"]["verdict"] == "failed", result.stdout + result.stderr
     document = trial(sevro_project)
     assert [o for o in document["evidence"]["observations"] if o["id"] == OBSERVATION] == []
     assert bundle_bytes(sevro_project, document) is None
