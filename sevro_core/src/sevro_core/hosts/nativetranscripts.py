@@ -125,6 +125,8 @@ def _walk(root: Path, prefix: str) -> list[tuple[str, Path, os.stat_result]]:
         raise _Refused(f"the CLI wrote no {prefix} tree") from None
     except OSError as exc:
         raise _Refused(f"{prefix} cannot be read: {exc.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise _Refused(f"{prefix} is a symbolic link: not followed, not retained")
     if not stat.S_ISDIR(info.st_mode):
         raise _Refused(f"{prefix} is not a directory")
     found: list[tuple[str, Path, os.stat_result]] = []
@@ -144,7 +146,10 @@ def _walk(root: Path, prefix: str) -> list[tuple[str, Path, os.stat_result]]:
                     "(MAX_NATIVE_TRANSCRIPT_ENTRIES)"
                 )
             path, bundled = Path(child.path), f"{name}/{child.name}"
-            mode = os.lstat(path)
+            try:
+                mode = os.lstat(path)
+            except OSError as exc:
+                raise _Refused(f"{bundled} cannot be read: {exc.strerror}") from None
             if stat.S_ISDIR(mode.st_mode):
                 pending.append((path, bundled))
                 continue
