@@ -182,3 +182,21 @@ def test_a_tree_over_the_bound_is_unavailable_with_the_reason(
     assert data["status"] == "unavailable" and data["artifact"] is None
     assert "MAX_NATIVE_TRANSCRIPT_BYTES" in data["reason"]
     assert bundle_bytes(sevro_project, document) is None
+
+
+def test_a_failed_trial_keeps_what_was_written_as_truncated(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(shell("echo native-7f3a")), Reply(error="mock: model failed")])
+    config = runtime(sevro_project, nativeTranscripts=True)
+    case = sevro_project.case()
+    result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", config)
+    assert result.exit_code == 2, result.stdout + result.stderr  # the host failed
+    document = trial(sevro_project)
+    found = observation(document, OBSERVATION)
+    assert found["completeness"] == "partial", found
+    assert found["data"]["status"] == "truncated" and found["data"]["reason"]
+    retained = bundle_bytes(sevro_project, document)
+    assert retained is not None
+    files = verified(retained, found["data"], "codex", "sessions")
+    assert any(b"native-7f3a" in content for content in files.values())
