@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
-from sevro_core.testing.mockmodel import Message, reply
+from sevro_core.testing.mockmodel import Message, Reply, reply
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import API_KEY, PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import observation, retained_bytes, trial
@@ -90,3 +90,21 @@ def test_a_tree_over_the_bound_is_unavailable_with_the_reason(
     assert found["data"]["status"] == "unavailable" and found["data"]["artifact"] is None
     assert "MAX_NATIVE_TRANSCRIPT_BYTES" in found["data"]["reason"]
     assert bundle_bytes(sevro_project, document) is None
+
+
+def test_a_failed_trial_keeps_what_was_written_as_truncated(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    server = model([reply(bash("echo native-7f3a")), Reply(status=400)])
+    case = sevro_project.case()
+    config = runtime(sevro_project, nativeTranscripts=True)
+    result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", config)
+    assert result.exit_code == 2, result.stdout + result.stderr  # the host failed
+    document = trial(sevro_project)
+    found = observation(document, OBSERVATION)
+    assert found["completeness"] == "partial", found
+    assert found["data"]["status"] == "truncated" and found["data"]["reason"]
+    retained = bundle_bytes(sevro_project, document)
+    assert retained is not None
+    files = verified(retained, found["data"], "claude", "projects")
+    assert any(b"native-7f3a" in content for content in files.values())
