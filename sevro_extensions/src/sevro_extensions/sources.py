@@ -1,7 +1,8 @@
 """The source closure: the files an extension's behaviour depends on, digested and re-checked.
 
 The closure is ``argv[0]`` plus every ``--extension-source-file``: unique absolute paths of
-regular files (not symlinks), at least one source file besides ``argv[0]``. Its digest is
+regular files (not symlinks), at least one source file (``argv[0]`` named again as a source
+counts once, as in Sevro). Its digest is
 ``hash_json([sha256 of each file, in order])`` (Sevro's ``hashJson``). The engine takes it
 before discovery and checks it again before and after every call; any change fails the run,
 so an extension cannot rewrite itself between the calls it answers.
@@ -121,19 +122,21 @@ def source_closure(argv0: str, source_files: Sequence[str]) -> SourceClosure:
         raise InvocationError(
             "at least one --extension-source-file is required (the extension's own code)"
         )
-    names = [argv0, *source_files]
+    seen: set[str] = set()
+    for name in source_files:
+        if os.path.normpath(name) in seen:
+            raise InvocationError("extension source is named twice", source=name)
+        seen.add(os.path.normpath(name))
+    # argv[0] may also be named as a source (a self-contained executable): it counts once
+    names = [argv0, *(name for name in source_files if name != argv0)]
     if len(names) > MAX_EXTENSION_SOURCE_FILES:
         raise InvocationError(
             f"the extension source closure has more than {MAX_EXTENSION_SOURCE_FILES} files"
         )
-    seen: set[str] = set()
     files: list[SourceFile] = []
     for name in names:
         if not Path(name).is_absolute():
             raise InvocationError("extension source must be an absolute path", source=name)
-        if os.path.normpath(name) in seen:
-            raise InvocationError("extension source is named twice", source=name)
-        seen.add(os.path.normpath(name))
         try:
             files.append(_hash_file(Path(name)))
         except _Unreadable as exc:
