@@ -132,3 +132,15 @@ def test_a_call_that_answers_still_leaves_nothing_behind(tmp_path: Path) -> None
     assert output.stdout == b""
     _child, grandchild = _pids(tmp_path)
     assert _gone(grandchild)
+
+
+def test_the_argv_never_goes_through_a_shell(tmp_path: Path) -> None:
+    """Shell syntax in an argument arrives as the literal argument."""
+    script = tmp_path / "ext.sh"
+    script.write_text('#!/bin/sh\nprintf %s "$1" > "$2"\ncat >/dev/null\n')
+    script.chmod(0o700)
+    seen = tmp_path / "seen"
+    literal = "$(touch pwned); `touch pwned` | touch pwned"
+    call([str(script), literal, str(seen)], b"{}", options(tmp_path))
+    assert seen.read_text() == literal
+    assert not (tmp_path / "pwned").exists()
