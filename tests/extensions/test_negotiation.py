@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from sevro_extensions.client import Capabilities, discover
 from sevro_extensions.errors import NegotiationError
 from sevro_extensions.negotiation import (
     Description,
@@ -14,7 +15,8 @@ from sevro_extensions.negotiation import (
     description,
     negotiate,
 )
-from tests.extensions.conftest import REFERENCE, run
+from sevro_extensions.sources import source_closure
+from tests.extensions.conftest import REFERENCE, options, run
 
 ENGINE = ["sevro.host.exec", "sevro.fixture.setup", "sevro.case.host-route"]
 HOST = ["sevro.codex.skill-reads", "sevro.host.runtime"]
@@ -115,3 +117,19 @@ def test_the_reference_extension_negotiates_end_to_end(node: str, tmp_path: Path
     )
     assert agreed.description.extension_id == "sevro-test.reference"
     assert agreed.capabilities == ("sevro.codex.skill-reads", "sevro.host.exec")
+
+
+def test_discover_describes_and_negotiates_with_the_closure_checked(
+    node: str, tmp_path: Path
+) -> None:
+    closure = source_closure(node, [str(REFERENCE)])
+    offered = Capabilities(engine=tuple(ENGINE), host=tuple(HOST))
+    found = discover([node, str(REFERENCE)], closure, offered, options(tmp_path))
+    assert found.negotiated.description.version == "1.0.0"
+    assert found.closure.digest == closure.digest
+    refused = Capabilities(engine=(), host=tuple(HOST))
+    with pytest.raises(NegotiationError, match=r"requires capability sevro\.host\.exec,"):
+        discover([node, str(REFERENCE)], closure, refused, options(tmp_path))
+    policy = Capabilities(engine=tuple(ENGINE), host=(), task_verdict_policy="acme.other")
+    with pytest.raises(NegotiationError, match="does not advertise task-verdict policy"):
+        discover([node, str(REFERENCE)], closure, policy, options(tmp_path))

@@ -14,6 +14,8 @@ from attrs import frozen
 
 from sevro_core.api import JsonValue
 from sevro_extensions.envelope import decode_response, new_request
+from sevro_extensions.errors import ExtensionProtocolError
+from sevro_extensions.negotiation import Negotiated, describe_params, description, negotiate
 from sevro_extensions.sources import SourceClosure
 from sevro_extensions.transport import CallOptions, call
 
@@ -45,3 +47,41 @@ def call_method(
     return Answer(
         result=result, closure=closure, stderr=output.stderr, duration_ms=output.duration_ms
     )
+
+
+@frozen
+class Capabilities:
+    """What the engine and the host offer, and the task-verdict policy the run selected."""
+
+    engine: tuple[str, ...]
+    host: tuple[str, ...]
+    task_verdict_policy: str | None = None
+
+
+@frozen
+class Discovered:
+    """A negotiated extension and its source closure as checked after ``describe``."""
+
+    negotiated: Negotiated
+    closure: SourceClosure
+
+
+def discover(
+    argv: Sequence[str],
+    closure: SourceClosure,
+    offered: Capabilities,
+    options: CallOptions,
+) -> Discovered:
+    """``describe`` and negotiate: the first exchange of every run."""
+    answer = call_method(
+        argv, closure, "describe", describe_params(offered.engine, offered.host), options
+    )
+    if not isinstance(answer.result, dict):  # the schema makes it one; keep mypy honest
+        raise ExtensionProtocolError("extension describe result is not an object")
+    negotiated = negotiate(
+        description(answer.result),
+        engine_capabilities=offered.engine,
+        host_capabilities=offered.host,
+        task_verdict_policy=offered.task_verdict_policy,
+    )
+    return Discovered(negotiated=negotiated, closure=answer.closure)
