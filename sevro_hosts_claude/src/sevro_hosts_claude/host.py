@@ -252,7 +252,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
     def candidate_home(self) -> Path | None:
         return self.layout.home
 
-    def native_home(self) -> Path | None:
+    def native_transcript_home(self) -> Path | None:
         return self.layout.config_dir
 
     @property

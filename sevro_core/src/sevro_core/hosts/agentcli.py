@@ -726,7 +726,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
         (None: this host names none, and declared artifact directories are a grading error)."""
         return None
 
-    def native_home(self) -> Path | None:
+    def native_transcript_home(self) -> Path | None:
         """The trial's private CLI home holding :attr:`AgentCliHost.native_transcript_tree`."""
         return None
 
@@ -993,7 +993,7 @@ class AgentCliTrial(Generic[HostT, TurnT]):
     ) -> tuple[tuple[Observation, ...], tuple[Artifact, ...]]:
         """``sevro.host.native-transcripts`` and the bundle, when this candidate's host was asked
         to retain its native transcripts (nothing otherwise); known secrets are scrubbed."""
-        tree, home = self.host.plugin.native_transcript_tree, self.native_home()
+        tree, home = self.host.plugin.native_transcript_tree, self.native_transcript_home()
         if NATIVE_TRANSCRIPTS_OBSERVATION not in self.host.capabilities or self.judge:
             return (), ()
         if tree is None or home is None:

@@ -46,6 +46,9 @@ class HostRuntime:
     candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
     keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
     ``native_transcripts`` asks the candidate's host to retain its native transcript tree.
+    The state flag is the runtime file's top-level state opt-in: a host that can expose its
+    native configuration and user skills does so for the candidate and returns them as
+    ``HostResult.state``; a host that supplies none leaves every check a grading error.
     """
 
     path: str | None
@@ -54,6 +57,7 @@ class HostRuntime:
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
     native_transcripts: bool = False
+    codex_state: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as
