@@ -159,3 +159,57 @@ def test_two_agent_ids_for_one_child_and_an_unparsed_turn_are_partial(tmp_path: 
     skills = [MountedSkill("greet", SKILL, None, None, "body\n")]
     state, data = nested_skills({1: None}, skills, tmp_path, tmp_path / "projects")
     assert state == Completeness.PARTIAL and "did not parse" in data["reason"]
+
+
+GRANDCHILD = "a0123456789abcdef"
+
+
+def _grandchild_turn() -> Turn:
+    """The child's own ``Agent`` call (c3): Claude Code streams none of the grandchild's events."""
+    spawn = _call("c3", "Agent", {"description": "d", "prompt": "q"}, "a1")
+    return _turn(*SKILL_CALLS, spawn, _result("c3", "report", "a1"))
+
+
+def _grandchild_files(root: Path, transcript: str | None) -> None:
+    directory = _sidecar(root).parent
+    meta = {"toolUseId": "c3", "finished": True, "parentAgentId": AGENT_ID, "spawnDepth": 2}
+    (directory / f"agent-{GRANDCHILD}.meta.json").write_text(json.dumps(meta))
+    if transcript is not None:
+        (directory / f"agent-{GRANDCHILD}.jsonl").write_text(transcript)
+
+
+def _row(block: dict[str, Any], role: str) -> str:
+    return json.dumps({"type": role, "isSidechain": True, "message": {"content": [block]}})
+
+
+TRANSCRIPT = "\n".join(
+    [
+        json.dumps({"type": "attachment", "attachment": {"type": "date"}}),
+        _row(
+            {"type": "tool_use", "id": "g1", "name": "Skill", "input": {"skill": "greet"}},
+            "assistant",
+        ),
+        _row(
+            {"type": "tool_result", "tool_use_id": "g1", "content": "Launching skill: greet"},
+            "user",
+        ),
+    ]
+)
+
+
+def test_a_grandchild_is_read_from_its_transcript(tmp_path: Path) -> None:
+    _grandchild_files(tmp_path, TRANSCRIPT)
+    state, data = _nested(_grandchild_turn(), tmp_path)
+    assert state == Completeness.COMPLETE, data
+    found = [(a["path"], a["toolCalls"], [s["tool"] for s in a["skills"]]) for a in data["agents"]]
+    assert found == [([1], 3, ["Skill", "Read"]), ([1, 3], 1, ["Skill"])]
+
+
+@pytest.mark.parametrize("transcript", [None, "{not json", TRANSCRIPT.replace("greet", "other")])
+def test_a_grandchild_without_a_usable_transcript(tmp_path: Path, transcript: str | None) -> None:
+    _grandchild_files(tmp_path, transcript)
+    state, data = _nested(_grandchild_turn(), tmp_path)
+    if transcript is not None and transcript.startswith('{"type"'):  # unlisted skill: no use
+        assert state == Completeness.COMPLETE and data["agents"][1]["skills"] == []
+        return
+    assert state == Completeness.PARTIAL and "1.3" in data["reason"], data

@@ -72,6 +72,7 @@ def test_skills_a_child_agent_uses_are_nested_not_the_parents(
                     {"skill": "greet", "tool": "Skill", "ordinal": 1},
                     {"skill": "greet", "tool": "Read", "ordinal": 2},
                 ],
+                "path": [1],
             }
         ],
         "skills": ["greet"],
@@ -115,6 +116,33 @@ def test_a_child_that_uses_no_skill_and_a_parent_read_are_not_nested(
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]
     activations = observation(document, "sevro.host.skill-activations")["data"]["activations"]
     assert [(a["ordinal"], a["kind"]) for a in activations] == [(1, "whole")]
+
+
+def test_a_grandchild_sessions_skill_is_nested_under_its_path(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """The child makes an ``Agent`` call of its own; the grandchild uses the skill."""
+    document, server = _run(
+        sevro_project,
+        mock_model,
+        [
+            reply(AGENT),
+            reply(ToolCall("Read", {"file_path": "notes.md"}), AGENT),  # the child's two calls
+            reply(ToolCall("Skill", {"skill": "greet"})),  # the grandchild's
+            reply(Message("grandchild done")),
+            reply(Message("child done")),
+            reply(Message("done")),
+        ],
+    )
+    nested = observation(document, "sevro.claude.nested-skills")
+    assert nested["completeness"] == "complete", nested
+    found = [(a["path"], a["toolCalls"], a["skills"]) for a in nested["data"]["agents"]]
+    assert found == [
+        ([1], 2, []),
+        ([1, 2], 1, [{"skill": "greet", "tool": "Skill", "ordinal": 1}]),
+    ], found
+    assert nested["data"]["skills"] == ["greet"]
+    assert len(_child_requests(server)) == 4
 
 
 def test_a_turn_that_did_not_complete_leaves_nested_skills_partial(

@@ -30,3 +30,7 @@ MAX_NESTED_AGENTS = 64
 
 MAX_SUBAGENT_META_BYTES = 64 * 1024
 """Bytes of a child Agent session's ``.meta.json`` sidecar read to check the session graph."""
+
+MAX_SUBAGENT_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+"""Bytes of a grandchild Agent session's ``agent-<id>.jsonl`` transcript read for its tool
+calls (Claude Code streams only direct children; larger: partial)."""
