@@ -279,8 +279,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         workspace = request.workspace
         if inside(host.binary.tree, workspace) or inside(workspace, host.binary.tree):
             raise HostFailure("the Claude Code package and the workspace overlap")
-        self.copy_credential_file(layout.config_dir / ".credentials.json")
         target = layout.config_dir / ".credentials.json"
+        self.copy_credential_file(target)  # a flag's file or the discovered saved login
         self.secrets += credentials.stage(host.config.discovery, target, os.environ)
         key = self.api_key()
         if key is not None:
