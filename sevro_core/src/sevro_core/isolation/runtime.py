@@ -115,7 +115,6 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
-    "hooks": "hooks (host-specific)",
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
@@ -143,6 +142,9 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host may run its CLI's native goal (Claude Code's ``/goal``
+    Stop-hook path); a host that cannot honour it refuses the run before anything starts."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -194,6 +196,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            native_goal=self.native_goal,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -217,6 +220,8 @@ class RuntimePolicy:
         }
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
+        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
+            document["hooks"] = {"nativeGoal": True}
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
@@ -276,6 +281,12 @@ def load_runtime(
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
+    if "plugins" in document.get("hooks", {}):
+        raise InvocationError(
+            "hooks.plugins (plugin command hooks) is not supported yet",
+            source=path,
+            pointer="/hooks/plugins",
+        )
     return _Loader(path, env, credentials).policy(document)
 
 
@@ -345,6 +356,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

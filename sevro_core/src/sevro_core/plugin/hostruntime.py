@@ -45,6 +45,8 @@ class HostRuntime:
     ``artifact_paths`` are the declared candidate artifact directories, relative to the
     candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
     keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
+    ``native_goal`` is ``hooks.nativeGoal``: the candidate may run its CLI's native goal; a host
+    that cannot honour it refuses the run (exit 64) rather than ignoring it.
     """
 
     path: str | None
@@ -52,6 +54,7 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
+    native_goal: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as
