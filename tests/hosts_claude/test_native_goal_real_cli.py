@@ -20,7 +20,7 @@ from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, reply
 from sevro_hosts_claude.testing import require_claude
 from tests.e2e.test_invocation_errors import assert_refused
-from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
+from tests.hosts_claude.helpers import API_KEY, PROTOCOLS, bash, host_config, run_claude
 from tests.hosts_codex.helpers import observation, trial
 
 pytestmark = pytest.mark.slow
@@ -82,6 +82,8 @@ def test_a_native_goal_keeps_the_session_working_until_the_evaluator_says_met(
     assert data["stopHookErrors"] == []
     assert data["goals"][0]["set"] is True and data["goals"][0]["characters"] == len(CONDITION)
     assert len(evaluator_requests(server)) == 2
+    # API-key authentication reaches the evaluator's requests like the session's.
+    assert {r.headers.get("x-api-key") for r in server.requests} == {API_KEY}
     assert server.remaining == 0
     hooks = observation(document, HOOKS)
     assert hooks["completeness"] == "complete", hooks
@@ -236,3 +238,70 @@ def test_an_evaluator_that_outlasts_claude_codes_hook_timeout_ends_the_goal_unme
     assert result.exit_code == 0, result.stderr
     data = observation(trial(sevro_project), GOAL)["data"]
     assert (data["state"], data["goalStatus"], data["verdicts"]) == ("created", "active", 0)
+
+
+def test_oauth_credentials_keep_working_with_a_native_goal(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Sevro's native goal keeps subscription (OAuth) authentication: the credential file the
+    host copies privately signs the session's and the evaluator's requests alike."""
+    token = "sk-ant-oat01-sevro-test-0123456789"
+    credentials = tmp_path / "credentials.json"
+    expires = int((time.time() + 3600) * 1000)
+    oauth = {"accessToken": token, "refreshToken": "sk-ant-ort01-x", "expiresAt": expires}
+    oauth |= {"scopes": ["user:inference"], "subscriptionType": "max"}
+    credentials.write_text(json.dumps({"claudeAiOauth": oauth}))
+    server = model([reply(bash("touch done.txt")), reply(Message("done")), verdict(True, "ok")])
+    case = sevro_project.case(prompt=f"/goal {CONDITION}")
+    result = sevro_project.run(
+        case,
+        "--host",
+        "claude",
+        "--host-config",
+        str(host_config(sevro_project, server)),
+        "--model",
+        "mock-model",
+        "--claude-bin",
+        claude,
+        "--claude-credential-file",
+        str(credentials),
+        "--runtime-config-file",
+        str(goal_runtime(tmp_path)),
+        timeout=180,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert observation(trial(sevro_project), GOAL)["data"]["state"] == "completed"
+    assert len(evaluator_requests(server)) == 1
+    assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {token}"}
+    assert all("x-api-key" not in r.headers for r in server.requests)
+
+
+def test_a_goal_set_in_the_follow_up_is_read_from_the_resumed_session(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The follow-up resumes the same session; its goal is in the same transcript."""
+    server = model(
+        [
+            reply(Message("started")),
+            reply(bash("touch done.txt")),
+            reply(Message("done")),
+            verdict(True, "done.txt exists"),
+        ]
+    )
+    case = sevro_project.case(prompt="Start.", followUpPrompt=f"/goal {CONDITION}")
+    runtime = goal_runtime(tmp_path)
+    result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", str(runtime))
+    assert result.exit_code == 0, result.stderr
+    document = trial(sevro_project)
+    data = observation(document, GOAL)["data"]
+    assert (data["state"], data["verdicts"], data["lastReason"]) == (
+        "completed",
+        1,
+        "done.txt exists",
+    )
+    hooks = observation(document, HOOKS)
+    assert hooks["completeness"] == "complete"
+    stops = [
+        (e["turn"], e["exitCode"]) for e in hooks["data"]["executions"] if e["event"] == "Stop"
+    ]
+    assert stops == [(1, 0), (2, 0)]

@@ -143,8 +143,8 @@ class RuntimePolicy:
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
     native_goal: bool = False
-    """``hooks.nativeGoal``: the host may run its CLI's native goal (Claude Code's ``/goal``
-    Stop-hook path); a host that cannot honour it refuses the run before anything starts."""
+    """``hooks.nativeGoal``: the host may run its CLI's native goal; a host that cannot honour
+    it refuses the run before anything starts."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
