@@ -27,6 +27,7 @@ from sevro_core.api import (
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
+    Case,
     Completeness,
     ConfigurationError,
     ConfiguredAgentCliHost,
@@ -212,7 +213,7 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
         """``hooks.nativeGoal`` for the candidate (a judge never runs a goal)."""
         return self.runtime is not None and self.runtime.native_goal and not self.judge
 
-    def check_case(self, case: Any) -> None:
+    def check_case(self, case: Case) -> None:
         """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused
         (exit 64): Claude Code would set its native goal, which only the policy selects."""
         if self.judge or self.native_goal:
