@@ -114,6 +114,8 @@ BROAD_ROOTS = frozenset(map(Path, ("/", "/usr", "/usr/local", "/opt", "/opt/home
 SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")))
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
+STATE_KEY = "codexState"
+"""The top-level key of seed 002's host-state opt-in (a runtime-file name, not a host's)."""
 NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
@@ -142,6 +144,10 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    codex_state: bool = False
+    """The top-level state opt-in: the candidate host exposes its native configuration and
+    user skills to commands and binds them read-only for checks (a host that cannot supply
+    them makes grading an error)."""
     native_goal: bool = False
     """``hooks.nativeGoal``: the host may run its CLI's native goal; a host that cannot honour
     it refuses the run before anything starts."""
@@ -196,6 +202,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            codex_state=self.codex_state,
             native_goal=self.native_goal,
         )
 
@@ -218,6 +225,9 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.codex_state:
+            # absent otherwise, so a file without it keeps its digest
+            document[STATE_KEY] = True
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.native_goal:  # absent otherwise, so a file without it keeps its digest
@@ -356,6 +366,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            codex_state=document.get(STATE_KEY, False),
             native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
 

@@ -45,6 +45,9 @@ class HostRuntime:
     ``artifact_paths`` are the declared candidate artifact directories, relative to the
     candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
     keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
+    The state flag is the runtime file's top-level state opt-in: a host that can expose its
+    native configuration and user skills does so for the candidate and returns them as
+    ``HostResult.state``; a host that supplies none leaves every check a grading error.
     ``native_goal`` is ``hooks.nativeGoal``: the candidate may run its CLI's native goal; a host
     that cannot honour it refuses the run (exit 64) rather than ignoring it.
     """
@@ -54,6 +57,7 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
+    codex_state: bool = False
     native_goal: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
