@@ -238,6 +238,7 @@ def hooks_observation(
     data: dict[str, JsonValue] = {
         "hooks": [{"source": "sevro", "event": "Stop", "digest": script_digest()}],
         "executions": executions[:MAX_HOOK_EXECUTIONS],
+        "truncated": len(executions) > MAX_HOOK_EXECUTIONS,
         "stops": [{"stopHookActive": active} for active in stops],
         "problem": problem,
     }
@@ -268,7 +269,8 @@ def _stop_records(directory: Path) -> tuple[list[bool | None], str | None]:
         path = directory / name
         if not _RECORD_NAME.match(name) or path.is_symlink() or not path.is_file():
             return stops, f"unexpected entry {name[:64]!r} among the Stop records"
-        data = path.read_bytes()[: MAX_STOP_RECORD_BYTES + 1]
+        with path.open("rb") as handle:
+            data = handle.read(MAX_STOP_RECORD_BYTES + 1)
         try:
             document = json.loads(data) if len(data) <= MAX_STOP_RECORD_BYTES else None
         except (UnicodeDecodeError, ValueError, RecursionError):
