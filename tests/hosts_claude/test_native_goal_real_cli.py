@@ -101,7 +101,8 @@ def test_without_a_goal_in_the_prompt_the_observation_says_not_created(
     sevro_project: SevroProject, claude: str, model: Callable[..., Any], tmp_path: Path
 ) -> None:
     server = model([reply(Message("ready"))])
-    case = sevro_project.case(prompt=f"Make sure {CONDITION}.")
+    # With the policy the host offers both observations, so a case may require them.
+    case = sevro_project.case(prompt=f"Make sure {CONDITION}.", requiredEvidence=[GOAL, HOOKS])
     runtime = goal_runtime(tmp_path)
     result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", str(runtime))
     assert result.exit_code == 0, result.stderr
@@ -147,7 +148,8 @@ def test_without_the_policy_no_goal_evidence_is_offered(
     assert GOAL not in ids and HOOKS not in ids
     required = sevro_project.case("required.json", requiredEvidence=[GOAL])
     result = run_claude(sevro_project, claude, server, required)
-    assert result.exit_code != 0
+    assert result.exit_code == 64, result.stderr
+    assert f"required evidence {GOAL!r} is produced by neither host" in result.stderr
 
 
 def test_project_settings_conflict_with_a_native_goal(
