@@ -95,6 +95,8 @@ def test_a_native_goal_keeps_the_session_working_until_the_evaluator_says_met(
     run = json.loads(next(sevro_project.results.glob("*/run.json")).read_text())
     policy = run["configuration"]["redacted"]["runtimePolicy"]
     assert policy["hooks"] == {"nativeGoal": True}
+    candidate = run["configuration"]["redacted"]["hostConfiguration"]["candidate"]
+    assert candidate["nativeGoal"] == {"stopHook": hooks["data"]["hooks"][0]["digest"]}
 
 
 def test_without_a_goal_in_the_prompt_the_observation_says_not_created(
@@ -146,6 +148,8 @@ def test_without_the_policy_no_goal_evidence_is_offered(
     assert result.exit_code == 0, result.stderr
     ids = [o["id"] for o in trial(sevro_project)["evidence"]["observations"]]
     assert GOAL not in ids and HOOKS not in ids
+    run = json.loads(next(sevro_project.results.glob("*/run.json")).read_text())
+    assert "nativeGoal" not in run["configuration"]["redacted"]["hostConfiguration"]["candidate"]
     required = sevro_project.case("required.json", requiredEvidence=[GOAL])
     result = run_claude(sevro_project, claude, server, required)
     assert result.exit_code == 64, result.stderr
