@@ -65,7 +65,14 @@ from sevro_core.hosts.binaries import (
     is_native_executable,
 )
 from sevro_core.hosts.checks import Probe, sandbox_probe, tools_check
-from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, write_private
+from sevro_core.hosts.credentials import (
+    ENV_NAME,
+    CredentialFlags,
+    Credentials,
+    read_credential_file,
+    secret_strings,
+    write_private,
+)
 from sevro_core.hosts.reads import (
     FileRead,
     ReadLog,
@@ -174,10 +181,12 @@ from sevro_core.vocabulary import (
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     GIT_HEAD_OBSERVATION,
+    HOST_HOOKS_OBSERVATION,
     HOST_RUNTIME_OBSERVATION,
     JUDGE_PREFIX,
     JUDGE_ROLES,
     LOCAL_HTTP_CAPABILITY,
+    NATIVE_GOAL_OBSERVATION,
     NATIVE_TRANSCRIPTS_ARTIFACT,
     NATIVE_TRANSCRIPTS_OBSERVATION,
     PID_NAMESPACE_CAPABILITY,
@@ -286,6 +295,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "HOST_RUNTIME_OBSERVATION",
     "NATIVE_TRANSCRIPTS_ARTIFACT",
     "NATIVE_TRANSCRIPTS_OBSERVATION",
+    "NATIVE_GOAL_OBSERVATION",
+    "HOST_HOOKS_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations
@@ -393,6 +404,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "ENV_NAME",
     "CredentialFlags",
     "write_private",
+    "Credentials",
+    "read_credential_file",
+    "secret_strings",
     "StreamError",
     "decode_event",
     "stream_lines",

@@ -116,9 +116,7 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 STATE_KEY = "codexState"
 """The top-level key of seed 002's host-state opt-in (a runtime-file name, not a host's)."""
-NOT_YET = {
-    "hooks": "hooks (host-specific)",
-}
+NOT_YET: dict[str, str] = {}
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
@@ -151,6 +149,9 @@ class RuntimePolicy:
     """The top-level state opt-in: the candidate host exposes its native configuration and
     user skills to commands and binds them read-only for checks (a host that cannot supply
     them makes grading an error)."""
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host may run its CLI's native goal; a host that cannot honour
+    it refuses the run before anything starts."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -204,6 +205,7 @@ class RuntimePolicy:
             artifact_paths=tuple(a.path for a in self.artifacts),
             native_transcripts=self.native_transcripts,
             codex_state=self.codex_state,
+            native_goal=self.native_goal,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -232,6 +234,8 @@ class RuntimePolicy:
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.native_transcripts:  # absent when off, so a file without it keeps its digest
             document["nativeTranscripts"] = True
+        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
+            document["hooks"] = {"nativeGoal": True}
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
@@ -291,6 +295,12 @@ def load_runtime(
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
+    if "plugins" in document.get("hooks", {}):
+        raise InvocationError(
+            "hooks.plugins (plugin command hooks) is not supported yet",
+            source=path,
+            pointer="/hooks/plugins",
+        )
     return _Loader(path, env, credentials).policy(document)
 
 
@@ -362,6 +372,7 @@ class _Loader:
             ),
             native_transcripts=document.get("nativeTranscripts", False),
             codex_state=document.get(STATE_KEY, False),
+            native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:
