@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sevro_core.testing import SevroProject
-from sevro_core.testing.mockmodel import Message, Reply, reply
+from sevro_core.testing.mockmodel import Message, Reply, ToolCall, reply
 from sevro_hosts_claude.testing import require_claude
 from tests.hosts_claude.helpers import API_KEY, PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import observation, retained_bytes, trial
@@ -108,3 +108,27 @@ def test_a_failed_trial_keeps_what_was_written_as_truncated(
     assert retained is not None
     files = verified(retained, found["data"], "claude", "projects")
     assert any(b"native-7f3a" in content for content in files.values())
+
+
+def test_a_child_agent_sessions_transcript_is_in_the_bundle(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    agent = ToolCall(
+        "Agent",
+        {"description": "helper", "prompt": "CHILD-PROMPT-5", "subagent_type": "general-purpose"},
+    )
+    server = model([reply(agent), reply(Message("child-done-5")), reply(Message("ready"))])
+    case = sevro_project.case()
+    config = runtime(sevro_project, nativeTranscripts=True)
+    result = run_claude(sevro_project, claude, server, case, "--runtime-config-file", config)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    document = trial(sevro_project)
+    found = observation(document, OBSERVATION)
+    retained = bundle_bytes(sevro_project, document)
+    assert retained is not None and found["completeness"] == "complete", found
+    files = verified(retained, found["data"], "claude", "projects")
+    session = observation(document, "sevro.claude.turns")["data"]["turns"][0]["sessionId"]
+    # projects/<project>/<session>/subagents/agent-<id>.jsonl: the child's own transcript.
+    children = [p for p in files if f"/{session}/subagents/agent-" in p and p.endswith(".jsonl")]
+    assert len(children) == 1, sorted(files)
+    assert b"child-done-5" in files[children[0]]
