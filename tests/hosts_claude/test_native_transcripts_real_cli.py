@@ -88,7 +88,7 @@ def test_a_tree_over_the_bound_is_unavailable_with_the_reason(
     found = observation(document, OBSERVATION)
     assert found["completeness"] == "unavailable", found
     assert found["data"]["status"] == "unavailable" and found["data"]["artifact"] is None
-    assert "MAX_NATIVE_TRANSCRIPT_BYTES" in found["data"]["reason"]
+    assert "MAX_NATIVE_TRANSCRIPT_TREE_BYTES" in found["data"]["reason"]
     assert bundle_bytes(sevro_project, document) is None
 
 

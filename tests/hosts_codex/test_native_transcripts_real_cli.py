@@ -31,7 +31,7 @@ OBSERVATION = "sevro.host.native-transcripts"
 ARTIFACT = "sevro.native-transcripts.bundle"
 CHUNK, CHUNKS = 900 * 1024, 7
 """Seven messages of 900 KiB in one turn: each event line stays under its 1 MiB bound and the
-turn's stream under 8 MiB, the native tree does not stay under MAX_NATIVE_TRANSCRIPT_BYTES."""
+turn's stream under 8 MiB, the native tree does not stay under MAX_NATIVE_TRANSCRIPT_TREE_BYTES."""
 
 
 def oversized(call: Callable[[str], ToolCall]) -> list[Reply]:
@@ -180,7 +180,7 @@ def test_a_tree_over_the_bound_is_unavailable_with_the_reason(
     assert found["completeness"] == "unavailable", found
     data = found["data"]
     assert data["status"] == "unavailable" and data["artifact"] is None
-    assert "MAX_NATIVE_TRANSCRIPT_BYTES" in data["reason"]
+    assert "MAX_NATIVE_TRANSCRIPT_TREE_BYTES" in data["reason"]
     assert bundle_bytes(sevro_project, document) is None
 
 

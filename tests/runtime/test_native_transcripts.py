@@ -15,8 +15,8 @@ import pytest
 from sevro_core.hosts.nativetranscripts import BUNDLE_FORMAT, Captured, NativeTree, capture
 from sevro_core.limits import (
     MAX_NATIVE_TRANSCRIPT_BUNDLE_BYTES,
-    MAX_NATIVE_TRANSCRIPT_BYTES,
     MAX_NATIVE_TRANSCRIPT_ENTRIES,
+    MAX_NATIVE_TRANSCRIPT_TREE_BYTES,
 )
 from sevro_core.states import Completeness
 from sevro_core.testing import SevroProject
@@ -186,11 +186,11 @@ def test_more_raw_bytes_than_the_bound_is_unavailable(home: Path) -> None:
     existing = sum(p.stat().st_size for p in (home / "sessions").rglob("*") if p.is_file())
     big = home / "sessions" / "big.jsonl"
     with big.open("wb") as out:
-        out.truncate(MAX_NATIVE_TRANSCRIPT_BYTES - existing)
+        out.truncate(MAX_NATIVE_TRANSCRIPT_TREE_BYTES - existing)
     assert take(home).completeness == Completeness.COMPLETE  # exactly the bound
     with big.open("ab") as out:
         out.write(b"x")
-    unavailable(take(home), "MAX_NATIVE_TRANSCRIPT_BYTES")
+    unavailable(take(home), "MAX_NATIVE_TRANSCRIPT_TREE_BYTES")
 
 
 def test_an_encoded_bundle_over_its_bound_is_unavailable(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_an_encoded_bundle_over_its_bound_is_unavailable(tmp_path: Path) -> None
     tree = tmp_path / "sessions"
     tree.mkdir()
     count, size = 1900, 2700
-    assert count * size <= MAX_NATIVE_TRANSCRIPT_BYTES
+    assert count * size <= MAX_NATIVE_TRANSCRIPT_TREE_BYTES
     for n in range(count):
         (tree / f"{n:04d}-{'n' * 200}.jsonl").write_bytes(b"y" * size)
     found = take(tmp_path)

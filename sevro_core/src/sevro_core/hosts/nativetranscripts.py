@@ -11,7 +11,7 @@ The bundle (``sevro.native-transcripts.bundle``) is one RFC 8785 canonical JSON 
 base64}]}`` with entries sorted by path, each path ``<native>/<tree>/<relative path>``. The same
 tree gives the same bytes, so its sha256 identifies it. The walk follows nothing: a symbolic link,
 a special file, a hard-linked file, a file that changes while read, or more than the bounds
-(:data:`MAX_NATIVE_TRANSCRIPT_ENTRIES`, :data:`MAX_NATIVE_TRANSCRIPT_BYTES`,
+(:data:`MAX_NATIVE_TRANSCRIPT_ENTRIES`, :data:`MAX_NATIVE_TRANSCRIPT_TREE_BYTES`,
 :data:`MAX_NATIVE_TRANSCRIPT_BUNDLE_BYTES`) leaves the observation ``unavailable`` with the
 reason and retains no bundle: a partial tree is never passed off as the whole one. A tree taken
 after a failed or cancelled trial is retained as ``truncated`` (what the CLI wrote until then).
@@ -32,8 +32,8 @@ from sevro_core.formats.canonical import canonical_json
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import (
     MAX_NATIVE_TRANSCRIPT_BUNDLE_BYTES,
-    MAX_NATIVE_TRANSCRIPT_BYTES,
     MAX_NATIVE_TRANSCRIPT_ENTRIES,
+    MAX_NATIVE_TRANSCRIPT_TREE_BYTES,
 )
 from sevro_core.models import Artifact
 from sevro_core.states import Completeness
@@ -159,10 +159,10 @@ def _walk(root: Path, prefix: str) -> list[tuple[str, Path, os.stat_result]]:
             if mode.st_nlink != 1:
                 raise _Refused(f"{bundled} is hard-linked ({mode.st_nlink} links): not retained")
             total += mode.st_size
-            if total > MAX_NATIVE_TRANSCRIPT_BYTES:
+            if total > MAX_NATIVE_TRANSCRIPT_TREE_BYTES:
                 raise _Refused(
-                    f"the tree's files hold more than {MAX_NATIVE_TRANSCRIPT_BYTES} bytes "
-                    "(MAX_NATIVE_TRANSCRIPT_BYTES)"
+                    f"the tree's files hold more than {MAX_NATIVE_TRANSCRIPT_TREE_BYTES} bytes "
+                    "(MAX_NATIVE_TRANSCRIPT_TREE_BYTES)"
                 )
             found.append((bundled, path, mode))
     return sorted(found, key=lambda f: f[0])
