@@ -172,6 +172,7 @@ from sevro_core.vocabulary import (
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     GIT_HEAD_OBSERVATION,
+    HOOKS_OBSERVATION,
     HOST_RUNTIME_OBSERVATION,
     JUDGE_PREFIX,
     JUDGE_ROLES,
@@ -279,6 +280,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
     "HOST_RUNTIME_OBSERVATION",
+    "HOOKS_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations

@@ -40,6 +40,10 @@ HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
 """The engine, for every host when a runtime file is in effect: the runtime policy the
 candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
 roots; an inherited value other than PATH only through the digest."""
+HOOKS_OBSERVATION = "sevro.host.hooks"
+"""Agent-CLI hosts with plugin hooks: each plugin's source and effective digests, whether
+``hooks.plugins`` selected it, and the sandboxed hook executions with their exit codes (no
+hook input or output). An empty execution list does not prove that no hook was due."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

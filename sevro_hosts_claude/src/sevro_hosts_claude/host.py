@@ -39,6 +39,7 @@ from sevro_core.api import (
     HostOptions,
     HostRequest,
     HostSetting,
+    InvocationError,
     JsonValue,
     MountedSkill,
     NativeBinary,
@@ -170,7 +171,14 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
         assert isinstance(configured, ConfiguredClaudeHost)
         config, extra = configured.config, set()
         if configured.judge:
-            return configured
+            return configured  # candidate hook authority is not forwarded to judges
+        if options.runtime is not None and options.runtime.hook_plugins:
+            conflict = " (and conflicts with --claude-project-settings)" * config.project_settings
+            raise InvocationError(
+                "runtime configuration hooks.plugins is not supported by the Claude host yet"
+                f"{conflict}: its plugin hooks cannot be sandboxed here; remove hooks.plugins "
+                "or run the Codex host"
+            )
         if config.project_settings:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
         if config.plugin_dirs:

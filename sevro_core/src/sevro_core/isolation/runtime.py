@@ -115,9 +115,9 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
-    "hooks": "hooks (host-specific)",
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
+NOT_YET_HOOKS = {"nativeGoal": "hooks.nativeGoal (host-specific)"}
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
@@ -143,6 +143,9 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    hook_plugins: tuple[str, ...] = ()
+    """``hooks.plugins``: the mounted plugins whose command hooks the candidate's host runs,
+    each handler in a credential-free sandbox; the host refuses a name it has not mounted."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -194,6 +197,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            hook_plugins=self.hook_plugins,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -221,6 +225,8 @@ class RuntimePolicy:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
+        if self.hook_plugins:
+            document["hooks"] = {"plugins": list(self.hook_plugins)}
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -268,15 +274,24 @@ def load_runtime(
     data = read_bounded(path, MAX_RUNTIME_CONFIG_BYTES, what="runtime configuration")
     document = parse_json_text(data, source=path)
     if isinstance(document, dict):
-        for key, what in NOT_YET.items():
-            if key in document:
-                raise InvocationError(
-                    f"{what} is not supported yet", source=path, pointer=f"/{key}"
-                )
+        _refuse_not_yet(document, path)
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
     return _Loader(path, env, credentials).policy(document)
+
+
+def _refuse_not_yet(document: dict[str, Any], path: Path) -> None:
+    """Refuse a field of Sevro's format this version does not honour yet (one clear line)."""
+    for key, what in NOT_YET.items():
+        if key in document:
+            raise InvocationError(f"{what} is not supported yet", source=path, pointer=f"/{key}")
+    hooks = document.get("hooks")
+    for key, what in NOT_YET_HOOKS.items():
+        if isinstance(hooks, dict) and key in hooks:
+            raise InvocationError(
+                f"{what} is not supported yet", source=path, pointer=f"/hooks/{key}"
+            )
 
 
 def flag_runtime(
@@ -345,6 +360,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            hook_plugins=tuple(document.get("hooks", {}).get("plugins", [])),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:
