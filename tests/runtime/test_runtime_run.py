@@ -239,3 +239,21 @@ def test_a_home_prefix_is_granted_and_its_credential_location_stays_hidden(
     assert [c["status"] for c in evidence["checks"]] == ["passed"] * 3
     run = assert_valid_evidence(done.json())
     assert run["configuration"]["redacted"]["runtimePolicy"]["readRoots"] == [str(home / ".local")]
+
+
+def test_the_scripted_host_refuses_hook_plugins_it_cannot_mount(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """A host that mounts no plugins refuses ``hooks.plugins`` (exit 64, one line, nothing
+    run); the same file without the key runs (positive control)."""
+    case = sevro_project.case()
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    selected = runtime(tmp_path / "hooks.json", hooks={"plugins": ["guard"]})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", selected)
+    assert done.exit_code == 64, done.stderr
+    assert "hooks.plugins names 'guard'" in done.stderr and "mounts no plugins" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not sevro_project.results.exists()
+    plain = runtime(tmp_path / "plain.json")
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plain)
+    assert done.exit_code == 0, done.stderr
