@@ -150,6 +150,27 @@ def test_a_selected_plugin_hook_runs_sandboxed_and_an_unselected_one_does_not(
     assert API_KEY not in json.dumps(trial(sevro_project))
 
 
+def test_every_supported_event_runs_its_handler(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Each event sevro declares is one Codex 0.171.0 accepts and fires in ``exec``; the
+    manifest naming the default file again reads it once (one execution per event)."""
+    server = mock_model([reply(shell("echo hi")), reply(Message("done"))])
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+    handler = {"type": "command", "command": "cat >/dev/null; echo '{}'"}
+    hooks = {"hooks": {e: [{"hooks": [handler]}] for e in events}}
+    market = marketplace(tmp_path, {"every": (hooks, {})})
+    manifest = market / "plugins" / "every" / ".codex-plugin" / "plugin.json"
+    document = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**document, "hooks": "./hooks/hooks.json"}))
+    done = run(sevro_project, codex, server, market, ["every"])
+    assert done.exit_code in (0, 1), done.stderr
+    found = observation(trial(sevro_project), "sevro.host.hooks")
+    ran = sorted((r["event"], r["exitCode"]) for r in found["data"]["executions"])
+    assert ran == sorted((e, 0) for e in events), ran
+    assert found["data"]["plugins"][0]["commandHandlers"] == len(events)
+
+
 def test_no_selection_runs_no_plugin_hook_and_records_none(
     sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
 ) -> None:

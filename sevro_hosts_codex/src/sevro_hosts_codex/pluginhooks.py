@@ -81,6 +81,8 @@ def curate(
                 documents.append((where, item))
             elif isinstance(item, str):
                 parts = _relative(item, where)
+                if parts in removed:
+                    continue  # the default file named again: read once, as Codex loads it
                 if parts not in found:
                     raise HookRefused(f"{where} names {item!r}, which the plugin does not hold")
                 documents.append((item, _json(found[parts], item)))
