@@ -114,11 +114,14 @@ BROAD_ROOTS = frozenset(map(Path, ("/", "/usr", "/usr/local", "/opt", "/opt/home
 SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")))
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
+STATE_KEY = "codexState"
+"""The top-level key of seed 002's host-state opt-in (a runtime-file name, not a host's)."""
 NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
-NOT_YET_HOOKS = {"nativeGoal": "hooks.nativeGoal (host-specific)"}
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
+NOT_YET_HOOKS = {"nativeGoal": "hooks.nativeGoal (host-specific)"}
+"""The same for keys inside ``hooks`` (``hooks.plugins`` is supported)."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -146,6 +149,10 @@ class RuntimePolicy:
     hook_plugins: tuple[str, ...] = ()
     """``hooks.plugins``: the mounted plugins whose command hooks the candidate's host runs,
     each handler in a credential-free sandbox; the host refuses a name it has not mounted."""
+    codex_state: bool = False
+    """The top-level state opt-in: the candidate host exposes its native configuration and
+    user skills to commands and binds them read-only for checks (a host that cannot supply
+    them makes grading an error)."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -198,6 +205,7 @@ class RuntimePolicy:
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
             hook_plugins=self.hook_plugins,
+            codex_state=self.codex_state,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -219,6 +227,9 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.codex_state:
+            # absent otherwise, so a file without it keeps its digest
+            document[STATE_KEY] = True
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.seeds:
@@ -361,6 +372,7 @@ class _Loader:
                 self.fail,
             ),
             hook_plugins=tuple(document.get("hooks", {}).get("plugins", [])),
+            codex_state=document.get(STATE_KEY, False),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:
