@@ -113,11 +113,11 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"inherit": ["1BAD"]}), "", "/environment/inherit/0"),
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
-        (doc(hooks={"nativeGoal": True}), "not supported yet", "/hooks/nativeGoal"),
         (doc(hooks={"plugins": ["Bad"]}), "", "/hooks/plugins/0"),
         (doc(hooks={"plugins": ["a", "a"]}), "", "/hooks/plugins"),
         (doc(hooks={"plugins": [f"p{i}" for i in range(65)]}), "", "/hooks/plugins"),
-        (doc(hooks={"other": []}), "", "/hooks/other"),
+        (doc(hooks={"nativeGoal": "yes"}), "", "/hooks/nativeGoal"),
+        (doc(hooks={"other": True}), "unknown key", "/hooks/other"),
         (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
         (
             doc(filesystem={"readOnlyRoots": ["{{sevro.runtime}}"]}),
@@ -434,3 +434,16 @@ def test_hook_plugins_are_carried_to_hosts_and_enter_the_identity(area: Path) ->
     assert "hooks" not in plain.configuration()
     assert plain.configuration()["digest"] == empty.configuration()["digest"]
     assert record["digest"] != plain.configuration()["digest"]
+
+
+def test_hooks_native_goal_enters_the_policy_and_its_digest(area: Path) -> None:
+    plain = load(area, doc())
+    off = load(area, doc(hooks={"nativeGoal": False}))
+    on = load(area, doc(hooks={"nativeGoal": True}))
+    assert (plain.native_goal, off.native_goal, on.native_goal) == (False, False, True)
+    assert on.host_runtime().native_goal and not off.host_runtime().native_goal
+    assert on.configuration()["hooks"] == {"nativeGoal": True}
+    assert "hooks" not in off.configuration()
+    # Selecting it changes the digest (identity); leaving it off keeps an older file's digest.
+    assert off.configuration()["digest"] == plain.configuration()["digest"]
+    assert on.configuration()["digest"] != plain.configuration()["digest"]

@@ -257,3 +257,23 @@ def test_the_scripted_host_refuses_hook_plugins_it_cannot_mount(
     plain = runtime(tmp_path / "plain.json")
     done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plain)
     assert done.exit_code == 0, done.stderr
+
+
+def test_a_native_goal_is_refused_for_a_host_that_has_none(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """``hooks.nativeGoal`` is never ignored: a host without a native goal refuses the run
+    (exit 64, nothing written); with it off the same host runs."""
+    case = sevro_project.case()
+    host = sevro_project.script(default=[[{"reply": {"text": "ready"}}]])
+    config = runtime(tmp_path / "goal.json", hooks={"nativeGoal": True})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", config)
+    assert_refused(
+        done, "hooks.nativeGoal is selected, but host sevro.host.scripted", sevro_project
+    )
+    plugins = runtime(tmp_path / "plugins.json", hooks={"plugins": ["darrow-review"]})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plugins)
+    assert_refused(done, "hooks.plugins names 'darrow-review'", sevro_project)
+    off = runtime(tmp_path / "off.json", hooks={"nativeGoal": False})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", off)
+    assert done.exit_code == 0, (done.stdout, done.stderr)

@@ -33,7 +33,8 @@ from sevro_core.fixtures.workspace import (
     read_confined,
     write_confined,
 )
-from sevro_core.formats.jsonio import JsonValue, parse_json_text
+from sevro_core.formats.canonical import hash_json
+from sevro_core.formats.jsonio import JsonValue, parse_json_text, read_json_file
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.hosts.activations import (
     HOOK_EVENTS,
@@ -64,7 +65,14 @@ from sevro_core.hosts.binaries import (
     is_native_executable,
 )
 from sevro_core.hosts.checks import Probe, sandbox_probe, tools_check
-from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, write_private
+from sevro_core.hosts.credentials import (
+    ENV_NAME,
+    CredentialFlags,
+    Credentials,
+    read_credential_file,
+    secret_strings,
+    write_private,
+)
 from sevro_core.hosts.reads import (
     FileRead,
     ReadLog,
@@ -173,11 +181,12 @@ from sevro_core.vocabulary import (
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     GIT_HEAD_OBSERVATION,
-    HOOKS_OBSERVATION,
+    HOST_HOOKS_OBSERVATION,
     HOST_RUNTIME_OBSERVATION,
     JUDGE_PREFIX,
     JUDGE_ROLES,
     LOCAL_HTTP_CAPABILITY,
+    NATIVE_GOAL_OBSERVATION,
     PID_NAMESPACE_CAPABILITY,
     SANDBOX_CAPABILITY,
     SEMANTIC_JUDGE_CAPABILITY,
@@ -282,7 +291,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
     "HOST_RUNTIME_OBSERVATION",
-    "HOOKS_OBSERVATION",
+    "NATIVE_GOAL_OBSERVATION",
+    "HOST_HOOKS_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations
@@ -292,6 +302,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     # ---- strict JSON: the parser for untrusted JSON files (raises InvocationError, with a pointer)
     "InvocationError",
     "parse_json_text",
+    "read_json_file",
+    # ---- digests: sha256 of RFC 8785 canonical JSON (Sevro's hashJson), for identities
+    "hash_json",
     # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`
     "limits",
     # ---- commands: bounded processes and the trial's sandbox
@@ -387,6 +400,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "ENV_NAME",
     "CredentialFlags",
     "write_private",
+    "Credentials",
+    "read_credential_file",
+    "secret_strings",
     "StreamError",
     "decode_event",
     "stream_lines",

@@ -40,10 +40,13 @@ HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
 """The engine, for every host when a runtime file is in effect: the runtime policy the
 candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
 roots; an inherited value other than PATH only through the digest."""
-HOOKS_OBSERVATION = "sevro.host.hooks"
-"""Agent-CLI hosts with plugin hooks: each plugin's source and effective digests, whether
-``hooks.plugins`` selected it, and the sandboxed hook executions with their exit codes (no
-hook input or output). An empty execution list does not prove that no hook was due."""
+NATIVE_GOAL_OBSERVATION = "sevro.host.native-goal"
+"""Hosts that honour ``hooks.nativeGoal``: the native goal as the CLI itself recorded it
+(created, completed, not created), never inferred from the policy; also the capability a host
+advertises when it can run one."""
+HOST_HOOKS_OBSERVATION = "sevro.host.hooks"
+"""Hosts that run hooks for the runtime policy: each hook's source and digest and the hook
+executions the CLI reported, with their exit codes (an empty list proves nothing)."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

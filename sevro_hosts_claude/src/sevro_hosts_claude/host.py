@@ -22,9 +22,12 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    HOST_HOOKS_OBSERVATION,
+    NATIVE_GOAL_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
+    Case,
     Completeness,
     ConfigurationError,
     ConfiguredAgentCliHost,
@@ -63,6 +66,7 @@ from sevro_core.api import (
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
+from sevro_hosts_claude import credentials, nativegoal
 from sevro_hosts_claude.configuration import (
     ALLOW_WRITE,
     CREDENTIALS,
@@ -80,6 +84,7 @@ from sevro_hosts_claude.configuration import (
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
 from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES, MAX_SETTINGS_CHECK_BYTES
+from sevro_hosts_claude.nested import NESTED_SKILLS_OBSERVATION, nested_skills
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
@@ -101,6 +106,10 @@ _QUIET_ENV = {
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    # A child Agent session runs in the foreground, inside the call that started it: with
+    # background agents (2.1.332's default) the turn's stream ends with a result before the
+    # child does, and a second turn starts on its notification.
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
 }
 
 
@@ -121,6 +130,7 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
         CONTINUATION_OBSERVATION,
         SKILL_ACTIVATIONS_OBSERVATION,
+        NESTED_SKILLS_OBSERVATION,
     }
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
@@ -153,7 +163,8 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             HostSetting(
                 ALLOW_WRITE,
                 "--claude-allow-write",
-                "Offer the candidate Claude Code's Write tool (off: Bash, Read, Edit, Skill).",
+                "Offer the candidate Claude Code's Write tool "
+                "(off: Bash, Read, Edit, Skill, Agent).",
                 "switch",
             ),
             HostSetting(
@@ -179,6 +190,13 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
                 f"{conflict}: its plugin hooks cannot be sandboxed here; remove hooks.plugins "
                 "or run the Codex host"
             )
+        if configured.native_goal:
+            if config.project_settings:
+                raise ConfigurationError(
+                    "hooks.nativeGoal runs Claude Code's native goal with plugin-only settings; "
+                    "--claude-project-settings conflicts with it (docs/hosts/claude.md)"
+                )
+            extra |= {NATIVE_GOAL_OBSERVATION, HOST_HOOKS_OBSERVATION}
         if config.project_settings:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
         if config.plugin_dirs:
@@ -194,6 +212,12 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             )
         return {"bwrap": str(Path(bwrap).resolve())}
 
+    def credential_check(self, config: ClaudeConfig) -> DoctorCheck:
+        """A flag's credential as every agent CLI checks it; else the discovered route."""
+        if config.discovery is None:
+            return super().credential_check(config)
+        return credentials.check(config.discovery)
+
     def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
         from sevro_hosts_claude.doctor import sandbox_check, sandbox_tools_check
 
@@ -204,6 +228,25 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
 
+    @property
+    def native_goal(self) -> bool:
+        """``hooks.nativeGoal`` for the candidate (a judge never runs a goal)."""
+        return self.runtime is not None and self.runtime.native_goal and not self.judge
+
+    def check_case(self, case: Case) -> None:
+        """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused
+        (exit 64): Claude Code would set its native goal, which only the policy selects."""
+        if self.judge or self.native_goal:
+            return
+        for index, prompt in enumerate(case.prompts):
+            if nativegoal.opens_goal(prompt):
+                raise InvocationError(
+                    f"prompt {index + 1} opens with /goal, Claude Code's native goal: select "
+                    '"hooks": {"nativeGoal": true} in the runtime configuration (docs/runtime.md)',
+                    source=case.source,
+                    pointer=case.pointer,
+                )
+
     def redacted_isolation(self) -> dict[str, JsonValue]:
         isolation: dict[str, JsonValue] = {
             "tools": [] if self.judge else list(self.config.tools),
@@ -213,6 +256,10 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
         }
         if not self.judge:
             isolation["projectSettings"] = self.config.project_settings
+        if self.config.discovery is not None:
+            isolation["credentialDiscovery"] = self.config.discovery.to_json()
+        if self.native_goal:  # absent otherwise, so earlier configurations keep their digest
+            isolation["nativeGoal"] = {"stopHook": nativegoal.script_digest()}
         if self.judge:
             isolation["judge"] = {
                 "tools": "none",
@@ -262,16 +309,24 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         Bash sandbox are denied; Claude Code runs hooks itself, outside its Bash sandbox."""
         return self.layout.config_dir / "sevro-hooks"
 
+    @property
+    def stop_dir(self) -> Path:
+        """Where sevro's Stop hook records each Stop (``hooks.nativeGoal`` only)."""
+        return self.layout.config_dir / "sevro-stop-hooks"
+
     def private_dirs(self) -> Sequence[Path]:
         layout = self.layout
-        return (layout.config_dir, self.hooks_dir, layout.home, layout.tmp)
+        goal = (self.stop_dir,) if self.host.native_goal else ()
+        return (layout.config_dir, self.hooks_dir, *goal, layout.home, layout.tmp)
 
     def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
         workspace = request.workspace
         if inside(host.binary.tree, workspace) or inside(workspace, host.binary.tree):
             raise HostFailure("the Claude Code package and the workspace overlap")
-        self.copy_credential_file(layout.config_dir / ".credentials.json")
+        target = layout.config_dir / ".credentials.json"
+        self.copy_credential_file(target)  # a flag's file or the discovered saved login
+        self.secrets += credentials.stage(host.config.discovery, target, os.environ)
         key = self.api_key()
         if key is not None:
             write_private(layout.api_key_file, key.encode())
@@ -289,6 +344,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             writable=(*writable, *self._artifact_directories()),
             hook=hook,
             tools=host.config.tools,
+            stop_hook=self._stop_hook(),
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -328,6 +384,14 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for directory in host.config.plugin_dirs:
                 self.plugins.append((directory, self._plugin_name(directory)))
             self.plugin_invocation = self._plugin_invocation()
+
+    def _stop_hook(self) -> dict[str, Any] | None:
+        """sevro's Stop hook for a native goal: its runner-owned script written privately."""
+        if not self.host.native_goal:
+            return None
+        script = self.layout.config_dir / "sevro-stop-hook.sh"
+        write_private(script, nativegoal.STOP_SCRIPT.encode())
+        return nativegoal.stop_hook(self.host.bwrap, script, self.stop_dir)
 
     def _artifact_directories(self) -> list[Path]:
         """The declared candidate artifact directories, made empty in the candidate's home so
@@ -376,6 +440,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--setting-sources", "project"]
         argv += ["--settings", str(self.layout.settings_file), "--strict-mcp-config"]
         argv += ["--mcp-config", '{"mcpServers":{}}', "--no-chrome"]
+        if host.native_goal:  # every hook's exit code, for sevro.host.hooks
+            argv.append("--include-hook-events")
         if host.model is not None:
             argv += ["--model", host.model]
         if host.effort is not None:
@@ -572,7 +638,30 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             extra.append(self._invocation_receipt(turns.get(1)))
         if self.host.config.plugin_dirs and not self.judge:
             extra += self._plugin_receipts(turns.get(1))
+        if not self.judge:
+            numbers = range(1, len(self.request.prompts) + 1)
+            state, data = nested_skills(
+                {n: turns.get(n) for n in numbers},
+                skills[0],
+                self.request.workspace,
+                self.layout.config_dir / "projects",
+            )
+            extra.append(Observation(NESTED_SKILLS_OBSERVATION, self.host.route.host, state, data))
+        if self.host.native_goal:
+            extra += self._goal_observations(parsed)
         return (*super().observations(parsed, skills, snapshots), *extra)
+
+    def _goal_observations(self, parsed: Sequence[TurnRecord[Turn]]) -> list[Observation]:
+        """``sevro.host.native-goal`` from the session transcript (known only when every turn
+        ended with a result) and ``sevro.host.hooks`` from the streams and Stop records."""
+        host, session = self.host.route.host, self.session or ""
+        last = parsed[-1].turn if len(parsed) == len(self.request.prompts) else None
+        ended = last is not None and last.completed
+        streams = [(r.number, r.stream) for r in parsed]
+        return [
+            nativegoal.goal_observation(host, self.layout.config_dir, session, ended, self.scrub),
+            nativegoal.hooks_observation(host, streams, self.stop_dir, len(self.request.prompts)),
+        ]
 
     def _continuation(self, turns: Mapping[int, Turn]) -> Observation:
         """``sevro.claude.continuation``: the bound session, and per follow-up whether Claude

@@ -18,3 +18,35 @@ MAX_PLUGIN_DIRS = 16
 
 MAX_PLUGIN_MANIFEST_BYTES = 64 * 1024
 """Bytes of a declared plugin's ``.claude-plugin/plugin.json`` read to learn its name."""
+
+KEYCHAIN_TIMEOUT_SECONDS = 10
+"""Seconds ``security find-generic-password`` may take to hand over the macOS keychain login."""
+
+MAX_KEYCHAIN_OUTPUT_BYTES = 1024 * 1024
+"""Bytes of the macOS keychain login accepted (the credential file's own bound)."""
+
+MAX_NESTED_AGENTS = 64
+"""Child Agent sessions ``sevro.claude.nested-skills`` lists per trial (more: truncated)."""
+
+MAX_SUBAGENT_META_BYTES = 64 * 1024
+"""Bytes of a child Agent session's ``.meta.json`` sidecar read to check the session graph."""
+
+MAX_SUBAGENT_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+"""Bytes of a grandchild Agent session's ``agent-<id>.jsonl`` transcript read for its tool
+calls (Claude Code streams only direct children; larger: partial)."""
+
+MAX_NATIVE_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+"""Bytes of Claude Code's session transcript read for ``sevro.host.native-goal`` (a larger one
+makes the observation unavailable)."""
+
+MAX_GOAL_REASON_CHARS = 512
+"""Characters of a native goal evaluator's reason kept in ``sevro.host.native-goal``."""
+
+MAX_HOOK_EXECUTIONS = 256
+"""Hook executions (and sevro Stop records) kept in ``sevro.host.hooks``."""
+
+MAX_STOP_RECORD_BYTES = 64 * 1024
+"""Bytes of one Stop hook input sevro's Stop hook records (a larger one is refused)."""
+
+STOP_HOOK_TIMEOUT_S = 10
+"""Seconds Claude Code gives sevro's Stop hook before it stops it."""

@@ -20,7 +20,7 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
-    HOOKS_OBSERVATION,
+    HOST_HOOKS_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
@@ -164,7 +164,7 @@ class CodexHost(AgentCliHost[CodexConfig]):
         if not configured.judge:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
         if marketplace is not None:
-            extra |= {EXPLICIT_INVOCATION_OBSERVATION, HOOKS_OBSERVATION}
+            extra |= {EXPLICIT_INVOCATION_OBSERVATION, HOST_HOOKS_OBSERVATION}
         return evolve(
             configured,
             agent_threads=imported_agent_threads(options.config_root),
@@ -616,7 +616,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 timeouts = {(h.plugin, h.event, n): h.timeout for n, h in enumerate(self.handlers)}
                 completeness, found = executions(self.plugin_hooks_dir / "log", timeouts)
         data: dict[str, JsonValue] = {"plugins": plugins, "executions": found}
-        return Observation(HOOKS_OBSERVATION, self.host.route.host, completeness, data)
+        return Observation(HOST_HOOKS_OBSERVATION, self.host.route.host, completeness, data)
 
     def _native_observations(self, parsed: Sequence[TurnRecord[Turn]]) -> list[Observation]:
         """``sevro.codex.native-calls`` and, with more than one prompt, the continuation."""

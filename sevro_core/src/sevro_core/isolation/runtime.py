@@ -120,8 +120,6 @@ NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
-NOT_YET_HOOKS = {"nativeGoal": "hooks.nativeGoal (host-specific)"}
-"""The same for keys inside ``hooks`` (``hooks.plugins`` is supported)."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -153,6 +151,9 @@ class RuntimePolicy:
     """The top-level state opt-in: the candidate host exposes its native configuration and
     user skills to commands and binds them read-only for checks (a host that cannot supply
     them makes grading an error)."""
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host may run its CLI's native goal; a host that cannot honour
+    it refuses the run before anything starts."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -206,6 +207,7 @@ class RuntimePolicy:
             artifact_paths=tuple(a.path for a in self.artifacts),
             hook_plugins=self.hook_plugins,
             codex_state=self.codex_state,
+            native_goal=self.native_goal,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -236,8 +238,13 @@ class RuntimePolicy:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
+        hooks: dict[str, Any] = {}  # each key absent when off, so older files keep digests
+        if self.native_goal:
+            hooks["nativeGoal"] = True
         if self.hook_plugins:
-            document["hooks"] = {"plugins": list(self.hook_plugins)}
+            hooks["plugins"] = list(self.hook_plugins)
+        if hooks:
+            document["hooks"] = hooks
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -297,12 +304,6 @@ def _refuse_not_yet(document: dict[str, Any], path: Path) -> None:
     for key, what in NOT_YET.items():
         if key in document:
             raise InvocationError(f"{what} is not supported yet", source=path, pointer=f"/{key}")
-    hooks = document.get("hooks")
-    for key, what in NOT_YET_HOOKS.items():
-        if isinstance(hooks, dict) and key in hooks:
-            raise InvocationError(
-                f"{what} is not supported yet", source=path, pointer=f"/hooks/{key}"
-            )
 
 
 def flag_runtime(
@@ -373,6 +374,7 @@ class _Loader:
             ),
             hook_plugins=tuple(document.get("hooks", {}).get("plugins", [])),
             codex_state=document.get(STATE_KEY, False),
+            native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

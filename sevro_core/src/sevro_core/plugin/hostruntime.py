@@ -48,6 +48,8 @@ class HostRuntime:
     The state flag is the runtime file's top-level state opt-in: a host that can expose its
     native configuration and user skills does so for the candidate and returns them as
     ``HostResult.state``; a host that supplies none leaves every check a grading error.
+    ``native_goal`` is ``hooks.nativeGoal``: the candidate may run its CLI's native goal; a host
+    that cannot honour it refuses the run (exit 64) rather than ignoring it.
     """
 
     path: str | None
@@ -59,6 +61,7 @@ class HostRuntime:
     """``hooks.plugins``: the mounted plugins whose command hooks a candidate's host runs
     sandboxed (never a judge's). A host that cannot honour a name refuses it (exit 64)."""
     codex_state: bool = False
+    native_goal: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as

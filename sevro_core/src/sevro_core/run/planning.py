@@ -79,6 +79,7 @@ from sevro_core.vocabulary import (
     ENFORCED_CAPABILITY,
     FINAL_MESSAGE_OBSERVATION,
     JUDGE_PREFIX,
+    NATIVE_GOAL_OBSERVATION,
     SANDBOX_CAPABILITY,
 )
 
@@ -251,6 +252,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
                 f"--condition enforced is not supported by {configured.route.host}, "
                 "which runs passive only"
             )
+    _refuse_unhonoured_native_goal(settings, (host, *(a.host for a in arms)))
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = _select_sandbox(registry, settings, cases)
     around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
@@ -361,6 +363,21 @@ def _plan_judges(
             )
     source = run.experiment.source if run.experiment is not None else None
     return judges, judge_calibrations(settings, judges, source=source or "--comparator-host")
+
+
+def _refuse_unhonoured_native_goal(settings: RunSettings, hosts: Sequence[ConfiguredHost]) -> None:
+    """``hooks.nativeGoal`` is refused (exit 64) for a host that cannot run a native goal:
+    ignoring it would report a run the operator did not ask for."""
+    if settings.runtime is None or not settings.runtime.native_goal:
+        return
+    for configured in hosts:
+        if NATIVE_GOAL_OBSERVATION not in configured.capabilities:
+            raise InvocationError(
+                f"hooks.nativeGoal is selected, but host {configured.route.host} has no native "
+                "goal it can run here",
+                source=settings.runtime.source,
+                pointer="/hooks/nativeGoal",
+            )
 
 
 def _configure_host(
