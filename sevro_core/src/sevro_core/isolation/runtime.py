@@ -145,6 +145,9 @@ class RuntimePolicy:
     native_transcripts: bool = False
     """``nativeTranscripts``: the candidate's host retains its native transcript tree as the
     ``sevro.native-transcripts.bundle`` artifact (a host without one refuses the run)."""
+    hook_plugins: tuple[str, ...] = ()
+    """``hooks.plugins``: the mounted plugins whose command hooks the candidate's host runs,
+    each handler in a credential-free sandbox; the host refuses a name it has not mounted."""
     codex_state: bool = False
     """The top-level state opt-in: the candidate host exposes its native configuration and
     user skills to commands and binds them read-only for checks (a host that cannot supply
@@ -204,6 +207,7 @@ class RuntimePolicy:
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
             native_transcripts=self.native_transcripts,
+            hook_plugins=self.hook_plugins,
             codex_state=self.codex_state,
             native_goal=self.native_goal,
         )
@@ -234,12 +238,17 @@ class RuntimePolicy:
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.native_transcripts:  # absent when off, so a file without it keeps its digest
             document["nativeTranscripts"] = True
-        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
-            document["hooks"] = {"nativeGoal": True}
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
+        hooks: dict[str, Any] = {}  # each key absent when off, so older files keep digests
+        if self.native_goal:
+            hooks["nativeGoal"] = True
+        if self.hook_plugins:
+            hooks["plugins"] = list(self.hook_plugins)
+        if hooks:
+            document["hooks"] = hooks
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -287,21 +296,18 @@ def load_runtime(
     data = read_bounded(path, MAX_RUNTIME_CONFIG_BYTES, what="runtime configuration")
     document = parse_json_text(data, source=path)
     if isinstance(document, dict):
-        for key, what in NOT_YET.items():
-            if key in document:
-                raise InvocationError(
-                    f"{what} is not supported yet", source=path, pointer=f"/{key}"
-                )
+        _refuse_not_yet(document, path)
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
-    if "plugins" in document.get("hooks", {}):
-        raise InvocationError(
-            "hooks.plugins (plugin command hooks) is not supported yet",
-            source=path,
-            pointer="/hooks/plugins",
-        )
     return _Loader(path, env, credentials).policy(document)
+
+
+def _refuse_not_yet(document: dict[str, Any], path: Path) -> None:
+    """Refuse a field of Sevro's format this version does not honour yet (one clear line)."""
+    for key, what in NOT_YET.items():
+        if key in document:
+            raise InvocationError(f"{what} is not supported yet", source=path, pointer=f"/{key}")
 
 
 def flag_runtime(
@@ -371,6 +377,7 @@ class _Loader:
                 self.fail,
             ),
             native_transcripts=document.get("nativeTranscripts", False),
+            hook_plugins=tuple(document.get("hooks", {}).get("plugins", [])),
             codex_state=document.get(STATE_KEY, False),
             native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
