@@ -176,6 +176,7 @@ from sevro_core.vocabulary import (
     JUDGE_PREFIX,
     JUDGE_ROLES,
     LOCAL_HTTP_CAPABILITY,
+    NATIVE_GOAL_OBSERVATION,
     PID_NAMESPACE_CAPABILITY,
     SANDBOX_CAPABILITY,
     SEMANTIC_JUDGE_CAPABILITY,
@@ -279,6 +280,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "SKILLS_OBSERVATION",
     "TOOL_CALLS_OBSERVATION",
     "HOST_RUNTIME_OBSERVATION",
+    "NATIVE_GOAL_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations

@@ -40,6 +40,9 @@ HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
 """The engine, for every host when a runtime file is in effect: the runtime policy the
 candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
 roots; an inherited value other than PATH only through the digest."""
+NATIVE_GOAL_OBSERVATION = "sevro.host.native-goal"
+"""Hosts that can see native goals: the goal status the host itself reported (``created``,
+``completed``, ``none``, ``unavailable``); enabling ``hooks.nativeGoal`` proves no goal."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

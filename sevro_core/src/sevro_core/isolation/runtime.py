@@ -115,10 +115,11 @@ SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
 NOT_YET = {
-    "hooks": "hooks (host-specific)",
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
+HOOKS_NOT_YET = {"plugins": "hooks.plugins (plugin command hooks)"}
+"""Keys of ``hooks`` this version refuses the same way (``nativeGoal`` is read)."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -143,6 +144,8 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host's native goal path (a host that has none refuses it)."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -194,6 +197,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            native_goal=self.native_goal,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -221,6 +225,8 @@ class RuntimePolicy:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
+        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
+            document["hooks"] = {"nativeGoal": True}
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -272,6 +278,12 @@ def load_runtime(
             if key in document:
                 raise InvocationError(
                     f"{what} is not supported yet", source=path, pointer=f"/{key}"
+                )
+        hooks = document.get("hooks")
+        for key, what in HOOKS_NOT_YET.items():
+            if isinstance(hooks, dict) and key in hooks:
+                raise InvocationError(
+                    f"{what} is not supported yet", source=path, pointer=f"/hooks/{key}"
                 )
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
@@ -345,6 +357,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            native_goal=document.get("hooks", {}).get("nativeGoal", False),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

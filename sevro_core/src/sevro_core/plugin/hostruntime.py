@@ -52,6 +52,9 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host's native goal path is selected; a host without one must
+    refuse it before anything runs (exit 64), never ignore it."""
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as
