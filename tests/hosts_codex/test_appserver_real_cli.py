@@ -3,6 +3,7 @@ thread over stdio JSON-RPC, native goal continuation turns, and every way it mus
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -61,3 +62,154 @@ def test_a_plain_trial_end_to_end(
     calls = observation(document, "sevro.codex.native-calls")
     assert calls["completeness"] == "complete" and calls["data"]["threadId"] == turns[0]["threadId"]
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.codex.events"]
+
+
+def test_a_multi_turn_trial_stays_on_one_thread(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model(
+        [reply(shell("printf x > made.txt")), reply(Message("first")), reply(Message("ready"))]
+    )
+    case = sevro_project.case(prompt="One.", followUpPrompt="Two.", checks=[READY])
+    result = run_codex(sevro_project, codex, server, case, *APP)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    document = trial(sevro_project)
+    turns = observation(document, "sevro.codex.turns")["data"]["turns"]
+    assert [t["turn"] for t in turns] == [1, 2]
+    assert turns[0]["threadId"] == turns[1]["threadId"]
+    found = observation(document, "sevro.codex.continuation")
+    assert found["completeness"] == "complete", found
+    assert found["data"]["threadId"] == turns[0]["threadId"]
+    assert found["data"]["preFollowUpWorktreeUnchanged"] is False  # turn 1 wrote made.txt
+    # The second prompt reached the model in the same conversation as the first.
+    last = json.dumps(server.requests[-1].json())
+    assert "One." in last and "Two." in last and "first" in last
+    refs = [a["id"] for a in document["evidence"]["artifactRefs"]]
+    assert refs == ["sevro.codex.events", "sevro.codex.follow-up-events"]
+    assert observation(document, "sevro.host.native-goal")["data"]["status"] == "none"
+
+
+def test_a_native_goal_runs_its_continuation_turn_and_is_reported_completed(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """hooks.nativeGoal alone selects app-server; Codex itself continues the active goal."""
+    server = mock_model(
+        [
+            reply(ToolCall("create_goal", {"objective": "SECRET-OBJECTIVE"})),
+            reply(Message("working")),
+            reply(ToolCall("update_goal", {"status": "complete"})),
+            reply(Message("ready")),
+        ]
+    )
+    case = sevro_project.case(checks=[READY])
+    runtime = goal_runtime(tmp_path)
+    result = run_codex(sevro_project, codex, server, case, "--runtime-config-file", str(runtime))
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    assert server.remaining == 0
+    document = trial(sevro_project)
+    goal = observation(document, "sevro.host.native-goal")
+    assert goal["completeness"] == "complete", goal
+    data = goal["data"]
+    assert data["status"] == "completed" and data["policy"] is True
+    assert data["nativeTurns"] == [2]
+    assert data["updates"][0]["status"] == "active"
+    assert data["updates"][-1] == {"turn": 1, "nativeTurn": 2, "status": "complete"}
+    assert "SECRET-OBJECTIVE" not in json.dumps(goal)
+    calls = observation(document, "sevro.codex.native-calls")["data"]["calls"]
+    assert [c["name"] for c in calls] == ["create_goal", "update_goal"]
+    # The final message is the completing root turn's, not the first native turn's.
+    final = observation(document, "sevro.observation.final-message")["data"]
+    assert final["sha256"] == hashlib.sha256(b"ready").hexdigest()
+    (run,) = sevro_project.results.glob("*/run.json")
+    assert '"entrypoint": "app-server"' in run.read_text()
+
+
+def test_a_native_goal_policy_without_a_goal_reports_none(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The negative control: enabling the policy does not prove that a goal was created."""
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    runtime = goal_runtime(tmp_path)
+    result = run_codex(
+        sevro_project, codex, server, case, "--runtime-config-file", str(runtime), *APP
+    )
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    goal = observation(trial(sevro_project), "sevro.host.native-goal")
+    assert goal["completeness"] == "complete"
+    assert goal["data"]["status"] == "none" and goal["data"]["policy"] is True
+    assert goal["data"]["updates"] == [] and goal["data"]["nativeTurns"] == [1]
+
+
+def test_a_stalled_app_server_fails_in_bounded_time_with_the_reason(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_codex(sevro_project, codex, server, case, *APP, config={"stallTimeoutSeconds": 3})
+    assert time.monotonic() - started < 60
+    assert result.exit_code == 2, result.stdout + result.stderr
+    document = trial(sevro_project)
+    text = json.dumps(document)
+    assert "stalled: no message for 3 s" in text and "process group killed" in text
+    goal = observation(document, "sevro.host.native-goal")
+    assert goal["completeness"] == "unavailable" and goal["data"]["status"] == "unavailable"
+    assert activations(document)["completeness"] == "unavailable"
+
+
+def test_a_slow_app_server_hits_the_turn_timeout(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    started = time.monotonic()
+    result = run_codex(sevro_project, codex, server, case, *APP, timeout=4)
+    assert time.monotonic() - started < 60
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "turn 1 did not finish in time (process killed)" in json.dumps(trial(sevro_project))
+
+
+def test_a_failed_model_turn_is_an_execution_failure(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("x"), error="boom")])
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(sevro_project, codex, server, case, *APP)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    document = trial(sevro_project)
+    assert "turn 1 failed: native turn 1 failed" in json.dumps(document)
+    assert document["evidence"]["usage"]["complete"] is False
+
+
+def test_exec_with_a_native_goal_policy_is_refused_before_anything_runs(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    runtime = str(goal_runtime(tmp_path))
+    result = run_codex(
+        sevro_project,
+        codex,
+        server,
+        case,
+        "--runtime-config-file",
+        runtime,
+        "--codex-entrypoint",
+        "exec",
+    )
+    assert result.exit_code == 64, result.stdout + result.stderr
+    assert "conflicts with hooks.nativeGoal" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert server.requests == [] and not any(sevro_project.results.glob("*/run.json"))
+
+
+def test_an_unknown_entrypoint_is_refused(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    result = run_codex(sevro_project, codex, server, case, "--codex-entrypoint", "tui")
+    assert result.exit_code == 64, result.stdout + result.stderr
+    assert "--codex-entrypoint must be one of exec, app-server" in result.stderr
+    assert server.requests == []

@@ -113,7 +113,10 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"inherit": ["1BAD"]}), "", "/environment/inherit/0"),
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
-        (doc(hooks={"plugins": []}), "not supported yet", "/hooks"),
+        (doc(hooks={"plugins": []}), "not supported yet", "/hooks/plugins"),
+        (doc(hooks={"nativeGoal": "yes"}), "", "/hooks/nativeGoal"),
+        (doc(hooks={"other": True}), "unknown key", "/hooks/other"),
+        (doc(hooks=[]), "", "/hooks"),
         (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
         (
             doc(filesystem={"readOnlyRoots": ["{{sevro.runtime}}"]}),
@@ -413,3 +416,14 @@ def test_the_sandbox_applies_the_policy_beside_its_own_variables(area: Path) -> 
     assert area / "tools" in built.read_only_roots
     plain = isolation(area, None).policy("checks").environment
     assert plain["PATH"] == "/usr/local/bin:/usr/bin:/bin" and "UV_OFFLINE" not in plain
+
+
+def test_native_goal_is_read_and_enters_the_digest_only_when_selected(area: Path) -> None:
+    plain = load(area, json.dumps(doc()))
+    off = load(area, json.dumps(doc(hooks={"nativeGoal": False})))
+    on = load(area, json.dumps(doc(hooks={"nativeGoal": True})))
+    assert (plain.native_goal, off.native_goal, on.native_goal) == (False, False, True)
+    assert on.host_runtime().native_goal and not off.host_runtime().native_goal
+    assert plain.configuration()["digest"] == off.configuration()["digest"]
+    assert on.configuration()["digest"] != plain.configuration()["digest"]
+    assert on.configuration()["hooks"] == {"nativeGoal": True}

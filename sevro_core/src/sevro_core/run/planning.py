@@ -79,6 +79,7 @@ from sevro_core.vocabulary import (
     ENFORCED_CAPABILITY,
     FINAL_MESSAGE_OBSERVATION,
     JUDGE_PREFIX,
+    NATIVE_GOAL_OBSERVATION,
     SANDBOX_CAPABILITY,
 )
 
@@ -368,10 +369,19 @@ def _configure_host(
 ) -> tuple[Host, ConfiguredHost]:
     host_plugin = registry.hosts()[resolve_host_id(registry, name)]
     try:
-        return host_plugin, host_plugin.configure(options)
+        configured = host_plugin.configure(options)
     except ConfigurationError as exc:
         source = options.config_source or "--host-config"
         raise InvocationError(exc.message, source=source, pointer=exc.pointer) from None
+    # A host honours hooks.nativeGoal by reporting native goals; one that cannot is refused
+    # here, before anything runs, never left to ignore the key.
+    native_goal = options.runtime is not None and options.runtime.native_goal
+    if native_goal and NATIVE_GOAL_OBSERVATION not in configured.capabilities:
+        raise InvocationError(
+            f"hooks.nativeGoal is selected in the runtime configuration but host {host_plugin.id} "
+            "has no native goal path"
+        )
+    return host_plugin, configured
 
 
 def _plan_arms(registry: Registry, settings: RunSettings) -> tuple[PlannedArm, ...]:
