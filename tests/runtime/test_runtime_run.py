@@ -239,3 +239,19 @@ def test_a_home_prefix_is_granted_and_its_credential_location_stays_hidden(
     assert [c["status"] for c in evidence["checks"]] == ["passed"] * 3
     run = assert_valid_evidence(done.json())
     assert run["configuration"]["redacted"]["runtimePolicy"]["readRoots"] == [str(home / ".local")]
+
+
+def test_native_goal_is_refused_by_a_host_without_a_native_goal_path(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """hooks.nativeGoal is never ignored: the scripted host has no native goals, so the run is
+    refused before anything runs (the Codex host honours it: tests/hosts_codex)."""
+    case = sevro_project.case()
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    config = runtime(tmp_path / "runtime.json", hooks={"nativeGoal": True})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", config)
+    assert_refused(done, "hooks.nativeGoal is selected", sevro_project)
+    off = runtime(tmp_path / "off.json", hooks={"nativeGoal": False})
+    assert (
+        sevro_project.run(case, "--host-config", host, "--runtime-config-file", off).exit_code == 0
+    )

@@ -141,7 +141,7 @@ class Connection:
             if self._pump(min(budget.deadline - now, 0.1)):
                 last = time.monotonic()
         line = self._lines.pop(0)
-        return line, _decode(line)
+        return line, decode(line)
 
     def _pump(self, timeout: float) -> bool:
         """Read what is there; True when stdout made progress."""
@@ -199,7 +199,8 @@ class Connection:
                     pipe.close()
 
 
-def _decode(line: bytes) -> dict[str, Any]:
+def decode(line: bytes) -> dict[str, Any]:
+    """One message line as a JSON-RPC object (``AppServerError`` for anything else)."""
     try:
         message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -275,11 +276,11 @@ class Conversation:
         root = turn.get("id") if isinstance(turn, dict) else None
         if not isinstance(root, str) or not root:
             raise AppServerError("turn/start answered without a turn id")
-        chain = _Chain(number, root, self.thread_id)
+        chain = Chain(number, root, self.thread_id)
         while not chain.done:
             line, message = self.connection.read(budget)
             self.stream.append(line)
-            self._notification(message, chain)
+            self.receive(message, chain)
         return self.streamed(), chain.turn()
 
     def streamed(self) -> bytes:
@@ -341,7 +342,8 @@ class Conversation:
             raise AppServerError(f"app-server sent {kind} for a foreign thread {thread_id}")
         return str(thread_id)
 
-    def _notification(self, message: dict[str, Any], chain: _Chain) -> None:
+    def receive(self, message: dict[str, Any], chain: Chain) -> None:
+        """One message while a prompt runs (``AppServerError`` when it cannot be trusted)."""
         if "id" in message:
             if "method" in message:
                 raise _server_request(message)
@@ -373,7 +375,7 @@ def _goal_status(params: Mapping[str, Any]) -> str:
     return str(status)
 
 
-class _Chain:
+class Chain:
     """One prompt's native turns on the root thread: the prompt's turn, then continuations."""
 
     def __init__(self, number: int, root: str, thread_id: str) -> None:
