@@ -173,3 +173,54 @@ def test_malformed_lines_are_refused(line: bytes, fragment: str) -> None:
     with pytest.raises(AppServerError) as caught:
         decode(line)
     assert fragment in caught.value.message
+
+
+def spawn(kind: str, receivers: list[str]) -> dict[str, Any]:
+    raw = {
+        "id": "s",
+        "type": "collabAgentToolCall",
+        "tool": "spawnAgent",
+        "receiverThreadIds": receivers,
+        "status": "completed",
+    }
+    return note(kind, threadId=THREAD, turnId=ROOT, item=raw)
+
+
+def child_news(thread: str) -> dict[str, Any]:
+    return note("thread/status/changed", threadId=thread, status={"type": "idle"})
+
+
+def test_a_child_that_appears_during_a_spawn_naming_it_is_bound() -> None:
+    found, chain = play(
+        [
+            started(ROOT),
+            spawn("item/started", []),
+            child_news("kid"),
+            spawn("item/completed", ["kid"]),
+            child_news("kid"),
+            completed(ROOT),
+        ]
+    )
+    assert found.children == {"kid"} and not found.unbound and chain.done
+    assert [i.type for i in chain.turn().items] == ["collab_tool_call"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "fragment"),
+    [
+        ([started(ROOT), child_news("kid")], "foreign thread kid"),
+        (
+            [
+                started(ROOT),
+                spawn("item/started", []),
+                child_news("kid"),
+                spawn("item/completed", ["other"]),
+            ],
+            "spawn that did not name it",
+        ),
+    ],
+)
+def test_a_thread_no_spawn_names_is_foreign(messages: list[Any], fragment: str) -> None:
+    with pytest.raises(AppServerError) as caught:
+        play(messages)
+    assert fragment in caught.value.message

@@ -213,3 +213,26 @@ def test_an_unknown_entrypoint_is_refused(
     assert result.exit_code == 64, result.stdout + result.stderr
     assert "--codex-entrypoint must be one of exec, app-server" in result.stderr
     assert server.requests == []
+
+
+def test_a_spawned_child_thread_is_not_foreign_and_its_rollout_is_checked(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    from tests.hosts_codex.test_threads_real_cli import (
+        CHILD_TASK,
+        SPAWN_ID,
+        Scripted,
+        routed,
+        wait_for_child,
+    )
+
+    spawn = reply(ToolCall("multi_agent_v1.spawn_agent", {"message": CHILD_TASK}, call_id=SPAWN_ID))
+    parent: list[Scripted] = [spawn, wait_for_child, reply(Message("ready"))]
+    server = routed(mock_model, parent, [reply(Message("child-done"))])
+    result = run_codex(sevro_project, codex, server, sevro_project.case(checks=[READY]), *APP)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    found = observation(trial(sevro_project), "sevro.codex.native-calls")
+    assert found["completeness"] == "complete", found
+    assert [c["name"] for c in found["data"]["calls"]] == ["spawn_agent", "wait_agent"]
+    (child,) = found["data"]["childSessions"]
+    assert child["status"] == "available" and child["resultStatus"] == "completed"

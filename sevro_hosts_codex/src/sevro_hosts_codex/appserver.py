@@ -237,6 +237,10 @@ class Conversation:
         self.children: set[str] = set()
         self.goals: list[GoalUpdate] = []
         self.stream: list[bytes] = []
+        self.spawning: set[str] = set()
+        """The root's ``spawnAgent`` calls in progress (a child thread may appear then)."""
+        self.unbound: set[str] = set()
+        """Threads that appeared during a spawn and are not yet named by one."""
         self._before_start: set[str] = set()
         """Threads named before ``thread/start`` answered: only the new one may be."""
 
@@ -339,7 +343,11 @@ class Conversation:
         if thread_id is None:
             return None
         if thread_id != self.thread_id and thread_id not in self.children:
-            raise AppServerError(f"app-server sent {kind} for a foreign thread {thread_id}")
+            if not self.spawning:
+                raise AppServerError(f"app-server sent {kind} for a foreign thread {thread_id}")
+            # A child appears while the root's spawn call is open; that call must name it.
+            self.children.add(str(thread_id)[:128])
+            self.unbound.add(str(thread_id)[:128])
         return str(thread_id)
 
     def receive(self, message: dict[str, Any], chain: Chain) -> None:
@@ -351,6 +359,7 @@ class Conversation:
         kind, params = message["method"], message.get("params") or {}
         if self._thread_of(kind, params) != self.thread_id:
             return  # an announced child thread's own work: its rollout is checked later
+        self._spawn(kind, params)
         if kind == "thread/goal/updated":
             status = _goal_status(params)
             self.goals.append(GoalUpdate(chain.number, len(chain.turns), status))
@@ -360,6 +369,28 @@ class Conversation:
             chain.goal = "cleared"
         else:
             chain.event(kind, params)
+
+
+    def _spawn(self, kind: str, params: Mapping[str, Any]) -> None:
+        """Track the root's open ``spawnAgent`` calls and bind the children they name."""
+        raw = params.get("item")
+        if not isinstance(raw, dict) or raw.get("type") != "collabAgentToolCall":
+            return
+        if raw.get("tool") != "spawnAgent" or not isinstance(raw.get("id"), str):
+            return
+        if kind == "item/started":
+            self.spawning.add(raw["id"])
+        elif kind == "item/completed":
+            self.spawning.discard(raw["id"])
+            receivers = raw.get("receiverThreadIds")
+            named = {str(r) for r in receivers} if isinstance(receivers, list) else set()
+            self.children |= named
+            self.unbound -= named
+            if self.unbound and not self.spawning:
+                raise AppServerError(
+                    f"thread {sorted(self.unbound)[0]} appeared during a spawn that did not "
+                    "name it (a foreign thread)"
+                )
 
 
 def _server_request(message: Mapping[str, Any]) -> AppServerError:
