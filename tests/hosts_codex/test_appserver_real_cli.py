@@ -3,8 +3,12 @@ thread over stdio JSON-RPC, native goal continuation turns, and every way it mus
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -236,3 +240,42 @@ def test_a_spawned_child_thread_is_not_foreign_and_its_rollout_is_checked(
     assert [c["name"] for c in found["data"]["calls"]] == ["spawn_agent", "wait_agent"]
     (child,) = found["data"]["childSessions"]
     assert child["status"] == "available" and child["resultStatus"] == "completed"
+
+
+def _kill_app_server_of(server: Any, done: threading.Event) -> None:
+    """Once the model was asked, SIGKILL this test's own app-server by its pid: the one whose
+    private CODEX_HOME's config.toml names this test's mock server (its port is unique)."""
+    while not done.is_set() and not server.requests:
+        time.sleep(0.05)
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        homes = [v[len(b"CODEX_HOME=") :] for v in environ if v.startswith(b"CODEX_HOME=")]
+        if b"app-server" not in cmdline or not homes:
+            continue
+        config = Path(homes[0].decode()) / "config.toml"
+        with contextlib.suppress(OSError):
+            if server.base_url in config.read_text():
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def test_a_killed_app_server_fails_in_bounded_time_with_the_reason(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(hang=True)])
+    case = sevro_project.case(checks=[READY])
+    done = threading.Event()
+    killer = threading.Thread(target=_kill_app_server_of, args=(server, done))
+    killer.start()
+    started = time.monotonic()
+    try:
+        result = run_codex(sevro_project, codex, server, case, *APP)
+    finally:
+        done.set()
+        killer.join()
+    assert time.monotonic() - started < 60
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "codex app-server closed its output" in json.dumps(trial(sevro_project))
