@@ -275,12 +275,15 @@ class Conversation:
         self.connection.mark()
         self.stream = []
         params = {"threadId": self.thread_id, "input": [{"type": "text", "text": text}]}
-        result = self._request("turn/start", params, budget)
+        held: list[dict[str, Any]] = []
+        result = self._request("turn/start", params, budget, held)
         turn = result.get("turn")
         root = turn.get("id") if isinstance(turn, dict) else None
         if not isinstance(root, str) or not root:
             raise AppServerError("turn/start answered without a turn id")
         chain = Chain(number, root, self.thread_id)
+        for message in held:  # what arrived before the answer (the turn may start first)
+            self.receive(message, chain)
         while not chain.done:
             line, message = self.connection.read(budget)
             self.stream.append(line)
@@ -290,11 +293,22 @@ class Conversation:
     def streamed(self) -> bytes:
         return b"".join(line + b"\n" for line in self.stream)
 
-    def _request(self, method: str, params: Mapping[str, Any], budget: Budget) -> dict[str, Any]:
+    def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        budget: Budget,
+        held: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its answer; messages meanwhile go to ``held`` (read
+        once the answer says which turn started) or, without it, must be thread-level news."""
         wanted = self.connection.send(method, params, request=True)
         while True:
             line, message = self.connection.read(budget)
             self.stream.append(line)
+            if "method" in message and held is not None and "id" not in message:
+                held.append(message)
+                continue
             if "method" in message:
                 self._early(message)
                 continue
@@ -369,7 +383,6 @@ class Conversation:
             chain.goal = "cleared"
         else:
             chain.event(kind, params)
-
 
     def _spawn(self, kind: str, params: Mapping[str, Any]) -> None:
         """Track the root's open ``spawnAgent`` calls and bind the children they name."""
