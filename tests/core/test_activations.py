@@ -184,3 +184,22 @@ def test_only_content_from_the_prepared_file_counts(tmp_path: Path) -> None:
     ]
     found = _sourced(tmp_path / "real", real)
     assert found == [(3, "composed"), (4, "whole"), (5, "whole"), (6, "whole")]
+
+
+def test_a_record_without_a_directory_resolves_only_absolute_paths(tmp_path: Path) -> None:
+    """A hook input with no ``cwd`` does not say where a relative path points: it is not taken
+    to be the workspace (negative), while an absolute path still names the file (positive)."""
+    tmp_path.mkdir(exist_ok=True)
+    for n, target in enumerate((CAT, f"cat {WORKSPACE}/{SKILL.path}"), start=1):
+        record = {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": target},
+            "tool_response": BODY,
+        }
+        (tmp_path / f"{n:020d}-1.json").write_text(json.dumps(record))
+    log = HookLog(tmp_path)
+    log.harvest(1, {"Bash": 2})
+    state, data = _observe(log)
+    assert state == "complete", data
+    assert [(a["ordinal"], a["kind"]) for a in data["activations"]] == [(2, "whole")]

@@ -132,8 +132,13 @@ def test_every_assertion_passing_passes_and_each_is_its_own_outcome(
     assert checks["verified/tests"]["detail"] == "9/9"
     assert checks["verified/builds"]["detail"] == "critical"
     assert document["evidence"]["grading"]["status"] == "completed"
-    summary = [c["id"] for c in done.json()["cases"][0]["trials"][0]["checks"]]
-    assert summary == ["verified", "verified/builds", "verified/tests", "replied"]
+    summary = [(c["id"], c.get("partOf")) for c in done.json()["cases"][0]["trials"][0]["checks"]]
+    assert summary == [
+        ("verified", None),
+        ("verified/builds", "verified"),
+        ("verified/tests", "verified"),
+        ("replied", None),
+    ]
     resumed = TrialRecord.from_document(document, Path("trial-1.json"), "0" * 64)
     assert [c.part_of for c in resumed.checks] == [None, "verified", "verified", None]
 

@@ -28,7 +28,7 @@ def test_codex_commands_are_classified_as_the_issue_says(
         [
             *(reply(shell(command)) for command, _ in forms),
             reply(shell(f"sed -n '1,200p' {tone}")),
-            # Codex does not report an exec_command's workdir: sevro cannot tell what was read
+            # the stream does not report an exec_command's workdir; the hook's record does
             reply(ToolCall("exec_command", {"cmd": "cat SKILL.md", "workdir": f"{SKILLS}/greet"})),
             reply(Message("ready")),
         ]
@@ -51,6 +51,11 @@ def test_codex_commands_are_classified_as_the_issue_says(
     assert all(c["exitCode"] == 0 for c in commands), commands
     reads = observation(document, "sevro.file-reads")["data"]
     assert reads["instructionsFile"] == "AGENTS.md"
-    assert [u["ordinal"] for u in reads["unresolved"]] == [commands[-1]["ordinal"]]
-    assert all(r["ordinal"] != commands[-1]["ordinal"] for r in reads["reads"])
+    assert not reads["unresolved"], reads["unresolved"]
+    last = [
+        (r["path"], r["complete"])
+        for r in reads["reads"]
+        if r["ordinal"] == commands[-1]["ordinal"]
+    ]
+    assert last == [(f"{SKILLS}/greet/SKILL.md", True)], last
     assert observation(document, "sevro.skills")["data"]["read"] == ["greet"]

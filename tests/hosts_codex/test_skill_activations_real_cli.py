@@ -80,9 +80,15 @@ def test_a_commands_workdir_decides_which_file_it_read(
     case = sevro_project.case(fixture={"files": files})
     result = run_codex(sevro_project, require_codex(), server, case)
     assert result.exit_code == 0, result.stdout + result.stderr
-    data = activations(trial(sevro_project))["data"]
+    document = trial(sevro_project)
+    data = activations(document)["data"]
     found = [(a["ordinal"], a["kind"]) for a in data["activations"]]
     assert found == [(2, "whole")], found
+    # the stream-based reads take the directory from the same hook records
+    reads = observation(document, "sevro.file-reads")["data"]
+    paths = [r["path"] for r in reads["reads"]]
+    assert paths == [f"sub/{skill}", skill], paths
+    assert not reads["unresolved"], reads
 
 
 def test_the_hook_records_are_out_of_the_agents_reach(

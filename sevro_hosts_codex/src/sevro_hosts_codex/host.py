@@ -76,6 +76,7 @@ from sevro_hosts_codex.invocation import (
 )
 from sevro_hosts_codex.nativecalls import NATIVE_CALLS_OBSERVATION, native_calls
 from sevro_hosts_codex.plugins import Installed, Marketplace
+from sevro_hosts_codex.workdirs import command_workdirs
 
 HOST_ID = "sevro.host.codex"
 TURNS_OBSERVATION = "sevro.codex.turns"
@@ -519,6 +520,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     def collect(
         self, number: int, turn: Turn, skills: Sequence[MountedSkill], into: TurnEvidence
     ) -> None:
+        ran = [
+            (i.ordinal, str(i.data["command"])) for i in turn.items if i.type == "command_execution"
+        ]
+        workdirs = command_workdirs(self.hook_log, number, ran, self.request.workspace)
         for item in (i for i in turn.items if i.type in _TOOL_ITEMS):
             entry = _call(number, item.ordinal, item.type, item.data)
             entry.update(self.call_text(_arguments(item.type, item.data)))
@@ -534,8 +539,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 command_entry(number, item.ordinal, scrubbed, output, code, status)
             )
             exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
-            # Codex runs every command in a fresh shell in the workspace: no cwd carries over.
-            into.command(skills, (number, item.ordinal), (command, output, exit_code))
+            # Codex runs every command in a fresh shell: no cwd carries over, but the model may
+            # name one per command, which only the hook reports.
+            at = (number, item.ordinal)
+            into.command(skills, at, (command, output, exit_code), workdirs[item.ordinal])
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
         return self._cost(_usage(turns, all_turns))

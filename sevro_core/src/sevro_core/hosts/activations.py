@@ -256,8 +256,9 @@ def targets(record: HookRecord, skills: Sequence[MountedSkill], workspace: Path)
         return {by_path[path]} if path in by_path else set()
     if record.tool != "Bash":
         return set()
-    cwd = workspace_path(workspace, record.cwd) if record.cwd is not None else "."
-    if cwd is None:
+    if record.cwd is None:
+        cwd = None  # unknown: only absolute paths can name a prepared file
+    elif (cwd := workspace_path(workspace, record.cwd)) is None:
         return set()  # relative paths from outside the workspace name no prepared file
     files = WorkspaceFiles(workspace, {s.path: s.body for s in skills})
     found = command_reads(record.target, "", None, files, cwd)
