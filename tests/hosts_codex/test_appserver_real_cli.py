@@ -279,3 +279,22 @@ def test_a_killed_app_server_fails_in_bounded_time_with_the_reason(
     assert time.monotonic() - started < 60
     assert result.exit_code == 2, result.stdout + result.stderr
     assert "codex app-server closed its output" in json.dumps(trial(sevro_project))
+
+
+@pytest.mark.parametrize("entrypoint", [None, "exec", "app-server"])
+def test_the_entrypoint_enters_the_identity_only_when_it_is_app_server(
+    sevro_project: SevroProject, codex: str, mock_model: Callable[..., Any], entrypoint: str | None
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    chosen = ("--codex-entrypoint", entrypoint) if entrypoint else ()
+    result = run_codex(sevro_project, codex, server, sevro_project.case(checks=[READY]), *chosen)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    (run,) = sevro_project.results.glob("*/run.json")
+    redacted = json.loads(run.read_text())["configuration"]["redacted"]
+    assert ('"entrypoint": "app-server"' in json.dumps(redacted)) is (entrypoint == "app-server")
+    assert ('"entrypoint":' in json.dumps(redacted)) is (entrypoint == "app-server")
+    goal_offered = any(
+        o["id"] == "sevro.host.native-goal"
+        for o in trial(sevro_project)["evidence"]["observations"]
+    )
+    assert goal_offered is (entrypoint == "app-server")

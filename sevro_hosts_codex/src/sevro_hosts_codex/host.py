@@ -193,13 +193,14 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     def redacted_configuration(self) -> JsonValue:
         """The skeleton's, with the imported setting (``null``: Codex's default) and the
         marketplace's name, plugins and content digests (so a changed plugin is another
-        evaluation)."""
+        evaluation), and an entrypoint other than ``exec``."""
         base = super().redacted_configuration()
         assert isinstance(base, dict)
         extra: dict[str, JsonValue] = {}
         if self.marketplace is not None:
             extra["marketplace"] = self.marketplace.identity()
-        extra["entrypoint"] = self.entrypoint
+        if self.entrypoint != "exec":  # absent for exec, so earlier evaluations keep their digest
+            extra["entrypoint"] = self.entrypoint
         return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
     def check_case(self, case: Case) -> None:
