@@ -136,6 +136,7 @@ class CodexHost(AgentCliHost[CodexConfig]):
             "Run the candidate through `codex exec` (default) or `codex app-server` (native "
             "goal turns; hooks.nativeGoal selects it).",
             "string",
+            candidate_only=True,
         )
         return (*super().settings, entry)
 
