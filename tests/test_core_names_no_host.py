@@ -18,6 +18,22 @@ ALLOWED = {
     # The scripted host stands in for every agent: it finds skills in the directories the agent
     # CLIs read, so one skill case runs on every host (docs/hosts/scripted.md).
     ("builtins/scripted_host.py", 'SKILLS_DIRS = (".agents/skills", ".claude/skills")'),
+    # Seed 002's runtime-file key `codexState` and the five binding names it reserves are
+    # names of the runtime contract (sevro.runtime.v1), not host knowledge: the core parses the
+    # key and reserves the names; only a host plugin supplies the state (StateBinding).
+    ("isolation/candidateartifacts.py", '"codex_config",'),
+    ("isolation/candidateartifacts.py", '"codex_skills",'),
+    ("isolation/candidateartifacts.py", '"command_codex_skills",'),
+    ("isolation/runtime.py", 'STATE_KEY = "codexState"'),
+    ("isolation/runtime.py", "codex_state: bool = False"),
+    ("isolation/runtime.py", "codex_state=self.codex_state,"),
+    ("isolation/runtime.py", "if self.codex_state:"),
+    ("isolation/runtime.py", "codex_state=document.get(STATE_KEY, False),"),
+    ("plugin/hostruntime.py", "codex_state: bool = False"),
+    (
+        "run/engine.py",
+        "candidate_state(runtime is not None and runtime.codex_state, host, result.state),",
+    ),
 }
 
 

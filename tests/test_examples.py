@@ -180,6 +180,7 @@ CAUGHT_BY = {
 }
 REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
+    "docs/hosts/codex.md#installs-no-skill",
     "docs/hosts/claude.md#release-notes",
     "docs/expectations.md#runs-a-command",
     "docs/expectations.md#writes-the-changelog",
@@ -378,6 +379,36 @@ def test_the_codex_example_checks_what_it_claims(
     server = mock_model([*(work if works else []), reply(Message("done"))])
     done = run_codex(sevro_project, codex, server, sevro_project.write_json("case.json", case))
     _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["installs-nothing", "installs-a-skill", "no-opt-in"])
+def test_the_codex_state_absence_example_checks_what_it_claims(
+    mode: str, sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    codex = require_codex()
+    require_sandbox()
+    case = documented_cases()["docs/hosts/codex.md#installs-no-skill"]
+    install = 'mkdir -p "$CODEX_HOME/skills/x" && echo body > "$CODEX_HOME/skills/x/SKILL.md"'
+    work = [reply(shell(install))] if mode == "installs-a-skill" else []
+    server = mock_model([*work, reply(Message("the check target is false"))])
+    runtime = {
+        "format": "sevro.runtime.v1",
+        **({} if mode == "no-opt-in" else {"codexState": True}),
+    }
+    done = run_codex(
+        sevro_project,
+        codex,
+        server,
+        sevro_project.write_json("case.json", case),
+        "--runtime-config-file",
+        str(sevro_project.write_json("runtime.json", runtime)),
+    )
+    (check,) = json.loads(done.stdout)["cases"][0]["trials"][0]["checks"]
+    # Without the opt-in nothing is bound: the recipe's `test -d` guard fails, never passes.
+    expected = "passed" if mode == "installs-nothing" else "failed"
+    assert check["status"] == expected, done.stdout + done.stderr
+    assert (done.exit_code == 0) is (mode == "installs-nothing")
 
 
 @pytest.mark.slow

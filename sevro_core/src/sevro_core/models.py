@@ -201,6 +201,22 @@ UNKNOWN_USAGE = Usage()
 
 
 @frozen
+class StateBinding:
+    """One piece of the candidate host's native state a check may read once the candidate
+    finished (seed 002's host-state opt-in): bound read-only as
+    ``SEVRO_CANDIDATE_ARTIFACT_<NAME>`` after the same link, hardlink, special-file and size
+    checks as a declared artifact directory, walked from ``root`` without following a link."""
+
+    name: str
+    root: Path
+    """A private directory of the host's own (its native home, the commands' home)."""
+    path: str
+    """Relative to ``root``; no empty, ``.`` or ``..`` component."""
+    file: bool = False
+    """One regular file (the native configuration) rather than a directory tree."""
+
+
+@frozen
 class HostResult:
     """What a host returns for all turns of one trial."""
 
@@ -217,6 +233,8 @@ class HostResult:
     """The candidate's private HOME, left in place until the trial's private directory is
     removed, so checks may read its declared artifact directories; None when the host has none
     it can name (its ``runtime.artifactDirectories`` are then a grading error)."""
+    state: tuple[StateBinding, ...] = ()
+    """The native state the host exposes when the runtime file selects it (none otherwise)."""
 
 
 @frozen

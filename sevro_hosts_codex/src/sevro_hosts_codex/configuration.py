@@ -219,6 +219,8 @@ def render_config_toml(
     judge: bool = False,
     hook: str | None = None,
     agent_threads: int | None = None,
+    state: Sequence[tuple[Path, str]] = (),
+    projects: Sequence[str] = (),
 ) -> str:
     """The trial's ``config.toml``: provider, permission profile, no inherited environment.
 
@@ -271,6 +273,7 @@ def render_config_toml(
                 lines.append(f"{key} = {value}")
     if agent_threads is not None:
         lines += ["", "[agents]", f"max_concurrent_threads_per_session = {int(agent_threads)}"]
+    lines += projects
     lines += [
         "",
         f"[permissions.{PROFILE}.filesystem]",
@@ -284,6 +287,7 @@ def render_config_toml(
         f'{q(str(layout.codex_home / "tmp" / "arg0-linux"))} = "read"',
         *(f'{q(str(path))} = "read"' for path in granted[0]),
         *(f'{q(str(path))} = "write"' for path in granted[1]),
+        *(f"{q(str(path))} = {q(mode)}" for path, mode in state),
         *(f'{q(str(path))} = "deny"' for path in denied),
         "",
         f'[permissions.{PROFILE}.filesystem.":workspace_roots"]',

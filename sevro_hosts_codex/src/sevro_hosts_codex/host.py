@@ -35,6 +35,7 @@ from sevro_core.api import (
     HostFailure,
     HostOptions,
     HostRequest,
+    HostResult,
     HostSetting,
     InvocationError,
     JsonValue,
@@ -76,6 +77,12 @@ from sevro_hosts_codex.invocation import (
 )
 from sevro_hosts_codex.nativecalls import NATIVE_CALLS_OBSERVATION, native_calls
 from sevro_hosts_codex.plugins import Installed, Marketplace
+from sevro_hosts_codex.state import (
+    AGENT_SKILLS_VARIABLE,
+    NATIVE_HOME,
+    StateLayout,
+    untrusted_project,
+)
 from sevro_hosts_codex.workdirs import command_workdirs
 
 HOST_ID = "sevro.host.codex"
@@ -204,15 +211,22 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
             extra["entrypoint"] = self.entrypoint
         return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
+    @property
+    def codex_state(self) -> bool:
+        """The runtime file's ``codexState`` opt-in applies (to a candidate, never a judge)."""
+        return not self.judge and self.runtime is not None and self.runtime.codex_state
+
     def check_case(self, case: Case) -> None:
-        """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration."""
-        if self.judge:
+        """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration,
+        unless ``codexState`` makes it inert."""
+        if self.judge or self.codex_state:
             return
         found = declared_codex_file(case.fixture)
         if found is not None:
             raise InvocationError(
                 f"fixture-local Codex configuration {found[0]!r} is refused: a workspace "
-                "`.codex` is not inert here (codexState is not supported yet)",
+                "`.codex` is not inert here (select codexState in the runtime file to accept it "
+                "as inert input)",
                 source=case.source,
                 pointer=join_pointer(case.pointer, "fixture", *found[1]),
             )
@@ -270,6 +284,17 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
 
     # -- set-up ---------------------------------------------------------------------------
 
+    @cached_property
+    def state(self) -> StateLayout | None:
+        """The Codex state opt-in's places (None without it, and for a judge)."""
+        if not self.host.codex_state:
+            return None
+        layout = self.layout
+        native = self.request.private_root / NATIVE_HOME
+        return StateLayout(
+            codex_home=layout.codex_home, native_home=native, command_home=layout.home
+        )
+
     def candidate_home(self) -> Path | None:
         return self.layout.home
 
@@ -280,8 +305,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return self.request.private_root / "hooks"
 
     def private_dirs(self) -> Sequence[Path]:
-        layout = self.layout
-        return (layout.codex_home, layout.home, layout.tmp, layout.bin, self.hooks_dir)
+        layout, state = self.layout, self.state
+        native = () if state is None else (state.native_home,)
+        return (layout.codex_home, layout.home, layout.tmp, layout.bin, self.hooks_dir, *native)
 
     def configure_trial(self) -> None:
         layout, host = self.layout, self.host
@@ -299,10 +325,18 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         base = {"HOME": str(layout.home), "TMPDIR": str(layout.tmp), "LANG": "C.UTF-8"}
         command_path = self.command_path(DEFAULT_PATH)
         command_env = {**declared, **self.fixture_environment, "PATH": command_path, **base}
+        state = self.state
+        if state is not None:
+            try:
+                state.prepare()
+            except OSError as exc:
+                raise HostFailure(f"the Codex state could not be prepared: {exc}") from None
+            command_env["CODEX_HOME"] = str(layout.codex_home)
+            command_env[AGENT_SKILLS_VARIABLE] = str(state.agent_skills)
         self.env = {
             **declared,
             "PATH": path,
-            "HOME": str(layout.home),
+            "HOME": str(layout.home if state is None else state.native_home),
             "CODEX_HOME": str(layout.codex_home),
             "TMPDIR": str(layout.tmp),
             "LANG": "C.UTF-8",
@@ -327,6 +361,8 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 judge=self.judge,
                 hook=hook,
                 agent_threads=host.agent_threads,
+                state=() if state is None else state.profile(),
+                projects=() if state is None else untrusted_project(self.request.workspace),
             )
         except ValueError as exc:
             raise HostFailure(str(exc)) from None
@@ -367,10 +403,11 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         """A candidate workspace's ``.codex`` (from any fixture kind, a repository's included)
         fails the trial before Codex starts: Codex would read it as project configuration."""
         found = self.request.workspace / CODEX_DIR
-        if not self.judge and os.path.lexists(found):
+        if not self.judge and not self.host.codex_state and os.path.lexists(found):
             raise HostFailure(
                 f"fixture-local Codex configuration {found} is refused: a workspace `.codex` "
-                "is not inert here (codexState is not supported yet)"
+                "is not inert here (select codexState in the runtime file to accept it as inert "
+                "input)"
             )
 
     def _preflight(self) -> None:
@@ -382,7 +419,12 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         needed = (request.workspace, request.private_root, host.binary.tree, *granted)
         root = probe_root(host.protected_roots, needed)
         argv = preflight_argv(
-            host.binary.native, request.workspace, (layout.tmp, layout.codex_home), self.judge, root
+            host.binary.native,
+            request.workspace,
+            (layout.tmp, layout.codex_home),
+            self.judge,
+            root,
+            state=self.state is not None,
         )
         run_preflight(
             [*host.pid_namespace, *argv],
@@ -470,6 +512,18 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         return None
 
     # -- results --------------------------------------------------------------------------
+
+    def result(
+        self,
+        records: Sequence[TurnRecord[Turn]],
+        failure: HostFailure | None,
+        skills: tuple[Sequence[MountedSkill], bool],
+        snapshots: tuple[Snapshot, Snapshot],
+    ) -> HostResult:
+        """The skeleton's result; with the Codex state opt-in, the five state bindings."""
+        result = super().result(records, failure, skills, snapshots)
+        state = self.state
+        return result if state is None else evolve(result, state=state.bindings())
 
     def observations(
         self,

@@ -21,7 +21,9 @@ from sevro_hosts_codex.limits import MAX_CODEX_PREFLIGHT_OUTPUT_BYTES
 _PROBE = (
     't="$1/.sevro-preflight"; : > "$t" && rm -f "$t" || exit 21; '
     'if [ "$2" = write ]; then [ -w . ] || exit 22; else [ -w . ] && exit 22; fi; '
-    'cat "$3/config.toml" >/dev/null 2>&1 && exit 23; '
+    'if [ "$6" = state ]; then cat "$3/config.toml" >/dev/null 2>&1 || exit 26; '
+    '[ -w "$3/config.toml" ] && exit 27; '
+    'else cat "$3/config.toml" >/dev/null 2>&1 && exit 23; fi; '
     'cat "$3/auth.json" >/dev/null 2>&1 && exit 23; '
     'if [ -n "$4" ]; then ls "$4" >/dev/null 2>&1 && exit 24; fi; '
     '"$5" --version >/dev/null 2>&1 || exit 25; '
@@ -33,6 +35,8 @@ PROBLEMS = {
     23: "a command could read CODEX_HOME (credentials or configuration)",
     24: "a command could list a protected root",
     25: "the Codex executable did not answer --version inside the sandbox",
+    26: "a command could not read CODEX_HOME/config.toml although codexState selects it",
+    27: "a command could write CODEX_HOME/config.toml (codexState grants it read-only)",
 }
 _KEPT = ("PATH", "HOME", "CODEX_HOME", "TMPDIR", "LANG")
 
@@ -47,14 +51,22 @@ def probe_root(protected: Sequence[Path], needed: Sequence[Path]) -> Path | None
 
 
 def preflight_argv(
-    native: Path, workspace: Path, private: tuple[Path, Path], judge: bool, root: Path | None
+    native: Path,
+    workspace: Path,
+    private: tuple[Path, Path],
+    judge: bool,
+    root: Path | None,
+    *,
+    state: bool = False,
 ) -> list[str]:
     """``codex sandbox`` with the trial's profile running the combined probe; ``private`` is
-    the trial's (``TMPDIR``, ``CODEX_HOME``)."""
+    the trial's (``TMPDIR``, ``CODEX_HOME``). With the Codex state opt-in (``state``) the
+    configuration must be readable and not writable; credentials stay unreadable either way."""
     tmp, codex_home = private
     mode = "read" if judge else "write"
     head = [str(native), "sandbox", "-P", PROFILE, "-C", str(workspace), "--"]
     args = [str(tmp), mode, str(codex_home), str(root or ""), str(native)]
+    args.append("state" if state else "")
     return [*head, "/bin/bash", "-c", _PROBE, "sevro-preflight", *args]
 
 

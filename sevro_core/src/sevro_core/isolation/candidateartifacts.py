@@ -22,6 +22,16 @@ from attrs import frozen
 from sevro_core.limits import MAX_ARTIFACT_DIRECTORY_ENTRIES
 
 ARTIFACT_VARIABLE = "SEVRO_CANDIDATE_ARTIFACT_"
+STATE_NAMES = frozenset(
+    {
+        "codex_config",
+        "codex_skills",
+        "agent_skills",
+        "command_agent_skills",
+        "command_codex_skills",
+    }
+)
+"""Names seed 002 reserves for the host-state bindings: no declared directory may take one."""
 
 
 @frozen
@@ -57,6 +67,11 @@ def artifact_directories(
         if name in seen:
             raise fail(f"artifact directory name {name!r} is declared twice", pointer + "/name")
         seen.add(name)
+        if name in STATE_NAMES:
+            raise fail(
+                f"artifact directory name {name!r} is reserved for the host-state bindings",
+                pointer + "/name",
+            )
         problem = _path_problem(path) or _credential_problem(path, credential_entries)
         if problem is not None:
             raise fail(f"artifact directory path {path!r} {problem}", pointer + "/path")
@@ -91,18 +106,35 @@ def _path_problem(path: str) -> str | None:
 def checked_artifact_directory(home: Path, directory: ArtifactDirectory) -> Path:
     """The directory under ``home`` once checked, without following any link; raises
     ``ValueError`` saying what makes it unusable evidence."""
-    current = home
-    for part in ("", *directory.path.split("/")):
+    return checked_path(home, directory.path, "the candidate's home")
+
+
+def checked_path(root: Path, path: str, where: str, *, file: bool = False) -> Path:
+    """``root/path`` once checked without following any link: a link-free, hardlink-free tree
+    of directories and regular files (or, with ``file``, one regular file with one link);
+    ``ValueError`` says what makes it unusable evidence."""
+    problem = _path_problem(path)
+    if problem is not None:
+        raise ValueError(f"~/{path} {problem}")
+    current = root
+    parts = ("", *path.split("/"))
+    for index, part in enumerate(parts):
         current = current / part if part else current
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            raise ValueError(f"~/{directory.path} does not exist in the candidate's home") from None
+            raise ValueError(f"~/{path} does not exist in {where}") from None
         if stat.S_ISLNK(info.st_mode):
-            raise ValueError(f"~/{directory.path} has a symbolic link on its way ({current})")
-        if not stat.S_ISDIR(info.st_mode):
-            raise ValueError(f"~/{directory.path} is not a directory ({current})")
-    _check_tree(current, directory.path)
+            raise ValueError(f"~/{path} has a symbolic link on its way ({current})")
+        if file and index == len(parts) - 1:
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"~/{path} is not a regular file ({current})")
+            if info.st_nlink > 1:
+                raise ValueError(f"~/{path} is a hard link ({current})")
+        elif not stat.S_ISDIR(info.st_mode):
+            raise ValueError(f"~/{path} is not a directory ({current})")
+    if not file:
+        _check_tree(current, path)
     return current
 
 
@@ -133,7 +165,9 @@ def _check_tree(root: Path, label: str) -> None:
 
 __all__ = [
     "ARTIFACT_VARIABLE",
+    "STATE_NAMES",
     "ArtifactDirectory",
     "artifact_directories",
     "checked_artifact_directory",
+    "checked_path",
 ]

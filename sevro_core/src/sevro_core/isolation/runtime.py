@@ -114,6 +114,8 @@ BROAD_ROOTS = frozenset(map(Path, ("/", "/usr", "/usr/local", "/opt", "/opt/home
 SYSTEM_TREES = tuple(map(Path, ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")))
 """System trees every sandbox leaves readable: a PATH entry or tool target there needs no grant."""
 RUNTIME_PLACEHOLDER = "{{sevro.runtime}}"
+STATE_KEY = "codexState"
+"""The top-level key of seed 002's host-state opt-in (a runtime-file name, not a host's)."""
 NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
@@ -146,6 +148,10 @@ class RuntimePolicy:
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
     native_goal: bool = False
     """``hooks.nativeGoal``: the host's native goal path (a host that has none refuses it)."""
+    codex_state: bool = False
+    """The top-level state opt-in: the candidate host exposes its native configuration and
+    user skills to commands and binds them read-only for checks (a host that cannot supply
+    them makes grading an error)."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -198,6 +204,7 @@ class RuntimePolicy:
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
             native_goal=self.native_goal,
+            codex_state=self.codex_state,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -219,6 +226,9 @@ class RuntimePolicy:
             "droppedPathEntries": list(self.dropped_path),
             "localHttp": self.local_http,
         }
+        if self.codex_state:
+            # absent otherwise, so a file without it keeps its digest
+            document[STATE_KEY] = True
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
         if self.seeds:
@@ -358,6 +368,7 @@ class _Loader:
                 self.fail,
             ),
             native_goal=document.get("hooks", {}).get("nativeGoal", False),
+            codex_state=document.get(STATE_KEY, False),
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

@@ -45,6 +45,9 @@ class HostRuntime:
     ``artifact_paths`` are the declared candidate artifact directories, relative to the
     candidate's home (checked: no ``..``, no credential location): a host whose agent sandbox
     keeps ``HOME`` read-only grants the candidate (never a judge) write access to exactly these.
+    The state flag is the runtime file's top-level state opt-in: a host that can expose its
+    native configuration and user skills does so for the candidate and returns them as
+    ``HostResult.state``; a host that supplies none leaves every check a grading error.
     """
 
     path: str | None
@@ -55,6 +58,7 @@ class HostRuntime:
     native_goal: bool = False
     """``hooks.nativeGoal``: the host's native goal path is selected; a host without one must
     refuse it before anything runs (exit 64), never ignore it."""
+    codex_state: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as

@@ -23,10 +23,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sevro_core.isolation.candidateartifacts import ArtifactDirectory, checked_artifact_directory
+from sevro_core.isolation.candidateartifacts import (
+    ARTIFACT_VARIABLE,
+    STATE_NAMES,
+    ArtifactDirectory,
+    checked_artifact_directory,
+    checked_path,
+)
 from sevro_core.isolation.sandbox import CheckResources
 from sevro_core.limits import MAX_CHECK_INPUT_BYTES, MAX_CHECK_TRANSCRIPT_BYTES
-from sevro_core.models import Artifact, EvaluatorDirectory, HostResult
+from sevro_core.models import Artifact, EvaluatorDirectory, HostResult, StateBinding
 from sevro_core.vocabulary import DIFF_ARTIFACT, FILES_DIFF_ARTIFACT
 
 INPUTS_DIRECTORY = "check-inputs"
@@ -100,6 +106,36 @@ def candidate_artifacts(home: Path | None, declared: Sequence[ArtifactDirectory]
             return CheckResources(problem=f"candidate artifact directory {directory.name}: {exc}")
         read_only.append(path)
         environment[directory.variable] = str(path)
+    return CheckResources(read_only=tuple(read_only), environment=environment)
+
+
+def candidate_state(
+    selected: bool, host_id: str, bindings: Sequence[StateBinding]
+) -> CheckResources:
+    """The candidate host's native state, when the runtime file selects it: each of the
+    reserved bindings checked now like an artifact directory (the configuration as one
+    regular file) and granted read-only; a host that supplies none of them, or one that is
+    missing or unsafe, makes every check a grading error, never a pass."""
+    if not selected:
+        return CheckResources()
+    supplied = {b.name: b for b in bindings}
+    missing = sorted(STATE_NAMES - set(supplied))
+    if missing:
+        return CheckResources(
+            problem=f"the runtime file selects the host's native state, but candidate host "
+            f"{host_id} supplies no {ARTIFACT_VARIABLE}{missing[0].upper()} (only a host that "
+            "keeps that state can)"
+        )
+    read_only: list[Path] = []
+    environment: dict[str, str] = {}
+    for name in sorted(STATE_NAMES):
+        binding = supplied[name]
+        try:
+            path = checked_path(binding.root, binding.path, "the host's state", file=binding.file)
+        except (ValueError, OSError) as exc:
+            return CheckResources(problem=f"candidate host state {name}: {exc}")
+        read_only.append(path)
+        environment[ARTIFACT_VARIABLE + name.upper()] = str(path)
     return CheckResources(read_only=tuple(read_only), environment=environment)
 
 

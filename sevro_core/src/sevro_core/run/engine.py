@@ -66,6 +66,7 @@ from sevro_core.plugin.protocols import (
 )
 from sevro_core.run.checkinputs import (
     candidate_artifacts,
+    candidate_state,
     candidate_transcripts,
     check_resources,
     check_resources_unwritten,
@@ -696,9 +697,12 @@ def _candidate_evidence(run: _Trial, result: HostResult) -> tuple[CheckResources
     """The candidate's transcripts (left out when they cannot be written) and its declared
     artifact directories (a problem when they cannot be read)."""
     runtime = run.plan.sandbox.runtime
-    artifacts = candidate_artifacts(result.home, runtime.artifacts if runtime else ())
+    host = run.plan.host_for(run.planned).route.host
+    artifacts = combined(
+        candidate_artifacts(result.home, runtime.artifacts if runtime else ()),
+        candidate_state(runtime is not None and runtime.codex_state, host, result.state),
+    )
     try:
-        host = run.plan.host_for(run.planned).route.host
         return candidate_transcripts(run.private, host, result), artifacts
     except OSError:
         return (artifacts,)
