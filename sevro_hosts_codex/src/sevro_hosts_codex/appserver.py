@@ -99,6 +99,7 @@ class Connection:
         self.received = 0
         """Bytes received since :meth:`mark` (one prompt's stream)."""
         self._ids = 0
+        self._closed = False
 
     def mark(self) -> None:
         self.received = 0
@@ -183,7 +184,11 @@ class Connection:
                 self._lines.append(line)
 
     def close(self) -> None:
-        """End the process group: SIGTERM, a grace period, SIGKILL; the pipes closed."""
+        """End the process group: SIGTERM, a grace period, SIGKILL; the pipes closed. Once
+        only: a reaped group's id may belong to someone else's processes later."""
+        if self._closed:
+            return
+        self._closed = True
         pid = self.process.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
