@@ -195,3 +195,27 @@ def test_stderr_output_is_not_progress(tmp_path: Path) -> None:
         stall_s=0.6,
     )
     assert outcome.stalled and outcome.stderr.startswith(b"reconnecting\n")
+
+
+def _timed_out_with_trap(tmp_path: Path, **kwargs: float) -> bool:
+    """Time out a shell that records SIGTERM; whether it got one."""
+    marker = tmp_path / "terminated"
+    outcome = run_bounded(
+        ["sh", "-c", f"trap 'echo term > {marker}; exit 0' TERM; sleep 30 & wait"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=0.5,
+        cancel=CancelToken(),
+        output_limit=100,
+        **kwargs,
+    )
+    assert outcome.timed_out
+    return marker.exists()
+
+
+def test_a_timed_out_group_gets_sigterm_first_by_default(tmp_path: Path) -> None:
+    assert _timed_out_with_trap(tmp_path)
+
+
+def test_no_kill_grace_means_sigkill_only(tmp_path: Path) -> None:
+    assert not _timed_out_with_trap(tmp_path, kill_grace_s=0)

@@ -33,7 +33,8 @@ from sevro_core.fixtures.workspace import (
     read_confined,
     write_confined,
 )
-from sevro_core.formats.jsonio import JsonValue, parse_json_text
+from sevro_core.formats.canonical import hash_json
+from sevro_core.formats.jsonio import JsonValue, parse_json_text, read_json_file
 from sevro_core.formats.schemas import describe_first_error, validator
 from sevro_core.hosts.activations import (
     HOOK_EVENTS,
@@ -292,6 +293,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     # ---- strict JSON: the parser for untrusted JSON files (raises InvocationError, with a pointer)
     "InvocationError",
     "parse_json_text",
+    "read_json_file",
+    # ---- digests: sha256 of RFC 8785 canonical JSON (Sevro's hashJson), for identities
+    "hash_json",
     # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`
     "limits",
     # ---- commands: bounded processes and the trial's sandbox

@@ -40,10 +40,11 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def terminate_group(process: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the group, then SIGKILL it after ``grace`` seconds."""
-    kill_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=grace)
+    """SIGTERM the group, then SIGKILL it after ``grace`` seconds (no grace: SIGKILL only)."""
+    if grace > 0:
+        kill_group(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
     kill_group(process.pid, signal.SIGKILL)
     process.wait()
 
@@ -90,6 +91,7 @@ def run_bounded(
     capture_output: bool = True,
     kill_on_overflow: bool = False,
     stall_s: float | None = None,
+    kill_grace_s: float = KILL_GRACE_SECONDS,
 ) -> ProcessOutcome:
     """Run ``argv`` keeping at most ``output_limit`` bytes of its output.
 
@@ -98,6 +100,8 @@ def run_bounded(
     ``kill_on_overflow`` kills the group as soon as the output passes its limit, for callers
     to whom oversized output is an error anyway. ``stall_s`` kills the group when the output
     stream has been silent that long while the process runs (a CLI that makes no progress).
+    ``kill_grace_s=0`` kills a timed-out or cancelled group with SIGKILL straight away, for
+    callers whose contract allows the child no clean-up (extension calls).
     """
     if substitute is not None:
         faked = substitute(argv, cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, cancel=cancel)
@@ -171,16 +175,16 @@ def run_bounded(
     if overflowed:
         kill_group(process.pid)
     elif timed_out or cancelled or stalled:
-        terminate_group(process)
+        terminate_group(process, kill_grace_s)
     else:
         while process.poll() is None:
             if cancel.wait(0.02):
                 cancelled = True
-                terminate_group(process)
+                terminate_group(process, kill_grace_s)
                 break
             if time.monotonic() > deadline:
                 timed_out = True
-                terminate_group(process)
+                terminate_group(process, kill_grace_s)
                 break
     kill_group(process.pid)  # whatever the command left running in its group dies with it
     for pipe, _sink in pipes:

@@ -1,0 +1,94 @@
+// The reference extension of sevro's tests: protocol v1 in Node.js (no dependencies).
+// One process answers one request: read stdin to its end, write one JSON response, exit 0.
+"use strict";
+const fs = require("node:fs");
+const crypto = require("node:crypto");
+
+const ID = "sevro-test.reference";
+const request = JSON.parse(fs.readFileSync(0, "utf8"));
+const params = request.params;
+
+function answer(body) {
+  const response = { protocol: request.protocol, id: request.id, method: request.method, ...body };
+  process.stdout.write(JSON.stringify(response));
+}
+
+const CASES = [
+  {
+    id: "greets",
+    prompt: "Write hello.txt with a greeting.",
+    fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
+    checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
+    requiredEvidence: ["sevro.final-message"],
+    extensionData: { [`${ID}.case`]: { word: "hello" } },
+  },
+  {
+    id: "farewell",
+    prompt: "Write bye.txt.",
+    fixture: { kind: "inline", files: {} },
+    checks: [],
+    requiredEvidence: [],
+    extensionData: {},
+  },
+];
+
+function describe() {
+  answer({
+    result: {
+      extension: { id: ID, version: "1.0.0" },
+      protocols: ["sevro.extension.v1"],
+      requiredCapabilities: ["sevro.host.exec"],
+      optionalCapabilities: ["sevro.codex.skill-reads", "sevro.claude.tool-calls"],
+      graders: [`${ID}.answer`],
+      taskVerdictPolicies: [`${ID}.strict`],
+    },
+  });
+}
+
+function resolve() {
+  const wanted = params.selectors.caseIds;
+  const cases = wanted ? CASES.filter((c) => wanted.includes(c.id)) : CASES;
+  answer({ result: { cases } });
+}
+
+function prepare() {
+  const content = Buffer.from(`prepared for ${params.case.id} on ${params.host.id}\n`, "utf8");
+  answer({
+    result: {
+      artifacts: [
+        {
+          id: "notes",
+          relativePath: "notes/PREPARED.md",
+          sha256: crypto.createHash("sha256").update(content).digest("hex"),
+          contentBase64: content.toString("base64"),
+        },
+      ],
+      requestedInstrumentation: [],
+      extensionData: { [`${ID}.prepared`]: { condition: params.condition } },
+    },
+  });
+}
+
+function evaluate() {
+  const final = params.observations.find((o) => o.id === "sevro.final-message");
+  const complete = final !== undefined && final.completeness === "complete";
+  const said = complete && String(final.data.text || "").includes("hello");
+  const check = complete
+    ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
+    : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
+  const result = {
+    checks: [check],
+    metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
+  };
+  if (params.selectedTaskVerdictPolicy !== undefined) {
+    result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
+  }
+  answer({ result });
+}
+
+const methods = { describe, resolve, prepare, evaluate };
+if (methods[request.method]) {
+  methods[request.method]();
+} else {
+  answer({ error: { code: `${ID}.unknown-method`, message: `no method ${request.method}` } });
+}
