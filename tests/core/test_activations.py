@@ -203,3 +203,18 @@ def test_a_record_without_a_directory_resolves_only_absolute_paths(tmp_path: Pat
     state, data = _observe(log)
     assert state == "complete", data
     assert [(a["ordinal"], a["kind"]) for a in data["activations"]] == [(2, "whole")]
+
+
+def test_a_child_agent_sessions_record_is_never_an_activation(tmp_path: Path) -> None:
+    """A hook input naming an ``agent_id`` is a child session's call (Claude Code's ``Agent``):
+    the child's, reported apart by its host; the same record without it activates."""
+    _write(tmp_path, 1, BODY)
+    child = tmp_path / f"{2:020d}-1.json"
+    _write(tmp_path, 2, BODY)
+    record = json.loads(child.read_text())
+    child.write_text(json.dumps({**record, "agent_id": "ab457e423e28a1370"}))
+    log = HookLog(tmp_path)
+    log.harvest(1, {"Bash": 1})
+    state, data = _observe(log)
+    assert state == "complete" and data["records"] == 2
+    assert [(a["ordinal"], a["kind"]) for a in data["activations"]] == [(1, "whole")]

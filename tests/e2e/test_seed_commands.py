@@ -4,9 +4,9 @@ The commands come from ``data/seed_commands/seed-blocks.txt``, a verbatim copy o
 shell blocks (``extract.py`` says how it was made); ``commands.json`` lists each with the
 substitutions that make it runnable here (placeholders, ``/absolute/path``, Sevro's
 ``bun src/cli.ts`` development entry point) and what it does today. The commands run in
-``bash`` through the installed ``sevro`` against the real Codex CLI and the mock model server;
-a command whose part of Sevro is not built yet must fail exactly as listed, so that list cannot
-rot silently.
+``bash`` through the installed ``sevro`` against the real Codex and Claude Code CLIs and the
+mock model server; a command whose part of Sevro is not built yet must fail exactly as listed,
+so that list cannot rot silently.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ from tests.e2e.test_sevro_flags import ADAPTER
 
 DATA = Path(__file__).parent / "data" / "seed_commands"
 ANSWER = "Run `bun run dev`; the application listens on port 3000."
+LOGIN = {
+    "accessToken": "sk-ant-oat01-seed-0123456789",
+    "expiresAt": None,
+    "scopes": ["user:inference"],
+}
 pytestmark = pytest.mark.slow
 
 
@@ -139,8 +144,19 @@ def _environment(base: Path, codex: str) -> dict[str, str]:
     home.mkdir()
     codex_home.mkdir()
     (codex_home / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": "sk-seed-test-0123456"}))
+    # The Claude login seed 001's command finds without a flag (Sevro reads the macOS keychain;
+    # on Linux Claude Code saves it in ~/.claude/.credentials.json, the route before it).
+    (home / ".claude").mkdir()
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": LOGIN}))
     path = [str(Path(sys.executable).parent), str(Path(codex).parent), "/usr/bin", "/bin"]
-    return {**os.environ, "HOME": str(home), "CODEX_HOME": str(codex_home), "PATH": ":".join(path)}
+    unset = dict.fromkeys(("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"), "")
+    return {
+        **os.environ,
+        **unset,
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "PATH": ":".join(path),
+    }
 
 
 def _bash(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -193,7 +209,10 @@ def test_every_seed_command_runs_or_fails_as_listed(
     for entry in listed():
         count = replies.get(entry["block"], 0) if entry["variant"] is None else 0
         server = mock_model([reply(Message(ANSWER if count > 1 else "ready"))] * count)
-        claude_server = mock_model([], protocols=(AnthropicMessages(),))
+        claude_runs = entry["block"] == "001 line 191" and entry["variant"] is None
+        claude_server = mock_model(
+            [reply(Message("ready"))] * claude_runs, protocols=(AnthropicMessages(),)
+        )
         values = {
             "dir": str(absolute),
             "codex": codex,
@@ -217,4 +236,9 @@ def test_every_seed_command_runs_or_fails_as_listed(
             code, message = entry["fails"]
             assert (done.returncode, message in done.stderr) == (code, True), done.stderr
             assert "Traceback" not in done.stderr
-        assert not claude_server.requests
+        if claude_runs:  # with the saved login, which reaches only the model's headers
+            (request,) = claude_server.requests
+            assert request.headers["authorization"] == f"Bearer {LOGIN['accessToken']}"
+            assert LOGIN["accessToken"] not in json.dumps(json.loads(done.stdout))
+        else:
+            assert not claude_server.requests

@@ -7,6 +7,8 @@ import pytest
 from sevro_core.testing import SevroProject
 from sevro_hosts_claude.testing import require_claude
 
+DISCOVERED = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR")
+
 
 @pytest.mark.slow
 def test_doctor_reports_binary_version_auth_and_a_working_sandbox(
@@ -56,14 +58,18 @@ def test_claude_flags_need_the_claude_host(sevro_project: SevroProject) -> None:
 def test_a_run_without_a_usable_credential_is_refused_before_any_trial(
     sevro_project: SevroProject, flags: tuple[str, ...], env: dict[str, str], reason: str
 ) -> None:
-    """The doctor's auth check, at plan time: exit 64 with its reason, never a failed trial."""
+    """The doctor's auth check, at plan time: exit 64 with its reason, never a failed trial.
+    A fake HOME and cleared variables: no credential is discovered (never the operator's)."""
     claude = require_claude()
     case = sevro_project.case()
+    env = {**env, "HOME": str(sevro_project.root), **dict.fromkeys(DISCOVERED, "")}
     result = sevro_project.run(case, "--host", "claude", "--claude-bin", claude, *flags, env=env)
     assert result.exit_code == 64, result.stdout + result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("sevro: error: --host claude: ") and reason in line, line
     assert "sevro doctor --host claude" in line
     assert not sevro_project.results.exists() or not any(sevro_project.results.iterdir())
-    doctor = sevro_project.sevro("doctor", "--host", "claude", "--claude-bin", claude, *flags)
+    doctor = sevro_project.sevro(
+        "doctor", "--host", "claude", "--claude-bin", claude, *flags, env=env
+    )
     assert doctor.exit_code == 1 and "FAIL auth" in doctor.stdout and reason in doctor.stdout

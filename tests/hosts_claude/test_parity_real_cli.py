@@ -62,14 +62,14 @@ def test_write_is_offered_only_with_claude_allow_write(
     default = model([reply(Message("ready"))])
     result = run_claude(sevro_project, claude, default, case)
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert offered_tools(default) == ["Bash", "Edit", "Read", "Skill"]
+    assert offered_tools(default) == ["Agent", "Bash", "Edit", "Read", "Skill"]
     document = trial(sevro_project)
     turns = observation(document, "sevro.claude.turns")["data"]["turns"]
     assert "Write" not in turns[0]["tools"]
     asked = model([reply(Message("ready"))])
     result = run_claude(sevro_project, claude, asked, case, "--claude-allow-write")
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert offered_tools(asked) == ["Bash", "Edit", "Read", "Skill", "Write"]
+    assert offered_tools(asked) == ["Agent", "Bash", "Edit", "Read", "Skill", "Write"]
 
 
 def test_project_settings_are_refused_without_the_switch_and_loaded_with_it(

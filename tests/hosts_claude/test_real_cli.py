@@ -62,6 +62,7 @@ def test_a_passing_task_with_usage_and_cost(
     body = request.json()
     assert body["model"] == "mock-model" and body["stream"] is True
     assert sorted(t["name"] for t in body["tools"] if t["name"] != "DeferredToolPlaceholder") == [
+        "Agent",
         "Bash",
         "Edit",
         "Read",

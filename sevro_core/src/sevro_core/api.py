@@ -65,7 +65,14 @@ from sevro_core.hosts.binaries import (
     is_native_executable,
 )
 from sevro_core.hosts.checks import Probe, sandbox_probe, tools_check
-from sevro_core.hosts.credentials import ENV_NAME, CredentialFlags, write_private
+from sevro_core.hosts.credentials import (
+    ENV_NAME,
+    CredentialFlags,
+    Credentials,
+    read_credential_file,
+    secret_strings,
+    write_private,
+)
 from sevro_core.hosts.reads import (
     FileRead,
     ReadLog,
@@ -391,6 +398,9 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "ENV_NAME",
     "CredentialFlags",
     "write_private",
+    "Credentials",
+    "read_credential_file",
+    "secret_strings",
     "StreamError",
     "decode_event",
     "stream_lines",

@@ -28,11 +28,14 @@ from sevro_core.api import (
     HostFailure,
     inside,
 )
+from sevro_hosts_claude.credentials import Discovery, discover, with_discovery
 from sevro_hosts_claude.limits import MAX_PLUGIN_DIRS
 
 CONFIG_FORMAT = "sevro.claude-host.v1"
-TOOLS = ("Bash", "Read", "Edit", "Skill")
-"""The allow-list: every tool the agent gets; nothing else is offered or approved."""
+TOOLS = ("Bash", "Read", "Edit", "Skill", "Agent")
+"""The allow-list: every tool the agent gets; nothing else is offered or approved (Sevro's
+``--tools Bash,Read,Edit,Skill,Agent``). ``Agent`` starts a child session with the same tools,
+in the same sandboxes and settings (``sevro.claude.nested-skills``)."""
 WRITE_TOOL = "Write"
 """Offered (and allowed) only with ``--claude-allow-write``: Sevro's Claude route never exposes
 it, so a case run on both gets the same tools unless the operator asks for more."""
@@ -91,6 +94,8 @@ class ClaudeConfig(AgentCliConfig):
     plugin_dirs: tuple[str, ...] = ()
     """Workspace-relative plugin directories, each passed as ``--plugin-dir`` (Sevro's
     ``claudePluginDirs``)."""
+    discovery: Discovery | None = None
+    """The credential route found without a credential flag (``credentials``)."""
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -102,7 +107,10 @@ CREDENTIALS = CredentialFlags.for_host(
     "claude",
     "credentialFile",
     login_fix="run `claude` login",
-    none_fix="pass --claude-api-key-env ANTHROPIC_API_KEY or --claude-credential-file FILE",
+    none_fix=(
+        "export ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN, log in with `claude` (a saved "
+        ".credentials.json), or pass --claude-credential-file FILE"
+    ),
 )
 
 
@@ -118,6 +126,8 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     if url is not None and (not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url)):
         raise ConfigurationError("must be an http(s) URL", "/baseUrl")
     common = AgentCliConfig.common(config, settings, "claude", CREDENTIALS)
+    found = discover(common["credentials"], os.environ)
+    common["credentials"] = with_discovery(common["credentials"], found)
     retries = config.get("maxRetries")
     if retries is not None and (
         isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100
@@ -129,6 +139,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
         plugin_dirs=_plugin_dirs(config.get("pluginDirs")),
         allow_write=settings.get(ALLOW_WRITE) == "true",
         project_settings=settings.get(PROJECT_SETTINGS) == "true",
+        discovery=found,
         **common,
     )
 

@@ -19,7 +19,7 @@ from attrs import frozen
 from sevro_core.api import StreamError, Usage, decode_event, stream_lines
 from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 
-__all__ = ["StreamError", "ToolUse", "Turn", "parse_turn"]
+__all__ = ["Child", "StreamError", "ToolUse", "Turn", "parse_turn"]
 
 EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
 SANDBOX_FAILED = "Sandbox is required but failed to initialize"
@@ -44,6 +44,17 @@ class ToolUse:
 
 
 @frozen
+class Child:
+    """A child Agent session as the stream showed it: the events Claude Code marks with the
+    ``parent_tool_use_id`` of the ``Agent`` call that started it (and the child's ``agent_id``).
+    Its calls are the child's own, never the parent session's."""
+
+    parent_id: str
+    agent_ids: tuple[str, ...]
+    calls: tuple[ToolUse, ...]
+
+
+@frozen
 class Turn:
     session_id: str
     model: str | None
@@ -59,6 +70,10 @@ class Turn:
     permission_denials: int
     plugins: tuple[tuple[str, str], ...] = ()
     """``(name, path)`` of each plugin ``system/init`` lists (a built-in's path is ``builtin``)."""
+    children: tuple[Child, ...] = ()
+    """Child Agent sessions, in the order they started."""
+    nested_problem: str | None = None
+    """Why the child sessions' events do not form a consistent graph (None when they do)."""
 
 
 def _count(value: Any) -> int | None:
@@ -106,12 +121,39 @@ def _text(content: Any) -> str | None:
     return None
 
 
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+"""The tool that starts a child session (``Task`` in ``system/init``, ``Agent`` on the wire)."""
+
+
 class _State:
     def __init__(self) -> None:
         self.init: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
         self.calls: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
+        self.children: dict[str, dict[str, Any]] = {}
+        """Child sessions by the id of the ``Agent`` call that started them."""
+        self.child_calls: dict[str, dict[str, Any]] = {}
+        self.nested_problem: str | None = None
+
+    def agent_call(self, call_id: str) -> bool:
+        call = self.calls.get(call_id) or self.child_calls.get(call_id)
+        return call is not None and call["name"] in AGENT_TOOLS
+
+    def nested(self, event: Mapping[str, Any], number: int) -> dict[str, Any] | None:
+        """The child session an event belongs to (None, noting why, when its parent is not
+        an ``Agent`` call the stream showed)."""
+        parent = event.get("parent_tool_use_id")
+        if not isinstance(parent, str) or not self.agent_call(parent):
+            self.nested_problem = self.nested_problem or (
+                f"line {number}: a child event whose parent is no Agent call"
+            )
+            return None
+        child = self.children.setdefault(parent, {"agents": [], "order": []})
+        agent = event.get("agent_id")
+        if isinstance(agent, str) and agent not in child["agents"]:
+            child["agents"].append(agent[:128])
+        return child
 
 
 def parse_turn(stream: bytes) -> Turn:
@@ -173,27 +215,52 @@ def _blocks(event: Mapping[str, Any], number: int) -> list[Any]:
 
 
 def _assistant(event: Mapping[str, Any], number: int, state: _State) -> None:
-    nested = event.get("parent_tool_use_id") is not None
+    child = state.nested(event, number) if event.get("parent_tool_use_id") is not None else None
+    if event.get("parent_tool_use_id") is not None and child is None:
+        return
     for block in _blocks(event, number):
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise StreamError(f"line {number}: content block without a type")
-        if block["type"] != "tool_use" or nested:
+        if block["type"] != "tool_use":
             continue
         call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
             raise StreamError(f"line {number}: tool_use without a string id and name")
         if not isinstance(arguments, dict):
             raise StreamError(f"line {number}: tool_use {call_id} input is not an object")
-        if call_id in state.calls:
+        if call_id in state.calls or call_id in state.child_calls:
             raise StreamError(f"line {number}: tool_use {call_id} appears twice")
-        if len(state.order) >= MAX_HOST_TOOL_CALLS_PER_TURN:
+        if len(state.order) + len(state.child_calls) >= MAX_HOST_TOOL_CALLS_PER_TURN:
             raise StreamError(f"more than {MAX_HOST_TOOL_CALLS_PER_TURN} tool calls in a turn")
+        if child is not None:
+            state.child_calls[call_id] = {"name": name, "input": arguments}
+            child["order"].append(call_id)
+            continue
         state.calls[call_id] = {"name": name, "input": arguments}
         state.order.append(call_id)
 
 
+def _child_results(event: Mapping[str, Any], number: int, state: _State) -> None:
+    """A child session's tool results (its prompt and injected text are not kept)."""
+    if state.nested(event, number) is None or event.get("isSynthetic") is True:
+        return
+    for block in _blocks(event, number):
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        call_id = block.get("tool_use_id")
+        call = state.child_calls.get(call_id) if isinstance(call_id, str) else None
+        text, is_error = _text(block.get("content", "")), block.get("is_error", False)
+        if call is None or "result" in call or text is None or not isinstance(is_error, bool):
+            state.nested_problem = state.nested_problem or (
+                f"line {number}: a child tool_result that answers no child call once"
+            )
+            continue
+        call["result"], call["is_error"] = text, is_error
+
+
 def _user(event: Mapping[str, Any], number: int, state: _State) -> None:
     if event.get("parent_tool_use_id") is not None:
+        _child_results(event, number, state)
         return
     if event.get("isSynthetic") is True:
         _blocks(event, number)  # the shape is checked like any other message's
@@ -257,6 +324,30 @@ def _turn(state: _State) -> Turn:
         num_turns=_count(result.get("num_turns")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
         plugins=_plugins(init.get("plugins")),
+        children=_children(state),
+        nested_problem=state.nested_problem,
+    )
+
+
+def _children(state: _State) -> tuple[Child, ...]:
+    return tuple(
+        Child(
+            parent_id=parent,
+            agent_ids=tuple(child["agents"]),
+            calls=tuple(
+                ToolUse(
+                    ordinal=n,
+                    id=i,
+                    name=state.child_calls[i]["name"],
+                    input=state.child_calls[i]["input"],
+                    result_text=state.child_calls[i].get("result"),
+                    is_error=state.child_calls[i].get("is_error"),
+                    result_data=None,
+                )
+                for n, i in enumerate(child["order"], start=1)
+            ),
+        )
+        for parent, child in state.children.items()
     )
 
 

@@ -62,6 +62,7 @@ from sevro_core.api import (
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
+from sevro_hosts_claude import credentials
 from sevro_hosts_claude.configuration import (
     ALLOW_WRITE,
     CREDENTIALS,
@@ -79,6 +80,7 @@ from sevro_hosts_claude.configuration import (
 )
 from sevro_hosts_claude.events import ToolUse, Turn, parse_turn
 from sevro_hosts_claude.limits import MAX_PLUGIN_MANIFEST_BYTES, MAX_SETTINGS_CHECK_BYTES
+from sevro_hosts_claude.nested import NESTED_SKILLS_OBSERVATION, nested_skills
 
 HOST_ID = "sevro.host.claude"
 TURNS_OBSERVATION = "sevro.claude.turns"
@@ -100,6 +102,10 @@ _QUIET_ENV = {
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    # A child Agent session runs in the foreground, inside the call that started it: with
+    # background agents (2.1.332's default) the turn's stream ends with a result before the
+    # child does, and a second turn starts on its notification.
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
 }
 
 
@@ -120,6 +126,7 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
     capabilities = AgentCliHost.turn_capabilities(TURNS_OBSERVATION) | {
         CONTINUATION_OBSERVATION,
         SKILL_ACTIVATIONS_OBSERVATION,
+        NESTED_SKILLS_OBSERVATION,
     }
     package, tested_version = "@anthropic-ai/claude-code", binaries.TESTED_VERSION
     credential_flags = CREDENTIALS
@@ -152,7 +159,8 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             HostSetting(
                 ALLOW_WRITE,
                 "--claude-allow-write",
-                "Offer the candidate Claude Code's Write tool (off: Bash, Read, Edit, Skill).",
+                "Offer the candidate Claude Code's Write tool "
+                "(off: Bash, Read, Edit, Skill, Agent).",
                 "switch",
             ),
             HostSetting(
@@ -186,6 +194,12 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             )
         return {"bwrap": str(Path(bwrap).resolve())}
 
+    def credential_check(self, config: ClaudeConfig) -> DoctorCheck:
+        """A flag's credential as every agent CLI checks it; else the discovered route."""
+        if config.discovery is None:
+            return super().credential_check(config)
+        return credentials.check(config.discovery)
+
     def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
         from sevro_hosts_claude.doctor import sandbox_check, sandbox_tools_check
 
@@ -205,6 +219,8 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
         }
         if not self.judge:
             isolation["projectSettings"] = self.config.project_settings
+        if self.config.discovery is not None:
+            isolation["credentialDiscovery"] = self.config.discovery.to_json()
         if self.judge:
             isolation["judge"] = {
                 "tools": "none",
@@ -263,7 +279,9 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         workspace = request.workspace
         if inside(host.binary.tree, workspace) or inside(workspace, host.binary.tree):
             raise HostFailure("the Claude Code package and the workspace overlap")
-        self.copy_credential_file(layout.config_dir / ".credentials.json")
+        target = layout.config_dir / ".credentials.json"
+        self.copy_credential_file(target)  # a flag's file or the discovered saved login
+        self.secrets += credentials.stage(host.config.discovery, target, os.environ)
         key = self.api_key()
         if key is not None:
             write_private(layout.api_key_file, key.encode())
@@ -564,6 +582,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             extra.append(self._invocation_receipt(turns.get(1)))
         if self.host.config.plugin_dirs and not self.judge:
             extra += self._plugin_receipts(turns.get(1))
+        if not self.judge:
+            numbers = range(1, len(self.request.prompts) + 1)
+            state, data = nested_skills(
+                {n: turns.get(n) for n in numbers},
+                skills[0],
+                self.request.workspace,
+                self.layout.config_dir / "projects",
+            )
+            extra.append(Observation(NESTED_SKILLS_OBSERVATION, self.host.route.host, state, data))
         return (*super().observations(parsed, skills, snapshots), *extra)
 
     def _continuation(self, turns: Mapping[int, Turn]) -> Observation:

@@ -18,3 +18,19 @@ MAX_PLUGIN_DIRS = 16
 
 MAX_PLUGIN_MANIFEST_BYTES = 64 * 1024
 """Bytes of a declared plugin's ``.claude-plugin/plugin.json`` read to learn its name."""
+
+KEYCHAIN_TIMEOUT_SECONDS = 10
+"""Seconds ``security find-generic-password`` may take to hand over the macOS keychain login."""
+
+MAX_KEYCHAIN_OUTPUT_BYTES = 1024 * 1024
+"""Bytes of the macOS keychain login accepted (the credential file's own bound)."""
+
+MAX_NESTED_AGENTS = 64
+"""Child Agent sessions ``sevro.claude.nested-skills`` lists per trial (more: truncated)."""
+
+MAX_SUBAGENT_META_BYTES = 64 * 1024
+"""Bytes of a child Agent session's ``.meta.json`` sidecar read to check the session graph."""
+
+MAX_SUBAGENT_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+"""Bytes of a grandchild Agent session's ``agent-<id>.jsonl`` transcript read for its tool
+calls (Claude Code streams only direct children; larger: partial)."""

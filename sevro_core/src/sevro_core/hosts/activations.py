@@ -70,6 +70,9 @@ class HookRecord:
     texts: tuple[str, ...]  # the returned content's strings
     target: str | None = None  # a ``Read``'s ``file_path`` or a ``Bash`` call's ``command``
     cwd: str | None = None  # the absolute working directory the hook input reports
+    child: bool = False
+    """The call ran in a child agent session (the hook input names an ``agent_id``): it is that
+    child's, never an activation of the session under test (a host reports it apart)."""
 
 
 class _Unavailable(Exception):
@@ -154,6 +157,7 @@ def _record(directory: Path, name: str, turn: int, ordinal: int) -> HookRecord:
         texts,
         target if isinstance(target, str) else None,
         cwd if isinstance(cwd, str) else None,
+        document.get("agent_id") is not None,
     )
 
 
@@ -278,6 +282,8 @@ def activations(
     sources: dict[str, int] = {name: 0 for name in matchers}
     found: list[dict[str, JsonValue]] = []
     for record in records:
+        if record.child:
+            continue
         read = targets(record, skills, workspace)
         for name, matcher in matchers.items():
             if name not in read:
