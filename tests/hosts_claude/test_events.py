@@ -95,6 +95,24 @@ def test_malformed_streams_are_rejected(events: tuple[object, ...], message: str
         parse_turn(stream(*events))
 
 
+def test_a_hook_heartbeat_is_accepted_and_ignored() -> None:
+    """Claude Code prints ``tool_progress`` every 30 s while a hook (a native goal's Stop
+    evaluator) runs; it neither fails the turn nor becomes a call. Another session's still
+    does (the heartbeat is checked like every event)."""
+    progress = {
+        "type": "tool_progress",
+        "tool_use_id": "hook-Stop-1-heartbeat-0",
+        "tool_name": "Stop",
+        "elapsed_time_seconds": 30,
+        "heartbeat": True,
+        "session_id": SID,
+    }
+    turn = parse_turn(stream(INIT, progress, result()))
+    assert turn.completed and turn.calls == ()
+    with pytest.raises(StreamError, match="another session"):
+        parse_turn(stream(INIT, {**progress, "session_id": "other"}, result()))
+
+
 def test_truncated_and_oversized_lines_are_rejected() -> None:
     with pytest.raises(StreamError, match="truncated"):
         parse_turn(stream(INIT, result())[:-1])

@@ -241,17 +241,21 @@ def test_a_home_prefix_is_granted_and_its_credential_location_stays_hidden(
     assert run["configuration"]["redacted"]["runtimePolicy"]["readRoots"] == [str(home / ".local")]
 
 
-def test_native_goal_is_refused_by_a_host_without_a_native_goal_path(
+def test_a_native_goal_is_refused_for_a_host_that_has_none(
     sevro_project: SevroProject, tmp_path: Path
 ) -> None:
-    """hooks.nativeGoal is never ignored: the scripted host has no native goals, so the run is
-    refused before anything runs (the Codex host honours it: tests/hosts_codex)."""
+    """``hooks.nativeGoal`` is never ignored: a host without a native goal refuses the run
+    (exit 64, nothing written); with it off the same host runs."""
     case = sevro_project.case()
-    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
-    config = runtime(tmp_path / "runtime.json", hooks={"nativeGoal": True})
+    host = sevro_project.script(default=[[{"reply": {"text": "ready"}}]])
+    config = runtime(tmp_path / "goal.json", hooks={"nativeGoal": True})
     done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", config)
-    assert_refused(done, "hooks.nativeGoal is selected", sevro_project)
-    off = runtime(tmp_path / "off.json", hooks={"nativeGoal": False})
-    assert (
-        sevro_project.run(case, "--host-config", host, "--runtime-config-file", off).exit_code == 0
+    assert_refused(
+        done, "hooks.nativeGoal is selected, but host sevro.host.scripted", sevro_project
     )
+    plugins = runtime(tmp_path / "plugins.json", hooks={"plugins": ["darrow-review"]})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plugins)
+    assert_refused(done, "hooks.plugins (plugin command hooks) is not supported yet", sevro_project)
+    off = runtime(tmp_path / "off.json", hooks={"nativeGoal": False})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", off)
+    assert done.exit_code == 0, (done.stdout, done.stderr)

@@ -344,7 +344,7 @@ def test_the_placeholder_is_kept_symbolic_in_the_identity(area: Path) -> None:
     assert policy.environment(Path("/t"), Path("/r"))["UV_CACHE_DIR"] == "/r/uv-cache"
 
 
-def test_a_hooks_role_is_accepted_though_top_level_hooks_are_not(area: Path) -> None:
+def test_a_hooks_role_is_accepted_though_hook_plugins_are_not(area: Path) -> None:
     policy = load(area, seedDirectories=[seed(roles=["hooks"])])
     assert policy.seeds[0].roles == ("hooks",)
     path = write(area, doc(hooks={"plugins": []}))

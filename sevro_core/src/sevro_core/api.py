@@ -181,6 +181,7 @@ from sevro_core.vocabulary import (
     FINAL_MESSAGE_OBSERVATION,
     GIT_CAPABILITY,
     GIT_HEAD_OBSERVATION,
+    HOST_HOOKS_OBSERVATION,
     HOST_RUNTIME_OBSERVATION,
     JUDGE_PREFIX,
     JUDGE_ROLES,
@@ -291,6 +292,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TOOL_CALLS_OBSERVATION",
     "HOST_RUNTIME_OBSERVATION",
     "NATIVE_GOAL_OBSERVATION",
+    "HOST_HOOKS_OBSERVATION",
     "TURNS_OBSERVATION",
     "WORKSPACE_OBSERVATION",
     # ---- configuration: RFC 6901 pointers and JSON Schema validation of declarations

@@ -41,8 +41,12 @@ HOST_RUNTIME_OBSERVATION = "sevro.host.runtime"
 candidate's (and judges') commands got: digest, variable names, ``set`` values, PATH, read
 roots; an inherited value other than PATH only through the digest."""
 NATIVE_GOAL_OBSERVATION = "sevro.host.native-goal"
-"""Hosts that can see native goals: the goal status the host itself reported (``created``,
-``completed``, ``none``, ``unavailable``); enabling ``hooks.nativeGoal`` proves no goal."""
+"""Hosts that honour ``hooks.nativeGoal``: the native goal as the CLI itself recorded it
+(created, completed, not created), never inferred from the policy; also the capability a host
+advertises when it can run one."""
+HOST_HOOKS_OBSERVATION = "sevro.host.hooks"
+"""Hosts that run hooks for the runtime policy: each hook's source and digest and the hook
+executions the CLI reported, with their exit codes (an empty list proves nothing)."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

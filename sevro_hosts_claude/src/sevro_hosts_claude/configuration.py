@@ -206,13 +206,15 @@ def render_settings(
     writable: Sequence[Path] = (),
     hook: str | None = None,
     tools: Sequence[str] = TOOLS,
+    stop_hook: Mapping[str, Any] | None = None,
 ) -> str:
     """The trial's ``--settings``: allow-list, hooks, the Bash sandbox, denied config dir.
 
     A judge's allows nothing and lets the sandbox write only its temp directory. ``writable``
     adds the runtime policy's writable roots (the role's runtime root, its shared caches).
     ``hook`` is the only hook: a passive command after every tool call, successful or failed
-    (sevro's skill-activation collector); without one, hooks are disabled."""
+    (sevro's skill-activation collector); without one, hooks are disabled. ``stop_hook`` adds
+    sevro's Stop hook under ``hooks.nativeGoal`` (whose ``/goal`` needs hooks enabled)."""
     secret_dir = layout.config_dir
     allowed = [str(SANDBOX_TMP)] if judge else [str(workspace), str(SANDBOX_TMP)]
     allowed += [str(path) for path in writable]
@@ -224,7 +226,7 @@ def render_settings(
             "disableBypassPermissionsMode": "disable",
         },
         "disableAllHooks": hook is None,
-        "hooks": _hooks(hook),
+        "hooks": {**_hooks(hook), **(stop_hook or {})},
         "enableAllProjectMcpServers": False,
         "includeCoAuthoredBy": False,
         "cleanupPeriodDays": 1,

@@ -21,7 +21,11 @@ from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 
 __all__ = ["Child", "StreamError", "ToolUse", "Turn", "parse_turn"]
 
-EVENT_TYPES = frozenset({"system", "assistant", "user", "result", "rate_limit_event"})
+EVENT_TYPES = frozenset(
+    {"system", "assistant", "user", "result", "rate_limit_event", "tool_progress"}
+)
+"""``tool_progress`` is a heartbeat Claude Code prints every 30 s while a tool or a hook (a
+native goal's Stop hook evaluator) is still running; it carries nothing a turn is made of."""
 SANDBOX_FAILED = "Sandbox is required but failed to initialize"
 """How Claude Code answers a Bash call when its sandbox could not start (e.g. its bridge sockets
 could not be made); ``sandbox.failIfUnavailable`` means the command did not run at all."""

@@ -22,9 +22,12 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    HOST_HOOKS_OBSERVATION,
+    NATIVE_GOAL_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
+    Case,
     Completeness,
     ConfigurationError,
     ConfiguredAgentCliHost,
@@ -39,6 +42,7 @@ from sevro_core.api import (
     HostOptions,
     HostRequest,
     HostSetting,
+    InvocationError,
     JsonValue,
     MountedSkill,
     NativeBinary,
@@ -62,7 +66,7 @@ from sevro_core.api import (
     write_private,
 )
 from sevro_hosts_claude import binary as binaries
-from sevro_hosts_claude import credentials
+from sevro_hosts_claude import credentials, nativegoal
 from sevro_hosts_claude.configuration import (
     ALLOW_WRITE,
     CREDENTIALS,
@@ -179,6 +183,13 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
         config, extra = configured.config, set()
         if configured.judge:
             return configured
+        if configured.native_goal:
+            if config.project_settings:
+                raise ConfigurationError(
+                    "hooks.nativeGoal runs Claude Code's native goal with plugin-only settings; "
+                    "--claude-project-settings conflicts with it (docs/hosts/claude.md)"
+                )
+            extra |= {NATIVE_GOAL_OBSERVATION, HOST_HOOKS_OBSERVATION}
         if config.project_settings:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
         if config.plugin_dirs:
@@ -210,6 +221,25 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
 
+    @property
+    def native_goal(self) -> bool:
+        """``hooks.nativeGoal`` for the candidate (a judge never runs a goal)."""
+        return self.runtime is not None and self.runtime.native_goal and not self.judge
+
+    def check_case(self, case: Case) -> None:
+        """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused
+        (exit 64): Claude Code would set its native goal, which only the policy selects."""
+        if self.judge or self.native_goal:
+            return
+        for index, prompt in enumerate(case.prompts):
+            if nativegoal.opens_goal(prompt):
+                raise InvocationError(
+                    f"prompt {index + 1} opens with /goal, Claude Code's native goal: select "
+                    '"hooks": {"nativeGoal": true} in the runtime configuration (docs/runtime.md)',
+                    source=case.source,
+                    pointer=case.pointer,
+                )
+
     def redacted_isolation(self) -> dict[str, JsonValue]:
         isolation: dict[str, JsonValue] = {
             "tools": [] if self.judge else list(self.config.tools),
@@ -221,6 +251,8 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
             isolation["projectSettings"] = self.config.project_settings
         if self.config.discovery is not None:
             isolation["credentialDiscovery"] = self.config.discovery.to_json()
+        if self.native_goal:  # absent otherwise, so earlier configurations keep their digest
+            isolation["nativeGoal"] = {"stopHook": nativegoal.script_digest()}
         if self.judge:
             isolation["judge"] = {
                 "tools": "none",
@@ -270,9 +302,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         Bash sandbox are denied; Claude Code runs hooks itself, outside its Bash sandbox."""
         return self.layout.config_dir / "sevro-hooks"
 
+    @property
+    def stop_dir(self) -> Path:
+        """Where sevro's Stop hook records each Stop (``hooks.nativeGoal`` only)."""
+        return self.layout.config_dir / "sevro-stop-hooks"
+
     def private_dirs(self) -> Sequence[Path]:
         layout = self.layout
-        return (layout.config_dir, self.hooks_dir, layout.home, layout.tmp)
+        goal = (self.stop_dir,) if self.host.native_goal else ()
+        return (layout.config_dir, self.hooks_dir, *goal, layout.home, layout.tmp)
 
     def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
@@ -299,6 +337,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             writable=(*writable, *self._artifact_directories()),
             hook=hook,
             tools=host.config.tools,
+            stop_hook=self._stop_hook(),
         )
         write_private(layout.settings_file, text.encode())
         # Claude Code's Bash tool runs with the CLI's own environment: the runtime policy's
@@ -338,6 +377,14 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for directory in host.config.plugin_dirs:
                 self.plugins.append((directory, self._plugin_name(directory)))
             self.plugin_invocation = self._plugin_invocation()
+
+    def _stop_hook(self) -> dict[str, Any] | None:
+        """sevro's Stop hook for a native goal: its runner-owned script written privately."""
+        if not self.host.native_goal:
+            return None
+        script = self.layout.config_dir / "sevro-stop-hook.sh"
+        write_private(script, nativegoal.STOP_SCRIPT.encode())
+        return nativegoal.stop_hook(self.host.bwrap, script, self.stop_dir)
 
     def _artifact_directories(self) -> list[Path]:
         """The declared candidate artifact directories, made empty in the candidate's home so
@@ -386,6 +433,8 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--setting-sources", "project"]
         argv += ["--settings", str(self.layout.settings_file), "--strict-mcp-config"]
         argv += ["--mcp-config", '{"mcpServers":{}}', "--no-chrome"]
+        if host.native_goal:  # every hook's exit code, for sevro.host.hooks
+            argv.append("--include-hook-events")
         if host.model is not None:
             argv += ["--model", host.model]
         if host.effort is not None:
@@ -591,7 +640,21 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
                 self.layout.config_dir / "projects",
             )
             extra.append(Observation(NESTED_SKILLS_OBSERVATION, self.host.route.host, state, data))
+        if self.host.native_goal:
+            extra += self._goal_observations(parsed)
         return (*super().observations(parsed, skills, snapshots), *extra)
+
+    def _goal_observations(self, parsed: Sequence[TurnRecord[Turn]]) -> list[Observation]:
+        """``sevro.host.native-goal`` from the session transcript (known only when every turn
+        ended with a result) and ``sevro.host.hooks`` from the streams and Stop records."""
+        host, session = self.host.route.host, self.session or ""
+        last = parsed[-1].turn if len(parsed) == len(self.request.prompts) else None
+        ended = last is not None and last.completed
+        streams = [(r.number, r.stream) for r in parsed]
+        return [
+            nativegoal.goal_observation(host, self.layout.config_dir, session, ended, self.scrub),
+            nativegoal.hooks_observation(host, streams, self.stop_dir, len(self.request.prompts)),
+        ]
 
     def _continuation(self, turns: Mapping[int, Turn]) -> Observation:
         """``sevro.claude.continuation``: the bound session, and per follow-up whether Claude

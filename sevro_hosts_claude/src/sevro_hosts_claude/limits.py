@@ -34,3 +34,19 @@ MAX_SUBAGENT_META_BYTES = 64 * 1024
 MAX_SUBAGENT_TRANSCRIPT_BYTES = 8 * 1024 * 1024
 """Bytes of a grandchild Agent session's ``agent-<id>.jsonl`` transcript read for its tool
 calls (Claude Code streams only direct children; larger: partial)."""
+
+MAX_NATIVE_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+"""Bytes of Claude Code's session transcript read for ``sevro.host.native-goal`` (a larger one
+makes the observation unavailable)."""
+
+MAX_GOAL_REASON_CHARS = 512
+"""Characters of a native goal evaluator's reason kept in ``sevro.host.native-goal``."""
+
+MAX_HOOK_EXECUTIONS = 256
+"""Hook executions (and sevro Stop records) kept in ``sevro.host.hooks``."""
+
+MAX_STOP_RECORD_BYTES = 64 * 1024
+"""Bytes of one Stop hook input sevro's Stop hook records (a larger one is refused)."""
+
+STOP_HOOK_TIMEOUT_S = 10
+"""Seconds Claude Code gives sevro's Stop hook before it stops it."""

@@ -120,8 +120,6 @@ NOT_YET = {
     "nativeTranscripts": "nativeTranscripts (host-specific)",
 }
 """Fields of Sevro's format this version refuses with a clear line rather than ignoring."""
-HOOKS_NOT_YET = {"plugins": "hooks.plugins (plugin command hooks)"}
-"""Keys of ``hooks`` this version refuses the same way (``nativeGoal`` is read)."""
 _VARIABLE_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 
 
@@ -146,12 +144,13 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
-    native_goal: bool = False
-    """``hooks.nativeGoal``: the host's native goal path (a host that has none refuses it)."""
     codex_state: bool = False
     """The top-level state opt-in: the candidate host exposes its native configuration and
     user skills to commands and binds them read-only for checks (a host that cannot supply
     them makes grading an error)."""
+    native_goal: bool = False
+    """``hooks.nativeGoal``: the host may run its CLI's native goal; a host that cannot honour
+    it refuses the run before anything starts."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -203,8 +202,8 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
-            native_goal=self.native_goal,
             codex_state=self.codex_state,
+            native_goal=self.native_goal,
         )
 
     def configuration(self) -> dict[str, Any]:
@@ -231,12 +230,12 @@ class RuntimePolicy:
             document[STATE_KEY] = True
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
+        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
+            document["hooks"] = {"nativeGoal": True}
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
-        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
-            document["hooks"] = {"nativeGoal": True}
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -289,15 +288,15 @@ def load_runtime(
                 raise InvocationError(
                     f"{what} is not supported yet", source=path, pointer=f"/{key}"
                 )
-        hooks = document.get("hooks")
-        for key, what in HOOKS_NOT_YET.items():
-            if isinstance(hooks, dict) and key in hooks:
-                raise InvocationError(
-                    f"{what} is not supported yet", source=path, pointer=f"/hooks/{key}"
-                )
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
+    if "plugins" in document.get("hooks", {}):
+        raise InvocationError(
+            "hooks.plugins (plugin command hooks) is not supported yet",
+            source=path,
+            pointer="/hooks/plugins",
+        )
     return _Loader(path, env, credentials).policy(document)
 
 
@@ -367,8 +366,8 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
-            native_goal=document.get("hooks", {}).get("nativeGoal", False),
             codex_state=document.get(STATE_KEY, False),
+            native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )
 
     def _variables(self, inherit: list[str], explicit: dict[str, str]) -> dict[str, str]:

@@ -48,6 +48,8 @@ class HostRuntime:
     The state flag is the runtime file's top-level state opt-in: a host that can expose its
     native configuration and user skills does so for the candidate and returns them as
     ``HostResult.state``; a host that supplies none leaves every check a grading error.
+    ``native_goal`` is ``hooks.nativeGoal``: the candidate may run its CLI's native goal; a host
+    that cannot honour it refuses the run (exit 64) rather than ignoring it.
     """
 
     path: str | None
@@ -55,10 +57,8 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
-    native_goal: bool = False
-    """``hooks.nativeGoal``: the host's native goal path is selected; a host without one must
-    refuse it before anything runs (exit 64), never ignore it."""
     codex_state: bool = False
+    native_goal: bool = False
 
     def role_runtime(self, role: str, root: Path) -> RoleRuntime:
         """Prepare ``root`` (a directory of the role's own, inside its private directory) as

@@ -257,6 +257,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
                 f"--condition enforced is not supported by {configured.route.host}, "
                 "which runs passive only"
             )
+    _refuse_unhonoured_native_goal(settings, (host, *(a.host for a in arms)))
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = _select_sandbox(registry, settings, cases)
     around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
@@ -369,24 +370,30 @@ def _plan_judges(
     return judges, judge_calibrations(settings, judges, source=source or "--comparator-host")
 
 
+def _refuse_unhonoured_native_goal(settings: RunSettings, hosts: Sequence[ConfiguredHost]) -> None:
+    """``hooks.nativeGoal`` is refused (exit 64) for a host that cannot run a native goal:
+    ignoring it would report a run the operator did not ask for."""
+    if settings.runtime is None or not settings.runtime.native_goal:
+        return
+    for configured in hosts:
+        if NATIVE_GOAL_OBSERVATION not in configured.capabilities:
+            raise InvocationError(
+                f"hooks.nativeGoal is selected, but host {configured.route.host} has no native "
+                "goal it can run here",
+                source=settings.runtime.source,
+                pointer="/hooks/nativeGoal",
+            )
+
+
 def _configure_host(
     registry: Registry, settings: RunSettings, name: str, options: HostOptions
 ) -> tuple[Host, ConfiguredHost]:
     host_plugin = registry.hosts()[resolve_host_id(registry, name)]
     try:
-        configured = host_plugin.configure(options)
+        return host_plugin, host_plugin.configure(options)
     except ConfigurationError as exc:
         source = options.config_source or "--host-config"
         raise InvocationError(exc.message, source=source, pointer=exc.pointer) from None
-    # A host honours hooks.nativeGoal by reporting native goals; one that cannot is refused
-    # here, before anything runs, never left to ignore the key.
-    native_goal = options.runtime is not None and options.runtime.native_goal
-    if native_goal and NATIVE_GOAL_OBSERVATION not in configured.capabilities:
-        raise InvocationError(
-            f"hooks.nativeGoal is selected in the runtime configuration but host {host_plugin.id} "
-            "has no native goal path"
-        )
-    return host_plugin, configured
 
 
 def _plan_arms(registry: Registry, settings: RunSettings) -> tuple[PlannedArm, ...]:
