@@ -155,3 +155,28 @@ def test_a_shared_cache_is_written_through_the_role_s_slot(
     commands = observation(trial(sevro_project), "sevro.commands")["data"]["commands"]
     assert commands[0]["exitCode"] == 0, results(server)
     assert (cache / "entry").read_text() == "kept\n"  # it outlives the trial
+
+
+def test_hook_plugins_are_refused_before_anything_runs(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    """The Claude host cannot sandbox plugin hooks yet: ``hooks.plugins`` exits 64 with one
+    line (with ``--claude-project-settings`` naming that conflict too); without the key the
+    same run starts (positive control)."""
+    server = model([reply(Message("ok"))])
+    selected = {"format": "sevro.runtime.v1", "hooks": {"plugins": ["guard"]}}
+    runtime = sevro_project.write_json("hooks.json", selected)
+    case = sevro_project.case()
+    for extra in ([], ["--claude-project-settings"]):
+        done = run_claude(
+            sevro_project, claude, server, case, "--runtime-config-file", str(runtime), *extra
+        )
+        assert done.exit_code == 64, done.stderr
+        assert "hooks.plugins is not supported by the Claude host" in done.stderr
+        assert ("conflicts with --claude-project-settings" in done.stderr) == bool(extra)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert server.requests == [] and not sevro_project.results.exists()
+    plain = sevro_project.write_json("plain.json", {"format": "sevro.runtime.v1"})
+    done = run_claude(sevro_project, claude, server, case, "--runtime-config-file", str(plain))
+    assert done.exit_code in (0, 1), done.stderr
+    assert len(server.requests) >= 1

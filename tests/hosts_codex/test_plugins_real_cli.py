@@ -245,8 +245,7 @@ def bad_marketplaces(root: Path) -> dict[str, tuple[Any, str]]:
     linked = marketplace(root / "linked")
     os.symlink("/etc/hostname", linked / "plugins" / "demo" / "skills" / "greet" / "extra.md")
     hooked = marketplace(root / "hooked")
-    (hooked / "plugins" / "demo" / "hooks").mkdir()
-    (hooked / "plugins" / "demo" / "hooks" / "hooks.json").write_text("{}")
+    (hooked / "plugins" / "demo" / ".lsp.json").write_text("{}")
     served = marketplace(root / "served")
     manifest = served / "plugins" / "demo" / ".codex-plugin" / "plugin.json"
     manifest.write_text(json.dumps({"name": "demo", "version": "1", "mcpServers": {}}))
@@ -256,7 +255,7 @@ def bad_marketplaces(root: Path) -> dict[str, tuple[Any, str]]:
     return {
         "other plugins": ({"path": str(listed), "plugins": ["demo"]}, "exactly the configured"),
         "a link": ({"path": str(linked), "plugins": ["demo"]}, "is a link"),
-        "hooks": ({"path": str(hooked), "plugins": ["demo"]}, "hooks"),
+        "lsp": ({"path": str(hooked), "plugins": ["demo"]}, ".lsp.json"),
         "mcp": ({"path": str(served), "plugins": ["demo"]}, "mcpServers"),
         "remote": ({"path": str(remote), "plugins": ["demo"]}, "local source"),
         "relative": ({"path": "market", "plugins": ["demo"]}, "absolute directory"),

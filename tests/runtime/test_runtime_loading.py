@@ -113,8 +113,9 @@ def test_a_directory_is_refused(area: Path) -> None:
         (doc(environment={"inherit": ["1BAD"]}), "", "/environment/inherit/0"),
         (doc(environment={"set": {"A": "x" * 8193}}), "", "/environment/set/A"),
         (doc(network={"localHttp": "yes"}), "", "/network/localHttp"),
-        (doc(hooks={"plugins": []}), "not supported yet", "/hooks/plugins"),
         (doc(hooks={"plugins": ["Bad"]}), "", "/hooks/plugins/0"),
+        (doc(hooks={"plugins": ["a", "a"]}), "", "/hooks/plugins"),
+        (doc(hooks={"plugins": [f"p{i}" for i in range(65)]}), "", "/hooks/plugins"),
         (doc(hooks={"nativeGoal": "yes"}), "", "/hooks/nativeGoal"),
         (doc(hooks={"other": True}), "unknown key", "/hooks/other"),
         (doc(nativeTranscripts=True), "not supported yet", "/nativeTranscripts"),
@@ -416,6 +417,23 @@ def test_the_sandbox_applies_the_policy_beside_its_own_variables(area: Path) -> 
     assert area / "tools" in built.read_only_roots
     plain = isolation(area, None).policy("checks").environment
     assert plain["PATH"] == "/usr/local/bin:/usr/bin:/bin" and "UV_OFFLINE" not in plain
+
+
+def test_hook_plugins_are_carried_to_hosts_and_enter_the_identity(area: Path) -> None:
+    """``hooks.plugins`` reaches ``HostRuntime.hook_plugins`` and the policy digest; a file
+    without it keeps the digest it had (the key is absent, not empty)."""
+    plain = load_runtime(area / "project", write(area, doc()), CREDENTIALS, env(area))
+    empty = load_runtime(area / "project", write(area, doc(hooks={})), CREDENTIALS, env(area))
+    path = write(area, doc(hooks={"plugins": ["guard", "lint-2"]}))
+    chosen = load_runtime(area / "project", path, CREDENTIALS, env(area))
+    assert plain is not None and empty is not None and chosen is not None
+    assert plain.hook_plugins == () and plain.host_runtime().hook_plugins == ()
+    assert chosen.host_runtime().hook_plugins == ("guard", "lint-2")
+    record = chosen.configuration()
+    assert record["hooks"] == {"plugins": ["guard", "lint-2"]}
+    assert "hooks" not in plain.configuration()
+    assert plain.configuration()["digest"] == empty.configuration()["digest"]
+    assert record["digest"] != plain.configuration()["digest"]
 
 
 def test_hooks_native_goal_enters_the_policy_and_its_digest(area: Path) -> None:

@@ -241,6 +241,24 @@ def test_a_home_prefix_is_granted_and_its_credential_location_stays_hidden(
     assert run["configuration"]["redacted"]["runtimePolicy"]["readRoots"] == [str(home / ".local")]
 
 
+def test_the_scripted_host_refuses_hook_plugins_it_cannot_mount(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """A host that mounts no plugins refuses ``hooks.plugins`` (exit 64, one line, nothing
+    run); the same file without the key runs (positive control)."""
+    case = sevro_project.case()
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    selected = runtime(tmp_path / "hooks.json", hooks={"plugins": ["guard"]})
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", selected)
+    assert done.exit_code == 64, done.stderr
+    assert "hooks.plugins names 'guard'" in done.stderr and "mounts no plugins" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not sevro_project.results.exists()
+    plain = runtime(tmp_path / "plain.json")
+    done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plain)
+    assert done.exit_code == 0, done.stderr
+
+
 def test_a_native_goal_is_refused_for_a_host_that_has_none(
     sevro_project: SevroProject, tmp_path: Path
 ) -> None:
@@ -255,7 +273,7 @@ def test_a_native_goal_is_refused_for_a_host_that_has_none(
     )
     plugins = runtime(tmp_path / "plugins.json", hooks={"plugins": ["darrow-review"]})
     done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", plugins)
-    assert_refused(done, "hooks.plugins (plugin command hooks) is not supported yet", sevro_project)
+    assert_refused(done, "hooks.plugins names 'darrow-review'", sevro_project)
     off = runtime(tmp_path / "off.json", hooks={"nativeGoal": False})
     done = sevro_project.run(case, "--host-config", host, "--runtime-config-file", off)
     assert done.exit_code == 0, (done.stdout, done.stderr)

@@ -344,9 +344,9 @@ def test_the_placeholder_is_kept_symbolic_in_the_identity(area: Path) -> None:
     assert policy.environment(Path("/t"), Path("/r"))["UV_CACHE_DIR"] == "/r/uv-cache"
 
 
-def test_a_hooks_role_is_accepted_though_hook_plugins_are_not(area: Path) -> None:
-    policy = load(area, seedDirectories=[seed(roles=["hooks"])])
-    assert policy.seeds[0].roles == ("hooks",)
-    path = write(area, doc(hooks={"plugins": []}))
-    with pytest.raises(InvocationError, match="not supported yet"):
-        load_runtime(area / "project", path, CREDENTIALS, env(area))
+def test_a_hooks_role_is_accepted_beside_hook_plugins(area: Path) -> None:
+    runtime = {"seedDirectories": [seed(roles=["hooks"])]}
+    path = write(area, doc(runtime=runtime, hooks={"plugins": ["guard"]}))
+    policy = load_runtime(area / "project", path, CREDENTIALS, env(area))
+    assert policy is not None and policy.seeds[0].roles == ("hooks",)
+    assert policy.hook_plugins == ("guard",)

@@ -142,6 +142,8 @@ MAX_SEED_BYTES = 512 * MIB
 """Bytes of the regular files in one seed directory's tree (beyond: refused)."""
 MAX_RUNTIME_SLOT_CHARS = 64
 """One seed or shared-cache ``target`` (a slot name in the role's runtime root)."""
+MAX_RUNTIME_HOOK_PLUGINS = 64
+"""Names in ``hooks.plugins`` (beyond: refused before the run)."""
 MAX_ARTIFACT_DIRECTORIES = 16
 """Entries of ``runtime.artifactDirectories`` (beyond: refused before the run)."""
 MAX_ARTIFACT_DIRECTORY_ENTRIES = 16_384

@@ -328,6 +328,18 @@ class TrialIsolation(Protocol):
         """The role's private HOME (made when absent): the one its commands get."""
         ...
 
+    def command_line(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        read_only: Sequence[Path] = (),
+        environment: Mapping[str, str] | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The sandboxed command line and its environment for a process an agent CLI starts
+        itself (a plugin hook), with extra read-only grants."""
+        ...
+
 
 @frozen
 class JudgeReply:

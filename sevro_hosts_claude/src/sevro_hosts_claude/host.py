@@ -182,7 +182,14 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
         assert isinstance(configured, ConfiguredClaudeHost)
         config, extra = configured.config, set()
         if configured.judge:
-            return configured
+            return configured  # candidate hook authority is not forwarded to judges
+        if options.runtime is not None and options.runtime.hook_plugins:
+            conflict = " (and conflicts with --claude-project-settings)" * config.project_settings
+            raise InvocationError(
+                "runtime configuration hooks.plugins is not supported by the Claude host yet"
+                f"{conflict}: its plugin hooks cannot be sandboxed here; remove hooks.plugins "
+                "or run the Codex host"
+            )
         if configured.native_goal:
             if config.project_settings:
                 raise ConfigurationError(

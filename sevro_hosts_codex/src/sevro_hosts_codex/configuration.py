@@ -25,6 +25,7 @@ from sevro_core.api import (
     seconds_setting,
 )
 from sevro_hosts_codex.limits import CODEX_PREFLIGHT_TIMEOUT_SECONDS
+from sevro_hosts_codex.pluginhooks import CODEX_GRACE_SECONDS, Declared
 from sevro_hosts_codex.plugins import MarketplaceSetting, parse_setting
 
 CONFIG_FORMAT = "sevro.codex-host.v1"
@@ -219,6 +220,7 @@ def render_config_toml(
     judge: bool = False,
     hook: str | None = None,
     agent_threads: int | None = None,
+    plugin_hooks: Sequence[Declared] = (),
     state: Sequence[tuple[Path, str]] = (),
     projects: Sequence[str] = (),
 ) -> str:
@@ -229,7 +231,8 @@ def render_config_toml(
     roots (the role's runtime root and shared caches). ``agent_threads`` is the setting
     imported from the configuration root (:func:`imported_agent_threads`), if any.
     ``hook`` is the passive command run after every tool call (``PostToolUse``, every
-    tool): sevro's skill-activation collector."""
+    tool): sevro's skill-activation collector. ``plugin_hooks`` are the selected plugins'
+    command handlers, each declared as its sandboxing wrapper script."""
     q = _toml_string
     lines = []
     if model is not None:
@@ -306,6 +309,18 @@ def render_config_toml(
             'type = "command"',
             f"command = {q(hook)}",
             "timeout = 30",
+            "",
+        ]
+    for declared in plugin_hooks:
+        lines.append(f"[[hooks.{declared.event}]]")
+        if declared.matcher is not None:
+            lines.append(f"matcher = {q(declared.matcher)}")
+        lines += [
+            "",
+            f"[[hooks.{declared.event}.hooks]]",
+            'type = "command"',
+            f"command = {q(str(declared.script))}",
+            f"timeout = {declared.timeout + CODEX_GRACE_SECONDS}",
             "",
         ]
     return "\n".join(lines)

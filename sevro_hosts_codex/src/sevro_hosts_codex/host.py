@@ -20,11 +20,13 @@ from attrs import evolve, frozen
 
 from sevro_core.api import (
     DEFAULT_PATH,
+    HOST_HOOKS_OBSERVATION,
     NATIVE_GOAL_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
+    Completeness,
     ConfiguredAgentCliHost,
     CredentialLocations,
     DoctorCheck,
@@ -38,6 +40,7 @@ from sevro_core.api import (
     HostResult,
     HostSetting,
     InvocationError,
+    IsolationError,
     JsonValue,
     MountedSkill,
     NativeBinary,
@@ -76,6 +79,7 @@ from sevro_hosts_codex.invocation import (
     REPOSITORY_INVOCATION_OBSERVATION,
 )
 from sevro_hosts_codex.nativecalls import NATIVE_CALLS_OBSERVATION, native_calls
+from sevro_hosts_codex.pluginhooks import HOOK_ROLE, Declared, Handler, executions, wrapper
 from sevro_hosts_codex.plugins import Installed, Marketplace
 from sevro_hosts_codex.state import (
     AGENT_SKILLS_VARIABLE,
@@ -179,14 +183,30 @@ class CodexHost(AgentCliHost[CodexConfig]):
         if entrypoint == "app-server" and not configured.judge:
             extra.add(NATIVE_GOAL_OBSERVATION)
         if marketplace is not None:
-            extra.add(EXPLICIT_INVOCATION_OBSERVATION)
+            extra |= {EXPLICIT_INVOCATION_OBSERVATION, HOST_HOOKS_OBSERVATION}
         return evolve(
             configured,
             agent_threads=imported_agent_threads(options.config_root),
             marketplace=marketplace,
             capabilities=configured.capabilities | extra,
             entrypoint="exec" if configured.judge else entrypoint,
+            hook_plugins=() if configured.judge else selected_hook_plugins(options, marketplace),
         )
+
+
+def selected_hook_plugins(options: HostOptions, marketplace: Marketplace | None) -> tuple[str, ...]:
+    """``hooks.plugins`` of the runtime policy, each a plugin the marketplace mounts (exit 64
+    otherwise); a judge never gets them (candidate hook authority is not forwarded)."""
+    names = options.runtime.hook_plugins if options.runtime is not None else ()
+    mounted = [p.name for p in marketplace.plugins] if marketplace is not None else []
+    for name in names:
+        if name not in mounted:
+            where = f"mounts only {mounted}" if mounted else "is configured (no marketplace)"
+            raise InvocationError(
+                f"runtime configuration hooks.plugins names {name!r}, but no such Codex plugin "
+                f"is mounted: the Codex plugin marketplace {where}; remove the name or mount it"
+            )
+    return tuple(names)
 
 
 @frozen(kw_only=True)
@@ -197,6 +217,8 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     """The verified local plugin marketplace, installed fresh for each candidate trial."""
     entrypoint: str = "exec"
     """``exec`` or ``app-server`` (a judge always answers through ``exec``)."""
+    hook_plugins: tuple[str, ...] = ()
+    """The marketplace plugins whose command hooks run (sandboxed), from ``hooks.plugins``."""
 
     def redacted_configuration(self) -> JsonValue:
         """The skeleton's, with the imported setting (``null``: Codex's default) and the
@@ -307,7 +329,23 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     def private_dirs(self) -> Sequence[Path]:
         layout, state = self.layout, self.state
         native = () if state is None else (state.native_home,)
-        return (layout.codex_home, layout.home, layout.tmp, layout.bin, self.hooks_dir, *native)
+        dirs = (layout.codex_home, layout.home, layout.tmp, layout.bin, self.hooks_dir, *native)
+        hooks = self.plugin_hooks_dir
+        return (*dirs, hooks, hooks / "bin", hooks / "log") if self.handlers else dirs
+
+    @property
+    def plugin_hooks_dir(self) -> Path:
+        """The selected plugin hooks' wrapper scripts (``bin``) and execution records
+        (``log``): private, outside every sandbox."""
+        return self.request.private_root / "plugin-hooks"
+
+    @cached_property
+    def handlers(self) -> tuple[Handler, ...]:
+        """The command handlers of the plugins ``hooks.plugins`` selects (a judge: none)."""
+        marketplace, selected = self.host.marketplace, self.host.hook_plugins
+        if self.judge or marketplace is None:
+            return ()
+        return tuple(h for p in marketplace.plugins if p.name in selected for h in p.handlers)
 
     def configure_trial(self) -> None:
         layout, host = self.layout, self.host
@@ -361,6 +399,10 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 judge=self.judge,
                 hook=hook,
                 agent_threads=host.agent_threads,
+                plugin_hooks=[
+                    Declared(h.event, h.matcher, self._script(n), h.timeout)
+                    for n, h in enumerate(self.handlers)
+                ],
                 state=() if state is None else state.profile(),
                 projects=() if state is None else untrusted_project(self.request.workspace),
             )
@@ -396,8 +438,38 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             native = self.host.binary.native
             self.installed = install(marketplace, native, places, self.env, request.cancel)
             paths = {p.name: p.path for p in self.installed}
+            self._wrap_plugin_hooks(paths)
             found[EXPLICIT_INVOCATION_OBSERVATION] = find(prompts, workspace, paths)
         self.invocations = found
+
+    def _script(self, number: int) -> Path:
+        return self.plugin_hooks_dir / "bin" / f"handler-{number}.sh"
+
+    def _wrap_plugin_hooks(self, installed: Mapping[str, Path]) -> None:
+        """Write each selected handler's wrapper: the handler in the trial's sandbox (role
+        ``hooks``), its installed plugin the one extra read grant."""
+        isolation = self.request.isolation
+        if self.handlers and isolation is None:
+            raise HostFailure("plugin hooks need the trial's sandbox, and this request has none")
+        for number, handler in enumerate(self.handlers):
+            assert isolation is not None
+            root = str(installed[handler.plugin])
+            data = isolation.home(HOOK_ROLE) / ".plugin-data" / handler.plugin
+            data.mkdir(parents=True, exist_ok=True, mode=0o700)
+            names = ("PLUGIN_ROOT", "CLAUDE_PLUGIN_ROOT", "PLUGIN_DATA", "CLAUDE_PLUGIN_DATA")
+            values = dict(zip(names, (root, root, str(data), str(data)), strict=True))
+            try:
+                sandboxed = isolation.command_line(
+                    ["/bin/sh", "-c", handler.command],
+                    role=HOOK_ROLE,
+                    read_only=(installed[handler.plugin],),
+                    environment=values,
+                )
+            except IsolationError as exc:
+                raise HostFailure(f"plugin hook sandbox: {exc}") from None
+            text = wrapper(handler, number, sandboxed, self.plugin_hooks_dir / "log")
+            write_private(self._script(number), text.encode())
+            os.chmod(self._script(number), 0o700)
 
     def _refuse_workspace_configuration(self) -> None:
         """A candidate workspace's ``.codex`` (from any fixture kind, a repository's included)
@@ -545,7 +617,34 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         if self.host.marketplace is not None:
             ids.append(EXPLICIT_INVOCATION_OBSERVATION)
         extra = [receipt(i, host, found is not None, (found or {}).get(i), completed) for i in ids]
+        if self.host.marketplace is not None:
+            extra.append(self._hooks_observation())
         return (*base, *extra, *self._native_observations(parsed))
+
+    def _hooks_observation(self) -> Observation:
+        """``sevro.host.hooks``: each plugin's digests and selection, and the sandboxed
+        executions (unavailable when the plugins were never installed)."""
+        marketplace = self.host.marketplace
+        assert marketplace is not None
+        plugins: list[JsonValue] = [
+            {
+                "name": p.name,
+                "sourceDigest": p.digest,
+                "effectiveDigest": p.effective,
+                "selected": p.name in self.host.hook_plugins,
+                "commandHandlers": len(p.handlers),
+            }
+            for p in marketplace.plugins
+        ]
+        found: list[JsonValue] = []
+        completeness = Completeness.UNAVAILABLE
+        if self.installed is not None:
+            completeness = Completeness.COMPLETE
+            if self.handlers:
+                timeouts = {(h.plugin, h.event, n): h.timeout for n, h in enumerate(self.handlers)}
+                completeness, found = executions(self.plugin_hooks_dir / "log", timeouts)
+        data: dict[str, JsonValue] = {"plugins": plugins, "executions": found}
+        return Observation(HOST_HOOKS_OBSERVATION, self.host.route.host, completeness, data)
 
     def _native_observations(self, parsed: Sequence[TurnRecord[Turn]]) -> list[Observation]:
         """``sevro.codex.native-calls`` and, with more than one prompt, the continuation."""

@@ -72,3 +72,16 @@ MAX_CODEX_NATIVE_TURNS = 64
 
 MAX_CODEX_GOAL_UPDATES = 64
 """Goal status updates kept in ``sevro.host.native-goal``; more sets ``truncated``."""
+
+MAX_CODEX_PLUGIN_HOOK_HANDLERS = 64
+"""Command hook handlers one marketplace plugin may declare (beyond: refused before the run)."""
+
+CODEX_PLUGIN_HOOK_TIMEOUT_SECONDS = 60
+"""Seconds a plugin hook handler may run when it declares no ``timeout``; then its sandbox's
+processes are killed."""
+
+MAX_CODEX_PLUGIN_HOOK_TIMEOUT_SECONDS = 600
+"""The largest ``timeout`` a plugin hook handler may declare (beyond: refused before the run)."""
+
+MAX_CODEX_PLUGIN_HOOK_RECORDS = 4096
+"""Plugin hook executions one trial records (beyond: ``sevro.host.hooks`` is partial)."""

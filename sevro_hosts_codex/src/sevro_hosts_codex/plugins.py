@@ -8,7 +8,8 @@ enters the evaluation identity. Each trial then copies that content into its pri
 (refusing a change since), runs ``codex plugin marketplace add <copy>`` and ``codex plugin add
 <plugin>@<marketplace>`` against the trial's own ``CODEX_HOME``, and checks each install
 receipt: the reported path is the expected one in the private plugin cache and holds exactly the
-source's files. A failure fails the trial with its reason before the model is asked anything.
+source's files, hook declarations left out (:mod:`sevro_hosts_codex.pluginhooks`). A failure
+fails the trial with its reason before the model is asked anything.
 """
 
 from __future__ import annotations
@@ -38,18 +39,19 @@ from sevro_hosts_codex.limits import (
     MAX_CODEX_PLUGIN_MANIFEST_BYTES,
     MAX_CODEX_PLUGINS,
 )
+from sevro_hosts_codex.pluginhooks import Handler, HookRefused, curate
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 MANIFEST = (".agents", "plugins", "marketplace.json")
 PLUGIN_MANIFEST = (".codex-plugin", "plugin.json")
 _KEYS = {"path", "plugins"}
-UNSUPPORTED_KEYS = ("hooks", "mcpServers", "apps", "lspServers")
-"""Manifest components sevro cannot isolate: hooks and servers would run outside the command
-sandbox (Sevro's ``hooks.plugins`` authority is not supported yet), so such plugins are
-refused rather than installed."""
-UNSUPPORTED_FILES = ("hooks", "hooks.json", ".mcp.json", "mcp.json", ".app.json", ".lsp.json")
-"""Plugin-root entries Codex would load as those components by default."""
+UNSUPPORTED_KEYS = ("mcpServers", "apps", "lspServers")
+"""Manifest components sevro cannot isolate: servers and apps would run outside the command
+sandbox, so such plugins are refused rather than installed. Hooks are curated instead
+(:mod:`sevro_hosts_codex.pluginhooks`)."""
+UNSUPPORTED_FILES = (".mcp.json", "mcp.json", ".app.json", ".lsp.json")
+"""Plugin-root files Codex would load as those components by default."""
 _INSTALL_OUTPUT_BYTES = 64 * 1024
 _KEPT_ENV = ("PATH", "HOME", "CODEX_HOME", "TMPDIR", "LANG")
 
@@ -69,6 +71,10 @@ class Plugin:
     source: tuple[str, ...]
     """The plugin directory's parts below the marketplace root."""
     digest: str
+    effective: str
+    """The digest of what is installed: the source without its hook declarations."""
+    handlers: tuple[Handler, ...] = ()
+    """Its command hook handlers (run only when ``hooks.plugins`` names the plugin)."""
 
 
 @frozen
@@ -86,10 +92,18 @@ class Marketplace:
         return {
             "name": self.name,
             "digest": self.digest,
-            "plugins": [
-                {"name": p.name, "version": p.version, "digest": p.digest} for p in self.plugins
-            ],
+            "plugins": [_plugin_identity(p) for p in self.plugins],
         }
+
+
+def _plugin_identity(plugin: Plugin) -> dict[str, Any]:
+    """A plugin's name, version and digest, and its effective digest when hooks were curated."""
+    found: dict[str, Any] = {"name": plugin.name, "version": plugin.version}
+    found["digest"] = plugin.digest
+    if plugin.effective != plugin.digest:
+        found["effectiveDigest"] = plugin.effective
+        found["commandHandlers"] = len(plugin.handlers)
+    return found
 
 
 def parse_setting(value: Any) -> MarketplaceSetting | None:
@@ -211,21 +225,22 @@ def _source(entry: Any, index: int) -> tuple[str, ...]:
 def _supported(
     manifest: Mapping[str, Any], found: Mapping[tuple[str, ...], bytes], at: str
 ) -> None:
-    """Refuse a plugin that declares or ships hooks, MCP/LSP servers or apps."""
+    """Refuse a plugin that declares or ships MCP/LSP servers or apps."""
     declared = [k for k in UNSUPPORTED_KEYS if k in manifest]
     shipped = sorted({rel[0] for rel in found if rel[0] in UNSUPPORTED_FILES})
     if declared or shipped:
         what = ", ".join([*declared, *shipped])
         raise _Refused(
-            f"plugin {at} has {what}: plugin hooks, MCP/LSP servers and apps are not supported "
-            "(only skills and plain files are)"
+            f"plugin {at} has {what}: MCP/LSP servers and apps are not supported "
+            "(only skills, command hooks and plain files are)"
         )
 
 
 def read_marketplace(
     setting: MarketplaceSetting,
 ) -> tuple[Marketplace, dict[tuple[str, ...], bytes]]:
-    """Verify the marketplace as the module docstring says; ``_Refused`` names the problem."""
+    """Verify the marketplace as the module docstring says; ``_Refused`` names the problem.
+    The files returned are those to install: each plugin's hook declarations curated out."""
     root = setting.path
     try:
         mode = os.lstat(root).st_mode
@@ -248,6 +263,7 @@ def read_marketplace(
             f"not {listed}"
         )
     files: dict[tuple[str, ...], bytes] = {MANIFEST: manifest_bytes}
+    installed: dict[tuple[str, ...], bytes] = {MANIFEST: manifest_bytes}
     budget = [MAX_CODEX_MARKETPLACE_FILES, MAX_CODEX_MARKETPLACE_BYTES]
     plugins: list[Plugin] = []
     for index, entry in enumerate(entries):
@@ -269,10 +285,16 @@ def read_marketplace(
                 "and give a version"
             )
         _supported(plugin, found, "/".join(parts))
-        plugins.append(Plugin(entry["name"], version, parts, digest(found)))
+        try:
+            curated, handlers = curate(entry["name"], plugin, found)
+        except HookRefused as exc:
+            raise _Refused(f"plugin {'/'.join(parts)}: {exc}") from None
+        effective = digest(curated)
+        plugins.append(Plugin(entry["name"], version, parts, digest(found), effective, handlers))
         files.update({(*parts, *rel): data for rel, data in found.items()})
+        installed.update({(*parts, *rel): data for rel, data in curated.items()})
     verified = Marketplace(root, name, tuple(plugins), tuple(sorted(files)), digest(files))
-    return verified, files
+    return verified, installed
 
 
 def load(setting: MarketplaceSetting | None) -> Marketplace | None:
@@ -351,7 +373,7 @@ def _install_one(
         raise HostFailure(
             f"codex plugin add {selector}: install receipt unverified: {exc}"
         ) from None
-    if digest(installed) != plugin.digest:
+    if digest(installed) != plugin.effective:
         raise HostFailure(
             f"codex plugin add {selector}: the installed files differ from the marketplace's"
         )

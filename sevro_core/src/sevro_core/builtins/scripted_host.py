@@ -36,6 +36,7 @@ from sevro_core.api import (
     HostRequest,
     HostResult,
     HostSetting,
+    InvocationError,
     IsolationError,
     JsonValue,
     MountedSkill,
@@ -122,6 +123,11 @@ class ScriptedHost:
             raise ConfigurationError(found[1], found[0])
         if options.role != "candidate":
             return _configure_judge(options, config)
+        if options.runtime is not None and options.runtime.hook_plugins:
+            raise InvocationError(
+                f"runtime configuration hooks.plugins names {options.runtime.hook_plugins[0]!r}, "
+                "but the scripted host mounts no plugins; remove hooks.plugins"
+            )
         scripts: dict[str, _Script] = {}
         for case_id, script in dict(config.get("cases", {})).items():
             scripts[case_id] = _compile_script(script, join_pointer("/cases", case_id))

@@ -144,6 +144,9 @@ class RuntimePolicy:
     caches: tuple[SharedCache, ...] = ()
     artifacts: tuple[ArtifactDirectory, ...] = ()
     """``runtime.artifactDirectories``: subtrees of the candidate's home checks may read."""
+    hook_plugins: tuple[str, ...] = ()
+    """``hooks.plugins``: the mounted plugins whose command hooks the candidate's host runs,
+    each handler in a credential-free sandbox; the host refuses a name it has not mounted."""
     codex_state: bool = False
     """The top-level state opt-in: the candidate host exposes its native configuration and
     user skills to commands and binds them read-only for checks (a host that cannot supply
@@ -202,6 +205,7 @@ class RuntimePolicy:
             record=self.configuration(),
             prepare=self.role_runtime,
             artifact_paths=tuple(a.path for a in self.artifacts),
+            hook_plugins=self.hook_plugins,
             codex_state=self.codex_state,
             native_goal=self.native_goal,
         )
@@ -230,12 +234,17 @@ class RuntimePolicy:
             document[STATE_KEY] = True
         if self.artifacts:  # absent otherwise, so a file without them keeps its digest
             document["artifactDirectories"] = [a.to_json() for a in self.artifacts]
-        if self.native_goal:  # absent otherwise, so a file without it keeps its digest
-            document["hooks"] = {"nativeGoal": True}
         if self.seeds:
             document["seedDirectories"] = [seed.configuration() for seed in self.seeds]
         if self.caches:
             document["sharedCacheDirectories"] = [cache.configuration() for cache in self.caches]
+        hooks: dict[str, Any] = {}  # each key absent when off, so older files keep digests
+        if self.native_goal:
+            hooks["nativeGoal"] = True
+        if self.hook_plugins:
+            hooks["plugins"] = list(self.hook_plugins)
+        if hooks:
+            document["hooks"] = hooks
         return {**document, "digest": hash_json({**document, "values": values})}
 
 
@@ -283,21 +292,18 @@ def load_runtime(
     data = read_bounded(path, MAX_RUNTIME_CONFIG_BYTES, what="runtime configuration")
     document = parse_json_text(data, source=path)
     if isinstance(document, dict):
-        for key, what in NOT_YET.items():
-            if key in document:
-                raise InvocationError(
-                    f"{what} is not supported yet", source=path, pointer=f"/{key}"
-                )
+        _refuse_not_yet(document, path)
     validate_input(SCHEMA, document, source=path)
     if not isinstance(document, dict):  # the schema says it is: this keeps the type checker sure
         raise InvocationError("runtime configuration must be a JSON object", source=path)
-    if "plugins" in document.get("hooks", {}):
-        raise InvocationError(
-            "hooks.plugins (plugin command hooks) is not supported yet",
-            source=path,
-            pointer="/hooks/plugins",
-        )
     return _Loader(path, env, credentials).policy(document)
+
+
+def _refuse_not_yet(document: dict[str, Any], path: Path) -> None:
+    """Refuse a field of Sevro's format this version does not honour yet (one clear line)."""
+    for key, what in NOT_YET.items():
+        if key in document:
+            raise InvocationError(f"{what} is not supported yet", source=path, pointer=f"/{key}")
 
 
 def flag_runtime(
@@ -366,6 +372,7 @@ class _Loader:
                 self.home_entries,
                 self.fail,
             ),
+            hook_plugins=tuple(document.get("hooks", {}).get("plugins", [])),
             codex_state=document.get(STATE_KEY, False),
             native_goal=document.get("hooks", {}).get("nativeGoal") is True,
         )

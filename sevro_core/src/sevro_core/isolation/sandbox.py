@@ -270,6 +270,11 @@ def announce(selection: SandboxSelection) -> None:
         )
 
 
+_ROOT_NAMES = {"hooks": "hook-runtime"}
+"""A role's private directory when its name is not the role's: an agent-CLI host keeps its
+passive hook records in ``<private root>/hooks``."""
+
+
 @frozen
 class Isolation:
     """One trial's sandbox: runs commands for a role (``candidate``, ``checks``) inside it.
@@ -293,7 +298,7 @@ class Isolation:
     def role_runtime(self, role: str) -> RoleRuntime:
         """The role's private root under the trial's private directory (its own ``home`` and
         ``tmp``, and with a runtime policy its seed copies and shared-cache links)."""
-        root = self.private_root / role
+        root = self.private_root / _ROOT_NAMES.get(role, role)
         runtime = self.selection.runtime
         try:
             if runtime is not None:
@@ -326,6 +331,29 @@ class Isolation:
             "HOME": str(prepared.home),
             "TMPDIR": str(prepared.tmpdir),
         }
+
+    def command_line(
+        self,
+        argv: Sequence[str],
+        *,
+        role: str,
+        read_only: Sequence[Path] = (),
+        environment: Mapping[str, str] | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The sandboxed command line for ``argv`` and the environment to start it with, for
+        a process the host's agent CLI starts itself (a plugin hook); ``read_only`` adds
+        grants (inside a hidden root too). Raises ``IsolationError`` without a sandbox."""
+        problem = self.selection.problem
+        backend = self.selection.backend
+        if problem is not None or backend is None:
+            raise IsolationError(problem or "no sandbox backend is selected")
+        policy = self.policy(role, environment)
+        extra = existing_canonical(read_only)
+        policy = evolve(policy, read_only_roots=(*policy.read_only_roots, *extra))
+        try:
+            return backend.wrap(list(argv), policy), dict(policy.environment)
+        except (OSError, ValueError) as exc:
+            raise IsolationError(f"the sandbox could not be prepared: {exc}") from None
 
     def policy(self, role: str, extra: Mapping[str, str] | None = None) -> SandboxPolicy:
         """The concrete policy for one command, with roots canonicalised as they are now."""

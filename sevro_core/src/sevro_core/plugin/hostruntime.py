@@ -57,6 +57,9 @@ class HostRuntime:
     record: Mapping[str, JsonValue]
     prepare: Callable[[str, Path], RoleRuntime] = field(eq=False, repr=False)
     artifact_paths: tuple[str, ...] = ()
+    hook_plugins: tuple[str, ...] = ()
+    """``hooks.plugins``: the mounted plugins whose command hooks a candidate's host runs
+    sandboxed (never a judge's). A host that cannot honour a name refuses it (exit 64)."""
     codex_state: bool = False
     native_goal: bool = False
 
