@@ -134,6 +134,15 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
         "--codex-api-key-env (codex.apiKeyEnv) needs --host codex, an arm on that host or a "
         "judge on it (such as --semantic-host codex)",
     )
+    # How the candidate runs is not a judge's setting: a Codex judge alone is not enough.
+    done = sevro_project.run(
+        case, "--semantic-host", "codex", "--codex-entrypoint", "app-server", "--sandbox", "none"
+    )
+    assert_refused(
+        done,
+        "--codex-entrypoint (codex.entrypoint) needs --host codex or an arm on that host: it "
+        "sets how the candidate runs, a judge does not read it",
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,7 +153,7 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
             "--host-setting 'acme.colour' is not a setting of any installed host (known: "
             "acme.greeting, acme.home, claude.allowWrite, claude.apiKeyEnv, claude.bin, "
             "claude.credentialFile, claude.projectSettings, claude.uvCacheDir, codex.apiKeyEnv, "
-            "codex.authFile, codex.bin)",
+            "codex.authFile, codex.bin, codex.entrypoint)",
         ),
         (
             "codex.bin=/x",

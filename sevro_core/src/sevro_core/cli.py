@@ -598,7 +598,9 @@ def run(
         check_ci_outputs(flags.ci_outputs)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
         settings, loaded = run_inputs(flags, settings)
-        check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
+        check_settings_used(
+            registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
+        )
         plan = plan_run(loaded, registry, settings)
     except InvocationError as exc:
         _fail(exc, as_json=as_json)
@@ -1084,7 +1086,9 @@ def _calibration_plan(options: dict[str, Any]) -> tuple[Any, Any]:
         config_source=CONFIG_SOURCE,
     )
     settings = evolve(settings, host_options=host_options)
-    check_settings_used(registry.hosts(), host_flags, settings.hosts_used())
+    check_settings_used(
+        registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
+    )
     try:
         return plan_run(list(calibration.cases), registry, settings), calibration
     except InvocationError as exc:

@@ -70,6 +70,8 @@ class Turn:
     usage: Usage
     failure: str | None
     warnings: tuple[str, ...]
+    native_turns: int = 1
+    """Native turns behind this prompt (``app-server`` runs goal continuations itself)."""
 
 
 def _usage(raw: Any) -> Usage:

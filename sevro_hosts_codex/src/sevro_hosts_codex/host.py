@@ -21,6 +21,7 @@ from attrs import evolve, frozen
 from sevro_core.api import (
     DEFAULT_PATH,
     HOST_HOOKS_OBSERVATION,
+    NATIVE_GOAL_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
@@ -37,6 +38,7 @@ from sevro_core.api import (
     HostOptions,
     HostRequest,
     HostResult,
+    HostSetting,
     InvocationError,
     IsolationError,
     JsonValue,
@@ -58,6 +60,7 @@ from sevro_core.api import (
     write_private,
 )
 from sevro_hosts_codex import binary as binaries
+from sevro_hosts_codex.appserver import ENTRYPOINT_SETTING, ENTRYPOINTS
 from sevro_hosts_codex.configuration import (
     AGENT_THREADS_KEY,
     CREDENTIALS,
@@ -138,6 +141,19 @@ class CodexHost(AgentCliHost[CodexConfig]):
     locate = staticmethod(binaries.locate)
     binary_version = staticmethod(binaries.version)
 
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """The shared three and ``--codex-entrypoint`` (``exec`` unless chosen)."""
+        entry = HostSetting(
+            ENTRYPOINT_SETTING,
+            "--codex-entrypoint",
+            "Run the candidate through `codex exec` (default) or `codex app-server` (native "
+            "goal turns; hooks.nativeGoal selects it).",
+            "string",
+            candidate_only=True,
+        )
+        return (*super().settings, entry)
+
     def doctor_checks(self, binary: NativeBinary, request: DoctorRequest) -> list[DoctorCheck]:
         from sevro_hosts_codex.doctor import sandbox_check
 
@@ -163,9 +179,12 @@ class CodexHost(AgentCliHost[CodexConfig]):
                 "tools or plugins; remove marketplace from its host configuration"
             )
         marketplace = None if configured.judge else load(configured.config.marketplace)
+        entrypoint = entrypoint_of(options)
         extra = set()
         if not configured.judge:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if entrypoint == "app-server" and not configured.judge:
+            extra.add(NATIVE_GOAL_OBSERVATION)
         if marketplace is not None:
             extra |= {EXPLICIT_INVOCATION_OBSERVATION, HOST_HOOKS_OBSERVATION}
         return evolve(
@@ -173,6 +192,7 @@ class CodexHost(AgentCliHost[CodexConfig]):
             agent_threads=imported_agent_threads(options.config_root),
             marketplace=marketplace,
             capabilities=configured.capabilities | extra,
+            entrypoint="exec" if configured.judge else entrypoint,
             hook_plugins=() if configured.judge else selected_hook_plugins(options, marketplace),
         )
 
@@ -198,18 +218,22 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     """``agents.max_concurrent_threads_per_session`` imported from ``--config-root``."""
     marketplace: Marketplace | None = None
     """The verified local plugin marketplace, installed fresh for each candidate trial."""
+    entrypoint: str = "exec"
+    """``exec`` or ``app-server`` (a judge always answers through ``exec``)."""
     hook_plugins: tuple[str, ...] = ()
     """The marketplace plugins whose command hooks run (sandboxed), from ``hooks.plugins``."""
 
     def redacted_configuration(self) -> JsonValue:
         """The skeleton's, with the imported setting (``null``: Codex's default) and the
         marketplace's name, plugins and content digests (so a changed plugin is another
-        evaluation)."""
+        evaluation), and an entrypoint other than ``exec``."""
         base = super().redacted_configuration()
         assert isinstance(base, dict)
         extra: dict[str, JsonValue] = {}
         if self.marketplace is not None:
             extra["marketplace"] = self.marketplace.identity()
+        if self.entrypoint != "exec":  # absent for exec, so earlier evaluations keep their digest
+            extra["entrypoint"] = self.entrypoint
         return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
     @property
@@ -253,6 +277,10 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
         return isolation
 
     def trial(self, request: HostRequest) -> CodexTrial:
+        if self.entrypoint == "app-server":
+            from sevro_hosts_codex.apptrial import AppServerTrial
+
+            return AppServerTrial(self, request)
         return CodexTrial(self, request)
 
 
@@ -699,6 +727,26 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             cost_usd=round(cost, 9),
             complete=True,
         )
+
+
+def entrypoint_of(options: HostOptions) -> str:
+    """The entrypoint asked for: ``--codex-entrypoint``, else ``app-server`` when the runtime
+    file selects native goals, else ``exec``; an explicit ``exec`` with ``hooks.nativeGoal`` is
+    refused (exit 64): exec ends with its first turn, so goals could not continue."""
+    given = options.settings.get(ENTRYPOINT_SETTING)
+    native_goal = options.runtime is not None and options.runtime.native_goal
+    if given is not None and given not in ENTRYPOINTS:
+        raise InvocationError(
+            f"--codex-entrypoint must be one of {', '.join(ENTRYPOINTS)}, not {given!r}"
+        )
+    if given == "exec" and native_goal:
+        raise InvocationError(
+            "--codex-entrypoint exec conflicts with hooks.nativeGoal in the runtime "
+            "configuration: native goal turns need --codex-entrypoint app-server"
+        )
+    if given is None:
+        return "app-server" if native_goal else "exec"
+    return given
 
 
 def judge_flags() -> list[str]:

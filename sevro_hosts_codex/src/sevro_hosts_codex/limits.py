@@ -53,6 +53,26 @@ CODEX_PLUGIN_INSTALL_TIMEOUT_SECONDS = 60
 MAX_CODEX_SKILL_FILE_BYTES = 1024 * 1024
 """Bytes of a ``SKILL.md`` checked for an explicit ``$skill`` or ``$plugin:skill`` receipt."""
 
+MAX_CODEX_APP_SERVER_LINE_BYTES = 1024 * 1024
+"""Bytes of one JSON-RPC message line from ``codex app-server``; a longer line fails the trial."""
+
+MAX_CODEX_APP_SERVER_STREAM_BYTES = 8 * 1024 * 1024
+"""Bytes ``codex app-server`` may send for one prompt (its native turns included); more fails
+the trial (process group killed)."""
+
+MAX_CODEX_APP_SERVER_STDERR_BYTES = 64 * 1024
+"""Bytes of the app-server's stderr kept for failure reasons."""
+
+CODEX_APP_SERVER_START_TIMEOUT_SECONDS = 60
+"""Seconds ``initialize`` and ``thread/start`` may take together before the trial fails."""
+
+MAX_CODEX_NATIVE_TURNS = 64
+"""Native turns (the prompt's own and its goal continuations) one prompt may run on
+``app-server``; more fails the trial rather than waiting on an unbounded chain."""
+
+MAX_CODEX_GOAL_UPDATES = 64
+"""Goal status updates kept in ``sevro.host.native-goal``; more sets ``truncated``."""
+
 MAX_CODEX_PLUGIN_HOOK_HANDLERS = 64
 """Command hook handlers one marketplace plugin may declare (beyond: refused before the run)."""
 

@@ -224,17 +224,29 @@ def resolve_settings(
 
 
 def check_settings_used(
-    hosts: Mapping[str, Any], given: Mapping[str, str], used: Iterable[str]
+    hosts: Mapping[str, Any],
+    given: Mapping[str, str],
+    used: Iterable[str],
+    candidates: Iterable[str] = (),
 ) -> None:
     """Refuse (exit 64) a setting of a host the run does not use: not its ``--host``, an arm's
-    host nor a judge's. Every route of a run gets the same settings; each host reads its own."""
+    host nor a judge's. Every route of a run gets the same settings; each host reads its own.
+    A ``candidate_only`` setting needs its host among the ``candidates`` (``--host``, arms)."""
     used_ids = {h for host_id in used for h in (host_id, f"sevro.host.{host_id}")}
+    candidate_ids = {h for host_id in candidates for h in (host_id, f"sevro.host.{host_id}")}
     for host_id, setting in _all_settings(hosts):
-        if setting.key in given and host_id not in used_ids:
-            short = short_name(host_id)
+        if setting.key not in given:
+            continue
+        short = short_name(host_id)
+        if host_id not in used_ids:
             raise InvocationError(
                 f"{setting.flag} ({setting.key}) needs --host {short}, an arm on that host "
                 f"or a judge on it (such as --semantic-host {short})"
+            )
+        if setting.candidate_only and host_id not in candidate_ids:
+            raise InvocationError(
+                f"{setting.flag} ({setting.key}) needs --host {short} or an arm on that host: "
+                "it sets how the candidate runs, a judge does not read it"
             )
 
 

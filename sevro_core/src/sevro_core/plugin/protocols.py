@@ -127,6 +127,9 @@ class HostSetting:
     """A deprecated (Sevro) directory setting that stands for a runtime seed: the variable
     (``UV_CACHE_DIR``) that points the candidate's and checks' commands at their private copy
     of the directory; refused with a runtime file, which declares such seeds itself."""
+    candidate_only: bool = False
+    """Only the candidate reads it (how the agent under test runs): refused (exit 64) unless
+    the run's ``--host`` or an arm's host declares it, a judge on that host is not enough."""
 
 
 @frozen

@@ -153,6 +153,11 @@ class RunSettings:
         used = [self.host, *(a.arm.host for a in arms if a.arm.host is not None)]
         return used + [spec.host for spec in self.judges.routes]
 
+    def candidate_hosts(self) -> list[str]:
+        """The hosts a candidate runs on, as named: ``--host`` and the arms' hosts."""
+        arms = self.experiment.arms if self.experiment is not None else ()
+        return [self.host, *(a.arm.host for a in arms if a.arm.host is not None)]
+
 
 @frozen
 class PlannedArm:
