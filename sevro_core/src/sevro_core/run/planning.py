@@ -254,7 +254,6 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     judges, calibrations = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
         _refuse_unsupported(settings, configured)
-    _refuse_unhonoured_native_goal(settings, (host, *(a.host for a in arms)))
     policy = _verdict_policy(registry, settings.verdict_policy)
     sandbox = _select_sandbox(registry, settings, cases)
     around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
@@ -305,24 +304,34 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
 
 def _refuse_unsupported(settings: RunSettings, configured: ConfiguredHost) -> None:
     """Refuse (exit 64) what a candidate host cannot honour: ``--condition enforced`` on a
-    passive host, ``nativeTranscripts`` on a host that keeps no native transcripts."""
+    passive host, and a runtime-file selection (``nativeTranscripts``, ``hooks.nativeGoal``)
+    its host has no capability for: ignoring it would report a run nobody asked for."""
+    host = configured.route.host
     if settings.condition == "enforced" and ENFORCED_CAPABILITY not in configured.capabilities:
         raise InvocationError(
-            f"--condition enforced is not supported by {configured.route.host}, "
-            "which runs passive only"
+            f"--condition enforced is not supported by {host}, which runs passive only"
         )
     runtime = settings.runtime
-    if (
-        runtime is not None
-        and runtime.native_transcripts
-        and NATIVE_TRANSCRIPTS_OBSERVATION not in configured.capabilities
-    ):
-        raise InvocationError(
-            f"nativeTranscripts is not supported by {configured.route.host}, which keeps no "
-            "native transcripts; remove it from the runtime configuration",
-            source=runtime.source,
-            pointer="/nativeTranscripts",
-        )
+    if runtime is None:
+        return
+    selections = (
+        (
+            runtime.native_transcripts,
+            NATIVE_TRANSCRIPTS_OBSERVATION,
+            "/nativeTranscripts",
+            f"nativeTranscripts is not supported by {host}, which keeps no native transcripts; "
+            "remove it from the runtime configuration",
+        ),
+        (
+            runtime.native_goal,
+            NATIVE_GOAL_OBSERVATION,
+            "/hooks/nativeGoal",
+            f"hooks.nativeGoal is selected, but host {host} has no native goal it can run here",
+        ),
+    )
+    for selected, capability, pointer, message in selections:
+        if selected and capability not in configured.capabilities:
+            raise InvocationError(message, source=runtime.source, pointer=pointer)
 
 
 def _candidate_options(settings: RunSettings, cases: Sequence[Case]) -> HostOptions:
@@ -387,21 +396,6 @@ def _plan_judges(
             )
     source = run.experiment.source if run.experiment is not None else None
     return judges, judge_calibrations(settings, judges, source=source or "--comparator-host")
-
-
-def _refuse_unhonoured_native_goal(settings: RunSettings, hosts: Sequence[ConfiguredHost]) -> None:
-    """``hooks.nativeGoal`` is refused (exit 64) for a host that cannot run a native goal:
-    ignoring it would report a run the operator did not ask for."""
-    if settings.runtime is None or not settings.runtime.native_goal:
-        return
-    for configured in hosts:
-        if NATIVE_GOAL_OBSERVATION not in configured.capabilities:
-            raise InvocationError(
-                f"hooks.nativeGoal is selected, but host {configured.route.host} has no native "
-                "goal it can run here",
-                source=settings.runtime.source,
-                pointer="/hooks/nativeGoal",
-            )
 
 
 def _configure_host(
