@@ -257,6 +257,21 @@ def _hooks(command: str | None) -> dict[str, Any]:
     return {event: entry for event in HOOK_EVENTS}
 
 
+def runtime_mounts() -> list[str]:
+    """bubblewrap arguments showing the system's runtime trees read-only, and its merged-``/usr``
+    links as the links they are, so any command a sandbox runs finds its interpreter."""
+    argv: list[str] = []
+    for tree in RUNTIME_TREES:
+        if os.path.isdir(tree):
+            argv += ["--ro-bind", tree, tree]
+    for link in RUNTIME_LINKS:
+        if os.path.islink(link):
+            argv += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            argv += ["--ro-bind", link, link]
+    return argv
+
+
 def sandbox_argv(
     bwrap: str,
     *,
@@ -277,14 +292,7 @@ def sandbox_argv(
     _check_sandbox_tmp((workspace, layout.root, executable_tree, *extra_read, *extra_write))
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 (a fresh tmpfs)
-    for tree in RUNTIME_TREES:
-        if os.path.isdir(tree):
-            argv += ["--ro-bind", tree, tree]
-    for link in RUNTIME_LINKS:
-        if os.path.islink(link):
-            argv += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            argv += ["--ro-bind", link, link]
+    argv += runtime_mounts()
     for extra in (executable_tree, *extra_read):
         argv += ["--ro-bind", str(extra), str(extra)]
     argv += ["--bind", str(layout.root), str(layout.root)]

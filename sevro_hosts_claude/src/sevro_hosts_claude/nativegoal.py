@@ -36,7 +36,7 @@ from sevro_core.api import (
     JsonValue,
     Observation,
 )
-from sevro_hosts_claude.configuration import RUNTIME_LINKS, RUNTIME_TREES
+from sevro_hosts_claude.configuration import runtime_mounts
 from sevro_hosts_claude.limits import (
     MAX_GOAL_REASON_CHARS,
     MAX_HOOK_EXECUTIONS,
@@ -65,14 +65,7 @@ def stop_hook(bwrap: str, script: Path, records: Path) -> dict[str, Any]:
     """The Stop hook entry for the settings: the script in a nested sandbox with no network,
     no environment (so no credential variable) and no view of the private configuration."""
     argv = [bwrap, "--die-with-parent", "--unshare-all", "--clearenv", "--new-session"]
-    for tree in RUNTIME_TREES:
-        if os.path.isdir(tree):
-            argv += ["--ro-bind", tree, tree]
-    for link in RUNTIME_LINKS:
-        if os.path.islink(link):
-            argv += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            argv += ["--ro-bind", link, link]
+    argv += runtime_mounts()
     argv += ["--dev", "/dev", "--ro-bind", str(script), str(script)]
     argv += ["--bind", str(records), str(records), "--chdir", "/"]
     argv += ["--", "/bin/sh", str(script), str(records)]
