@@ -94,3 +94,28 @@ def test_claude_code_is_offered_the_candidates_mounted_skill_and_reads_it(
     done = run_claude(sevro_project, claude, server, experiment, "--jobs", "1")
     assert done.exit_code == 0, done.stdout + done.stderr
     check(sevro_project, done, server)
+
+
+def test_codex_state_refuses_an_arm_whose_context_codex_would_not_send(
+    sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    """With ``codexState`` the project is untrusted and Codex skips its ``AGENTS.md``: an arm
+    mounting context there is refused before anything runs (the candidate's context would
+    silently never reach the model), while the same experiment without context is accepted."""
+    codex = require_codex()
+    require_sandbox()
+    experiment = inputs(sevro_project)
+    runtime = sevro_project.write_json(
+        "runtime.json", {"format": "sevro.runtime.v1", "codexState": True}
+    )
+    server = mock_model([reply(Message("done"))])
+    flags = ("--runtime-config-file", str(runtime), "--dry")
+    done = run_codex(sevro_project, codex, server, experiment, *flags)
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert "arm 'candidate' mounts context into AGENTS.md, but codexState" in done.stderr
+    assert server.requests == []
+    document = json.loads(experiment.read_text())
+    document["arms"]["candidate"]["context"] = []
+    experiment.write_text(json.dumps(document))
+    done = run_codex(sevro_project, codex, server, experiment, *flags)
+    assert done.exit_code == 0, done.stdout + done.stderr

@@ -241,6 +241,18 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
         """The runtime file's ``codexState`` opt-in applies (to a candidate, never a judge)."""
         return not self.judge and self.runtime is not None and self.runtime.codex_state
 
+    @property
+    def unread_instructions(self) -> str | None:
+        """Why Codex will not read ``AGENTS.md`` here: ``codexState`` marks the project
+        untrusted (so its ``.codex`` stays inert), and Codex then skips the project's
+        ``AGENTS.md`` too, so an arm's context there is refused rather than lost."""
+        if not self.codex_state:
+            return None
+        return (
+            "codexState marks the project untrusted and Codex does not send an untrusted "
+            "project's AGENTS.md"
+        )
+
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration,
         unless ``codexState`` makes it inert."""

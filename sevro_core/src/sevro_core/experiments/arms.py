@@ -81,6 +81,11 @@ class ResolvedArm:
         )
 
     @property
+    def mounts_context(self) -> bool:
+        """Whether any case of this arm mounts context into the instructions file."""
+        return bool(self.context) or any(arm.mounts_context for _, arm in self.case_overrides)
+
+    @property
     def fingerprint(self) -> str:
         return hash_json(self.evaluated)
 

@@ -204,6 +204,14 @@ def skill_places_of(host: object) -> SkillPlaces | None:
     return places if isinstance(places, SkillPlaces) else None
 
 
+def unread_instructions_of(configured: object) -> str | None:
+    """Why a configured host's CLI will not read its instructions file in this run (its
+    optional ``unread_instructions``), or None: an arm's context mounted there would silently
+    never reach the model, so the planner refuses such an arm."""
+    reason = getattr(configured, "unread_instructions", None)
+    return reason if isinstance(reason, str) and reason else None
+
+
 class Host(Plugin, Protocol):
     @property
     def settings(self) -> tuple[HostSetting, ...]:

@@ -64,6 +64,7 @@ from sevro_core.plugin.protocols import (
     SkillPlaces,
     VerdictPolicy,
     skill_places_of,
+    unread_instructions_of,
 )
 from sevro_core.run.identity import (
     IDENTITY_ALGORITHM,
@@ -427,6 +428,12 @@ def _plan_arms(registry: Registry, settings: RunSettings) -> tuple[PlannedArm, .
             raise InvocationError(
                 f"arm {arm.id!r} mounts skills or context, but host {host_plugin.id} declares "
                 "no place where its CLI finds them (skill_places)"
+            )
+        unread = unread_instructions_of(host)
+        if places is not None and unread is not None and resolved.mounts_context:
+            raise InvocationError(
+                f"arm {arm.id!r} mounts context into {places.instructions_file}, but {unread}: "
+                "the context would never reach the model"
             )
         arms.append(PlannedArm(resolved, host_plugin, host, places))
     return tuple(arms)
