@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -19,20 +18,12 @@ from typing import Any
 
 import pytest
 
+from sevro_core.testing import require_tool
 from sevro_hosts_claude import nativegoal
 from sevro_hosts_claude.limits import MAX_NATIVE_TRANSCRIPT_BYTES
 
 SID = "0b7c9a52-0000-4000-8000-000000000001"
 HOST = "sevro.host.claude"
-
-
-def bwrap() -> str:
-    found = shutil.which("bwrap")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("bwrap not installed; CI must install it (scripts/setup)")
-        pytest.skip("bwrap not installed")
-    return found
 
 
 @pytest.fixture
@@ -63,7 +54,9 @@ def hook_argv(tmp_path: Path, script_text: str) -> tuple[list[str], Path]:
     script, records = tmp_path / "private" / "stop.sh", tmp_path / "private" / "records"
     records.mkdir(parents=True)
     script.write_text(script_text)
-    command = nativegoal.stop_hook(bwrap(), script, records)["Stop"][0]["hooks"][0]["command"]
+    command = nativegoal.stop_hook(require_tool("bwrap"), script, records)["Stop"][0]["hooks"][0][
+        "command"
+    ]
     return ["/bin/sh", "-c", command], records
 
 
