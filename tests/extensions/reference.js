@@ -76,9 +76,16 @@ function evaluate() {
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
+  // only the cases that declare the answer check get it (an undeclared check id is an error)
+  const declared = params.caseId === "greets";
   const result = {
-    checks: [check],
+    checks: declared ? [check] : [],
     metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
+    domainOutcomes: [
+      complete
+        ? { id: `${ID}.greeting-seen`, status: said ? "passed" : "failed", evidenceRefs: [final.id], data: { caseId: params.caseId } }
+        : { id: `${ID}.greeting-seen`, status: "unavailable", evidenceRefs: [] },
+    ],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
     result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";

@@ -122,7 +122,7 @@ from sevro_core.models import (
 )
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
-from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.manager import Registry, load_plugins
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     NETWORK_LOCAL_HTTP,
@@ -207,6 +207,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "Registry",
     "RunInfo",
     "hookimpl",
+    "load_plugins",
     # ---- the plugin kinds (typing protocols)
     "CompiledCheck",
     "CompiledFixture",

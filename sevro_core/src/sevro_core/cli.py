@@ -122,7 +122,7 @@ def _plugin_app(plugin_files: list[Path]) -> typer.Typer | None:
     registry = load_plugins(plugin_files)
     extra = typer.Typer(add_completion=False, rich_markup_mode=None)
     register_commands(registry, extra)
-    return extra if extra.registered_commands else None
+    return extra if extra.registered_commands or extra.registered_groups else None
 
 
 def _setup_logging(log_format: str, verbose: int) -> None:

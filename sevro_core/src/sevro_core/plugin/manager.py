@@ -333,9 +333,10 @@ def _registrar(
 def register_commands(registry: Registry, app: Any) -> None:
     """Let plugins add Typer commands to ``app`` and record which plugin added which."""
     for impl in reversed(registry.manager.hook.sevro_register_commands.get_hookimpls()):
-        before = len(app.registered_commands)
+        before, groups = len(app.registered_commands), len(app.registered_groups)
         impl.function(app=app)
         added = [c.name or c.callback.__name__ for c in app.registered_commands[before:]]
+        added += [g.name or "" for g in app.registered_groups[groups:]]
         for info in registry.plugins:
             if info.name == impl.plugin_name:
                 info.commands.extend(a.replace("_", "-") for a in added)
