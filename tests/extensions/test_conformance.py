@@ -304,3 +304,13 @@ def test_a_command_without_sources_or_with_a_relative_path_is_exit_64(
     assert relative.exit_code == 64
     assert "the extension command file must be an absolute path" in relative.stderr
     assert json.loads(command.read_text()) == [node, str(REFERENCE)]
+
+
+def test_the_command_is_registered_by_the_distribution(sevro_project: SevroProject) -> None:
+    done = sevro_project.sevro("plugins", "--json")
+    assert done.exit_code == 0, done.stderr
+    plugins = done.json()["plugins"]
+    (plugin,) = [p for p in plugins if p["distribution"] == "sevro-extensions" and p["commands"]]
+    assert plugin["commands"] == ["extension"] and plugin["source"] == "entry-point"
+    helped = sevro_project.sevro("extension", "check", "--help")
+    assert helped.exit_code == 0 and "--extension-command-file" in helped.stdout
