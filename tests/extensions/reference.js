@@ -18,7 +18,7 @@ const CASES = [
     id: "greets",
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
-    checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
+    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
     requiredEvidence: ["sevro.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
@@ -70,7 +70,8 @@ function prepare() {
 }
 
 function evaluate() {
-  const final = params.observations.find((o) => o.id === "sevro.final-message");
+  const final = params.observations.find((o) => o.id === "sevro.observation.final-message")
+    || params.observations.find((o) => o.id === "sevro.final-message");
   const complete = final !== undefined && final.completeness === "complete";
   const said = complete && String(final.data.text || "").includes("hello");
   const check = complete
@@ -83,7 +84,27 @@ function evaluate() {
   if (params.selectedTaskVerdictPolicy !== undefined) {
     result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
   }
-  answer({ result });
+  answer({ result: lie(result, final) });
+}
+
+// A lying extension for the runtime-rule tests: `configuration.lie` names one lie, told on top
+// of the honest answer (evaluate only; without it the reference is honest).
+const LIES = {
+  "pass-anyway": (r, final) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: [final ? final.id : "sevro.observation.final-message"] }] }),
+  "cite-unknown": (r) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: ["sevro-test.made-up"] }] }),
+  "undeclared-check": (r) => ({ ...r, checks: [...r.checks, { id: `${ID}.bonus`, status: "failed", evidenceRefs: [] }] }),
+  "foreign-prefix": (r) => ({ ...r, checks: [...r.checks, { id: "acme.answer", status: "failed", evidenceRefs: [] }] }),
+  "duplicate-check": (r) => ({ ...r, checks: [...r.checks, ...r.checks] }),
+  "recommend-unasked": (r) => ({ ...r, taskVerdictRecommendation: "passed" }),
+  "withhold-recommendation": (r) => {
+    const { taskVerdictRecommendation, ...rest } = r;
+    return rest;
+  },
+};
+
+function lie(result, final) {
+  const which = params.configuration.lie;
+  return which === undefined ? result : LIES[which](result, final);
 }
 
 const methods = { describe, resolve, prepare, evaluate };
