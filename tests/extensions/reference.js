@@ -77,8 +77,10 @@ function evaluate() {
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
+  // Honest: only the checks the case declares (a case without checks gets none).
+  const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: [check],
+    checks: declared.some((c) => c.id === check.id) ? [check] : [],
     metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {

@@ -240,6 +240,9 @@ def test_an_id_two_kinds_share_is_complete_only_when_both_are() -> None:
         builtin=(CheckOutcome("notes", "sevro.shell", CheckStatus.FAILED),), artifacts=(NOTES,)
     )
     assert availability_map(fine)["notes"] is True
+    shadow = Observation("acme.notes", "codex", Completeness.PARTIAL, {})
+    later = trial(extra=(shadow,), artifacts=(Artifact("acme.notes", Path("/tmp/n"), DIGEST),))
+    assert availability_map(later)["acme.notes"] is False
 
 
 # ---- the answer -------------------------------------------------------------------------------
@@ -316,6 +319,19 @@ def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
 def test_declared_ids_without_graders_record_the_extension_as_grader() -> None:
     outcomes = checked(honest(), declared=[ANSWER, f"{EXT}.style"]).outcomes
     assert [o.grader for o in outcomes] == [EXT, EXT]
+
+
+def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> None:
+    answer = honest() | {"checks": []}
+    (outcome,) = checked(answer, declared={"acme.answer": ANSWER}).outcomes
+    assert (outcome.id, outcome.grader, outcome.status) == (
+        "acme.answer",
+        ANSWER,
+        CheckStatus.UNAVAILABLE,
+    )
+    with pytest.raises(ExtensionProtocolError, match="whose id is not under its namespace"):
+        lone = {"id": "acme.answer", "status": "failed", "evidenceRefs": []}
+        checked(honest() | {"checks": [lone]}, declared={"acme.answer": ANSWER})
 
 
 def test_failed_and_unavailable_items_may_cite_anything() -> None:
@@ -499,6 +515,19 @@ def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     assert result.outcomes[0].evidence_refs == (FINAL_MESSAGE_OBSERVATION,)
     assert result.recommendation == "passed"
     assert result.metrics == ({"id": f"{EXT}.message-length", "value": 11, "unit": "characters"},)
+
+
+def test_the_reference_extension_answers_a_case_without_checks_with_none(
+    node: str, tmp_path: Path
+) -> None:
+    argv = [node, str(REFERENCE)]
+    subject = Trial("farewell", Execution.COMPLETED, None, trial().observations, (), (), "bye")
+    params = evaluate_params(subject, extension_data={}, policy=None, configuration={})
+    answer = run(argv, "evaluate", params, tmp_path)
+    result = check_evaluation(
+        answer.result, extension_id=EXT, declared={}, availability={}, policy=None
+    )
+    assert result.outcomes == () and result.recommendation is None
 
 
 def test_the_reference_extension_fails_and_abstains_honestly(node: str, tmp_path: Path) -> None:
