@@ -18,7 +18,7 @@ const CASES = [
     id: "greets",
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
-    checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
+    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
     requiredEvidence: ["sevro.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
@@ -70,16 +70,17 @@ function prepare() {
 }
 
 function evaluate() {
-  const final = params.observations.find((o) => o.id === "sevro.final-message");
+  const final = params.observations.find((o) => o.id === "sevro.observation.final-message")
+    || params.observations.find((o) => o.id === "sevro.final-message");
   const complete = final !== undefined && final.completeness === "complete";
   const said = complete && String(final.data.text || "").includes("hello");
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
-  // only the cases that declare the answer check get it (an undeclared check id is an error)
-  const declared = params.caseId === "greets";
+  // Honest: only the checks the case declares (a case without checks gets none).
+  const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: declared ? [check] : [],
+    checks: declared.some((c) => c.id === check.id) ? [check] : [],
     metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
     domainOutcomes: [
       complete
@@ -90,7 +91,27 @@ function evaluate() {
   if (params.selectedTaskVerdictPolicy !== undefined) {
     result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
   }
-  answer({ result });
+  answer({ result: lie(result, final) });
+}
+
+// A lying extension for the runtime-rule tests: `configuration.lie` names one lie, told on top
+// of the honest answer (evaluate only; without it the reference is honest).
+const LIES = {
+  "pass-anyway": (r, final) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: [final ? final.id : "sevro.observation.final-message"] }] }),
+  "cite-unknown": (r) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: ["sevro-test.made-up"] }] }),
+  "undeclared-check": (r) => ({ ...r, checks: [...r.checks, { id: `${ID}.bonus`, status: "failed", evidenceRefs: [] }] }),
+  "foreign-prefix": (r) => ({ ...r, checks: [...r.checks, { id: "acme.answer", status: "failed", evidenceRefs: [] }] }),
+  "duplicate-check": (r) => ({ ...r, checks: [...r.checks, ...r.checks] }),
+  "recommend-unasked": (r) => ({ ...r, taskVerdictRecommendation: "passed" }),
+  "withhold-recommendation": (r) => {
+    const { taskVerdictRecommendation, ...rest } = r;
+    return rest;
+  },
+};
+
+function lie(result, final) {
+  const which = params.configuration.lie;
+  return which === undefined ? result : LIES[which](result, final);
 }
 
 const methods = { describe, resolve, prepare, evaluate };
