@@ -30,6 +30,11 @@ ALLOWED = {
     ("isolation/runtime.py", "if self.codex_state:"),
     ("isolation/runtime.py", "codex_state=document.get(STATE_KEY, False),"),
     ("plugin/hostruntime.py", "codex_state: bool = False"),
+    # Extension protocol v1's `prepare` declarations (codexMarketplace, claudePluginDirs and the
+    # invocation kinds) are names of the contract, handed to whichever host advertises them.
+    ("plugin/preparation.py", None),
+    ("api.py", "CodexMarketplace,"),
+    ("api.py", '"CodexMarketplace",'),
     (
         "run/engine.py",
         "candidate_state(runtime is not None and runtime.codex_state, host, result.state),",

@@ -17,7 +17,14 @@ from __future__ import annotations
 from sevro_core import limits
 from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
-from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
+from sevro_core.fixtures.git import (
+    FIXTURE_BRANCH,
+    FIXTURE_EMAIL,
+    FIXTURE_NAME,
+    Git,
+    GitError,
+    find_git,
+)
 from sevro_core.fixtures.overlay import (
     GitOverlay,
     commit_paths,
@@ -123,6 +130,12 @@ from sevro_core.models import (
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.preparation import (
+    NO_HOST_PREPARATION,
+    CodexMarketplace,
+    HostPreparation,
+    SkillInvocation,
+)
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     NETWORK_LOCAL_HTTP,
@@ -255,6 +268,11 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TrialJudges",
     "TrialView",
     "Usage",
+    # ---- preparation: what an extension case asks of the host
+    "CodexMarketplace",
+    "HostPreparation",
+    "NO_HOST_PREPARATION",
+    "SkillInvocation",
     # ---- states
     "CheckStatus",
     "Completeness",
@@ -355,6 +373,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "workspace_path",
     # ---- Git fixtures: the runner, history and overlay building, the workspace probe
     "FIXTURE_BRANCH",
+    "FIXTURE_EMAIL",
+    "FIXTURE_NAME",
     "GIT_FIXTURE_CAPABILITIES",
     "Git",
     "GitError",
