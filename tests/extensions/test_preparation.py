@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from sevro_core.api import CancelToken, Case, CaseSources, InvocationError
+from sevro_core.run.sources import load_case_sources
 from sevro_core.testing import require_tool
 from sevro_extensions.fixturesetup import FixtureFailure
 from sevro_extensions.preparation import (
@@ -208,6 +210,24 @@ def test_a_source_ref_is_read_through_the_source_map(tmp_path: Path) -> None:
     assert prepared.artifacts[0].content == b"# demo\n"
     file.write_bytes(b"changed later\n")
     assert prepared.artifacts[0].content == b"# demo\n", "what was checked is what installs"
+
+
+def test_a_source_ref_through_the_cli_source_map_stays_inside_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "sources"
+    root.mkdir()
+    (root / "SKILL.md").write_bytes(b"# inside\n")
+    (tmp_path / "secret").write_bytes(b"# outside\n")
+    (root / "link").symlink_to(root / "SKILL.md")
+    map_file = tmp_path / "map.json"
+    map_file.write_text(json.dumps({"skill": (root / "link").as_uri()}))
+    sources = load_case_sources(root, map_file)
+    assert sources is not None
+    assert check(result(_source_artifact(b"# inside\n")), sources=sources).artifacts
+    assert sources.sources["skill"] == (root / "SKILL.md").resolve()
+    # The map was checked at start-up; a file swapped for a link since cannot lead out of it.
+    (root / "SKILL.md").unlink()
+    (root / "SKILL.md").symlink_to(tmp_path / "secret")
+    refused(result(_source_artifact(b"# outside\n")), "outside --case-source-root", sources=sources)
 
 
 def test_source_ref_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

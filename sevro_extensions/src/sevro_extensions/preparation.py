@@ -514,7 +514,7 @@ def _record(
 
 def _open_parent(workspace: Path, parts: Sequence[str], what: str) -> int:
     """A descriptor of ``workspace/parts[:-1]``, creating directories, following no link."""
-    fd = os.open(workspace, _DIR_FLAGS)
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the engine's own
     try:
         for depth, part in enumerate(parts[:-1], start=1):
             with contextlib.suppress(FileExistsError):

@@ -293,7 +293,7 @@ class MaterialisedFixture:
 
 @frozen
 class CaseSources:
-    """The declared sources: id → canonical directory inside ``root``."""
+    """The declared sources: id → canonical directory or regular file inside ``root``."""
 
     root: Path
     map_file: Path
