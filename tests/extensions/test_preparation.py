@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from sevro_core.api import CancelToken, Case, CaseSources, InvocationError
+from sevro_core.builtins.generated_fixture import GeneratedFixtureProvider
+from sevro_core.fixtures.workspace import create_workspace
 from sevro_core.run.sources import load_case_sources
 from sevro_core.testing import require_tool
 from sevro_extensions.fixturesetup import FixtureFailure
@@ -147,6 +149,20 @@ def test_artifact_content_rules(mutate: Callable[[dict[str, Any]], None], match:
 def test_a_path_that_is_not_normalised_and_relative_is_refused(path: str, match: str) -> None:
     message = refused(result(artifact("a", path)), match)
     assert message.startswith("prepare artifact a: relativePath")
+
+
+def test_all_artifacts_together_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    two = result(artifact("a", "a", b"12345"), artifact("b", "b", b"12345"))
+    monkeypatch.setattr("sevro_extensions.preparation.MAX_PREPARATION_BYTES", 10)
+    assert check(two).artifacts
+    monkeypatch.setattr("sevro_extensions.preparation.MAX_PREPARATION_BYTES", 9)
+    refused(two, "more than 9 bytes together")
+
+
+def test_extension_data_is_kept_for_evaluate() -> None:
+    data = {"acme.prepared": {"n": 1}}
+    assert check(result(extensionData=data)).extension_data == data
+    refused({**result(), "extensionData": []}, "extensionData must be an object")
 
 
 def test_artifact_ids_are_unique() -> None:
@@ -468,7 +484,8 @@ def _git_workspace(tmp_path: Path) -> Path:
     git = require_tool("git")
     workspace = tmp_path / "ws"
     workspace.mkdir(parents=True)
-    subprocess.run([git, "init", "-q", str(workspace)], check=True)
+    # no template, as sevro's fixtures: .git/info does not exist until an exclude needs it
+    subprocess.run([git, "init", "-q", "--template=", str(workspace)], check=True)
     (workspace / "tracked.txt").write_text("tracked\n")
     return workspace
 
@@ -521,6 +538,7 @@ def test_install_writes_private_files_and_git_excludes_exactly_the_declared_ones
 def test_install_appends_to_an_existing_exclude_file_on_a_new_line(tmp_path: Path) -> None:
     workspace = _git_workspace(tmp_path)
     exclude = workspace / ".git" / "info" / "exclude"
+    exclude.parent.mkdir()
     exclude.write_text("*.log")  # no trailing newline
     _install(check(result(artifact("a", "a.txt", gitExclude=True))), workspace)
     lines = exclude.read_text().splitlines()
@@ -566,12 +584,7 @@ def test_install_refuses_a_symlinked_git_info_directory(tmp_path: Path) -> None:
     workspace = _git_workspace(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    info = workspace / ".git" / "info"
-    if info.exists():
-        for child in info.iterdir():
-            child.unlink()
-        info.rmdir()
-    info.symlink_to(elsewhere)
+    (workspace / ".git" / "info").symlink_to(elsewhere)
     with pytest.raises(FixtureFailure, match=r"\.git/info in the workspace is a symlink"):
         _install(check(result(artifact("a", "a.txt", gitExclude=True))), workspace)
     assert list(elsewhere.iterdir()) == []
@@ -628,3 +641,35 @@ def test_the_reference_extensions_prepare_answer_checks_and_installs(
     expected = f"prepared for {CASE['id']} on codex\n".encode()
     assert (workspace / "notes" / "PREPARED.md").read_bytes() == expected
     assert prepared.extension_data
+
+
+def test_a_real_generated_fixture_gets_artifacts_excludes_and_a_setup_using_its_tools(
+    tmp_path: Path,
+) -> None:
+    require_tool("git")
+    declaration: dict[str, Any] = {
+        "kind": "generated",
+        "commits": [{"message": "base", "files": {"src/app.py": "print(1)\n"}}],
+        "bin": {"stamp": '#!/bin/sh\necho stamped > "$1"\n'},
+    }
+    workspace = create_workspace(tmp_path)
+    materialised = GeneratedFixtureProvider().compile(declaration).materialise(workspace)
+    answer = result(
+        artifact("skill", ".agents/skills/review/SKILL.md", b"# review\n", gitExclude=True),
+        artifact("tracked", "notes/NOTES.md", b"notes\n"),
+        codexRepositorySkillInvocation={"skillName": "review"},
+        fixtureSetup={"command": ["/bin/sh", "-c", "stamp .agents/skills/review/stamp"]},
+    )
+    prepared = check(answer, prompt=f"Use {PLACEHOLDER}.", fixture_paths=("src/app.py",))
+    refused(answer, "collides", prompt=PLACEHOLDER, fixture_paths=("notes",))
+    prepared.install(
+        workspace,
+        git=True,
+        fixture_bin_dir=materialised.bin_dir,
+        project_root=tmp_path,
+        cancel=CancelToken(),
+    )
+    assert (workspace / ".agents/skills/review/stamp").read_text() == "stamped\n"
+    status = _git_status(workspace)
+    assert "notes/NOTES.md" in status and "SKILL.md" not in status
+    assert prepared.prompt == "Use $review."
