@@ -30,8 +30,9 @@ ALLOWED = {
     ("isolation/runtime.py", "if self.codex_state:"),
     ("isolation/runtime.py", "codex_state=document.get(STATE_KEY, False),"),
     ("plugin/hostruntime.py", "codex_state: bool = False"),
-    # Extension protocol v1's `prepare` declarations (codexMarketplace, claudePluginDirs and the
-    # invocation kinds) are names of the contract, handed to whichever host advertises them.
+    # The extension protocol's prepare declarations (codexMarketplace, claudePluginDirs and the
+    # per-host skill invocations) are names of that contract, carried by the core unread; only
+    # a host plugin honours them (its configured host's `prepared`).
     ("plugin/preparation.py", None),
     ("api.py", "CodexMarketplace,"),
     ("api.py", '"CodexMarketplace",'),

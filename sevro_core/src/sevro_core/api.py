@@ -235,6 +235,11 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "Sandbox",
     "VerdictPolicy",
     "WorkspaceProbe",
+    # ---- host preparation declared by a case source
+    "NO_HOST_PREPARATION",
+    "CodexMarketplace",
+    "HostPreparation",
+    "SkillInvocation",
     # ---- values plugins receive and return
     "UNKNOWN_USAGE",
     "Artifact",
@@ -268,11 +273,6 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TrialJudges",
     "TrialView",
     "Usage",
-    # ---- preparation: what an extension case asks of the host
-    "CodexMarketplace",
-    "HostPreparation",
-    "NO_HOST_PREPARATION",
-    "SkillInvocation",
     # ---- states
     "CheckStatus",
     "Completeness",
