@@ -120,6 +120,17 @@ from sevro_core.models import (
     Usage,
     unit_key,
 )
+from sevro_core.plugin.casesources import (
+    EXTENSION_CASE_SOURCE,
+    CasePreparation,
+    CaseSource,
+    CaseSourceRequest,
+    EvaluationArtifact,
+    EvaluationInput,
+    EvaluationResult,
+    OpenedCaseSource,
+    TrialEvaluator,
+)
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
@@ -158,6 +169,13 @@ from sevro_core.plugin.protocols import (
     SkillPlaces,
     VerdictPolicy,
     WorkspaceProbe,
+    prepared_host,
+)
+from sevro_core.plugin.preparation import (
+    NO_HOST_PREPARATION,
+    CodexMarketplace,
+    HostPreparation,
+    SkillInvocation,
 )
 from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.reporting.calibration import render_judge_calibration
@@ -222,6 +240,22 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "Sandbox",
     "VerdictPolicy",
     "WorkspaceProbe",
+    # ---- case sources (the extension protocol's engine side)
+    "EXTENSION_CASE_SOURCE",
+    "CasePreparation",
+    "CaseSource",
+    "CaseSourceRequest",
+    "EvaluationArtifact",
+    "EvaluationInput",
+    "EvaluationResult",
+    "OpenedCaseSource",
+    "TrialEvaluator",
+    # ---- host preparation declared by a case source
+    "NO_HOST_PREPARATION",
+    "CodexMarketplace",
+    "HostPreparation",
+    "SkillInvocation",
+    "prepared_host",
     # ---- values plugins receive and return
     "UNKNOWN_USAGE",
     "Artifact",
