@@ -28,6 +28,25 @@ RECOMMENDATIONS: Final = ("passed", "failed", "not_assessed")
 
 
 @frozen
+class ExtensionFlags:
+    """``sevro run``'s extension flags, checked (paths absolute; ids namespaced and unique)."""
+
+    command_file: Path
+    source_files: tuple[Path, ...]
+    configuration_file: Path | None
+    redacted_configuration_file: Path | None
+    case_id: str
+    task_verdict_policy: str | None
+    replaced_graders: tuple[str, ...]
+
+    def files(self) -> tuple[Path, ...]:
+        """The files candidates must never read: the command, sources and configurations."""
+        given = (self.command_file, *self.source_files)
+        given += (self.configuration_file, self.redacted_configuration_file)
+        return tuple(path for path in given if path is not None)
+
+
+@frozen
 class CaseSourceRequest:
     """What the run asks of a case source: the operator's extension flags and the candidate
     host it will run on."""
