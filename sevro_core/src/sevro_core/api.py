@@ -134,6 +134,12 @@ from sevro_core.plugin.casesources import (
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.preparation import (
+    NO_HOST_PREPARATION,
+    CodexMarketplace,
+    HostPreparation,
+    SkillInvocation,
+)
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     NETWORK_LOCAL_HTTP,
@@ -170,12 +176,6 @@ from sevro_core.plugin.protocols import (
     VerdictPolicy,
     WorkspaceProbe,
     prepared_host,
-)
-from sevro_core.plugin.preparation import (
-    NO_HOST_PREPARATION,
-    CodexMarketplace,
-    HostPreparation,
-    SkillInvocation,
 )
 from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.reporting.calibration import render_judge_calibration

@@ -27,8 +27,8 @@ from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
-    from sevro_core.plugin.casesources import ExtensionFlags
     from sevro_core.isolation.runtime import RuntimePolicy
+    from sevro_core.plugin.casesources import ExtensionFlags
     from sevro_core.plugin.manager import Registry
     from sevro_core.run.provenance import ProvenanceChoice
 
@@ -131,8 +131,7 @@ def check_status_interval(seconds: float) -> None:
 def run_settings(
     flags: RunFlags, host_settings: Mapping[str, str], credentials: CredentialLocations
 ) -> RunSettings:
-    """Check the flags (exit 64 on the first problem) and build the run's settings.
-
+    """Check the flags (exit 64 on the first problem) and build the run's settings;
     ``credentials`` are the installed hosts' credential locations: the host's own permission
     settings deny them too."""
     from sevro_core.arguments import check_results_root

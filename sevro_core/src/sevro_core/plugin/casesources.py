@@ -41,9 +41,9 @@ class ExtensionFlags:
 
     def files(self) -> tuple[Path, ...]:
         """The files candidates must never read: the command, sources and configurations."""
-        given = (self.command_file, *self.source_files)
-        given += (self.configuration_file, self.redacted_configuration_file)
-        return tuple(path for path in given if path is not None)
+        given = [self.command_file, *self.source_files]
+        optional = (self.configuration_file, self.redacted_configuration_file)
+        return (*given, *(path for path in optional if path is not None))
 
 
 @frozen

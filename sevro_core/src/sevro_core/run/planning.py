@@ -70,8 +70,8 @@ from sevro_core.plugin.protocols import (
     ReadsEvaluator,
     SkillPlaces,
     VerdictPolicy,
-    skill_places_of,
     prepared_host,
+    skill_places_of,
     unread_instructions_of,
 )
 from sevro_core.run.identity import (
