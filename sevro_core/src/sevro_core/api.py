@@ -15,7 +15,13 @@ by ``sevro --help``.
 from __future__ import annotations
 
 from sevro_core import limits
-from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
+from sevro_core.errors import (
+    ConfigurationError,
+    GradingError,
+    InvocationError,
+    SevroError,
+    join_pointer,
+)
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
 from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
 from sevro_core.fixtures.overlay import (
@@ -182,6 +188,7 @@ from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.reporting.skilleval import render_skilleval
+from sevro_core.run.loading import load_case
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
@@ -339,8 +346,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "validator",
     # ---- strict JSON: the parser for untrusted JSON files (raises InvocationError, with a pointer)
     "InvocationError",
+    "SevroError",
     "parse_json_text",
     "read_json_file",
+    "load_case",
     # ---- digests: sha256 of RFC 8785 canonical JSON (Sevro's hashJson), for identities
     "hash_json",
     # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`
