@@ -19,7 +19,7 @@ const CASES = [
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
     checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
-    requiredEvidence: ["sevro.final-message"],
+    requiredEvidence: ["sevro.observation.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
   {
@@ -70,7 +70,7 @@ function prepare() {
 }
 
 function evaluate() {
-  const final = params.observations.find((o) => o.id === "sevro.final-message");
+  const final = params.observations.find((o) => o.id === "sevro.observation.final-message");
   const complete = final !== undefined && final.completeness === "complete";
   const said = complete && String(final.data.text || "").includes("hello");
   const check = complete
@@ -81,7 +81,10 @@ function evaluate() {
     metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
-    result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
+    // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
+    const forced = params.configuration["sevro-test.recommend"];
+    result.taskVerdictRecommendation =
+      forced !== undefined ? forced : !complete ? "not_assessed" : said ? "passed" : "failed";
   }
   answer({ result });
 }
