@@ -31,6 +31,7 @@ from sevro_extensions.preparation import (
     FIXTURE_SETUP_CAPABILITY,
     Preparation,
     check_preparation,
+    declared_fixture_paths,
     exclude_pattern,
 )
 from tests.extensions.conftest import REFERENCE, run
@@ -673,3 +674,28 @@ def test_a_real_generated_fixture_gets_artifacts_excludes_and_a_setup_using_its_
     status = _git_status(workspace)
     assert "notes/NOTES.md" in status and "SKILL.md" not in status
     assert prepared.prompt == "Use $review."
+
+
+def test_the_artifacts_as_installed_for_evaluate(tmp_path: Path) -> None:
+    prepared = check(result(artifact("a", "x/a.sh", b"#!/bin/sh\n", executable=True)))
+    (found,) = prepared.artifacts_in(tmp_path)
+    assert (found.id, found.path, found.executable, found.git_exclude) == (
+        "a",
+        tmp_path / "x" / "a.sh",
+        True,
+        False,
+    )
+    assert found.sha256 == hashlib.sha256(b"#!/bin/sh\n").hexdigest()
+
+
+def test_the_declared_fixture_paths_include_every_commit() -> None:
+    fixture = {
+        "kind": "generated",
+        "commits": [{"message": "a", "files": {"src/a.py": ""}}, {"message": "b", "files": {}}],
+        "files": {"README.md": "x"},
+    }
+    assert declared_fixture_paths(fixture) == ("README.md", "src/a.py")
+    assert declared_fixture_paths({"kind": "repository", "sourceRef": "r"}) == ()
+    refused(
+        result(artifact("a", "src/a.py")), "collides", fixture_paths=declared_fixture_paths(fixture)
+    )

@@ -34,6 +34,7 @@ from sevro_core.api import (
     CaseSources,
     CodexMarketplace,
     ConfigurationError,
+    EvaluationArtifact,
     HostPreparation,
     InvocationError,
     JsonValue,
@@ -156,6 +157,36 @@ class Preparation:
                 cancel=cancel,
                 timeout_s=self.setup_timeout_s,
             )
+
+    def artifacts_in(self, workspace: Path) -> tuple[EvaluationArtifact, ...]:
+        """The artifacts as installed in ``workspace``, for ``evaluate``."""
+        return tuple(
+            EvaluationArtifact(
+                id=a.id,
+                path=workspace / a.relative_path,
+                sha256=a.sha256,
+                git_exclude=a.git_exclude,
+                executable=a.executable,
+            )
+            for a in self.artifacts
+        )
+
+
+def declared_fixture_paths(fixture: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every path a fixture declaration writes: its ``files`` and every commit's ``files``.
+
+    What ``check_preparation``'s ``fixture_paths`` wants; a repository's own files are known
+    only once it is cloned, and an artifact on one of them fails that trial at install.
+    """
+    paths: set[str] = set()
+    files = fixture.get("files")
+    if isinstance(files, dict):
+        paths.update(files)
+    commits = fixture.get("commits")
+    for commit in commits if isinstance(commits, list) else ():
+        if isinstance(commit, dict) and isinstance(commit.get("files"), dict):
+            paths.update(commit["files"])
+    return tuple(sorted(paths))
 
 
 def _refuse(message: str) -> InvocationError:
