@@ -20,7 +20,7 @@ const methods = {
         id: "greets",
         prompt: "Reply with a friendly hello.",
         fixture: { kind: "inline", files: {} },
-        checks: [{ id: "says-hello", grader: `${ID}.says-hello`, configuration: {} }],
+        checks: [{ id: `${ID}.says-hello`, grader: `${ID}.says-hello`, configuration: {} }],
         requiredEvidence: [FINAL],
         extensionData: {},
       },

@@ -18,7 +18,7 @@ const CASE = {
   id: "only",
   prompt: "Say hello.",
   fixture: { kind: "inline", files: { "README.md": "# hello\n" } },
-  checks: [{ id: "said", grader: `${ID}.said`, configuration: {} }],
+  checks: [{ id: `${ID}.said`, grader: `${ID}.said`, configuration: {} }],
   requiredEvidence: [],
   extensionData: {},
 };

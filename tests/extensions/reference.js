@@ -19,7 +19,7 @@ const CASES = [
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
     checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
-    requiredEvidence: ["sevro.final-message"],
+    requiredEvidence: ["sevro.observation.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
   {
@@ -70,8 +70,7 @@ function prepare() {
 }
 
 function evaluate() {
-  const final = params.observations.find((o) => o.id === "sevro.observation.final-message")
-    || params.observations.find((o) => o.id === "sevro.final-message");
+  const final = params.observations.find((o) => o.id === "sevro.observation.final-message");
   const complete = final !== undefined && final.completeness === "complete";
   const said = complete && String(final.data.text || "").includes("hello");
   const check = complete
@@ -80,7 +79,7 @@ function evaluate() {
   // Honest: only the checks the case declares (a case without checks gets none).
   const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: declared.some((c) => c.id === check.id) ? [check] : [],
+    checks: declared.some((c) => c.id === check.id || c.grader === check.id) ? [check] : [],
     metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
     domainOutcomes: [
       complete
@@ -89,7 +88,10 @@ function evaluate() {
     ],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
-    result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
+    // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
+    const forced = params.configuration["sevro-test.recommend"];
+    result.taskVerdictRecommendation =
+      forced !== undefined ? forced : !complete ? "not_assessed" : said ? "passed" : "failed";
   }
   answer({ result: lie(result, final) });
 }

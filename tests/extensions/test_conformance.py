@@ -103,11 +103,7 @@ def test_the_faulty_extension_conforms_when_it_breaks_nothing(
 
 
 FAULTS = [
-    (
-        "malformed",
-        "evaluate",
-        "FAIL evaluate completed: extension stdout is not UTF-8 JSON",
-    ),
+    ("malformed", "evaluate", "FAIL evaluate completed: extension stdout is not UTF-8 JSON"),
     (
         "crash",
         "prepare",
@@ -117,8 +113,8 @@ FAULTS = [
     (
         "lying",
         "evaluate",
-        "FAIL evaluate failed execution: passed check sevro-test.faulty.said cites evidence "
-        "sevro.observation.final-message, which is not complete",
+        'FAIL evaluate failed execution: check "sevro-test.faulty.said" passed citing '
+        '"sevro.observation.final-message", which is not complete evidence',
     ),
     (
         "nondeterministic",
@@ -129,30 +125,37 @@ FAULTS = [
     (
         "unknown-evidence",
         "evaluate",
-        "FAIL evaluate completed: passed check sevro-test.faulty.said cites unknown evidence "
-        '"sevro-test.nowhere"',
+        'FAIL evaluate completed: check "sevro-test.faulty.said" passed citing '
+        '"sevro-test.nowhere", which is no known evidence',
     ),
     (
         "undeclared",
         "evaluate",
-        "FAIL evaluate completed: check sevro-test.faulty.surprise is not declared by the case",
+        "FAIL evaluate completed: extension sevro-test.faulty returned check "
+        '"sevro-test.faulty.surprise", which the case does not declare',
     ),
     (
         "unprefixed",
         "evaluate",
-        "FAIL evaluate completed: check id sevro-test.elsewhere is not prefixed sevro-test.faulty.",
+        "FAIL evaluate completed: extension sevro-test.faulty returned check "
+        '"sevro-test.elsewhere", whose id is not under its namespace',
     ),
     (
         "recommends-without-policy",
         "evaluate",
-        "FAIL evaluate completed: recommended a task verdict, but no policy was selected",
+        'FAIL evaluate completed: extension recommended the task verdict "passed", but no '
+        "task-verdict policy is selected",
     ),
     (
         "bad-digest",
         "prepare",
-        'FAIL prepare: artifact "notes" sha256 does not match its content',
+        "FAIL prepare: prepare artifact notes: sha256 does not match the content",
     ),
-    ("collision", "prepare", 'FAIL prepare: artifact path "README.md" collides with README.md'),
+    (
+        "collision",
+        "prepare",
+        "FAIL prepare: prepare artifact notes: path 'README.md' collides with 'README.md'",
+    ),
 ]
 
 

@@ -52,6 +52,14 @@ def sevro_register_commands(app: Any) -> None:
         timeout_ms: Annotated[
             int, typer.Option("--timeout-ms", help="Time one call may take.")
         ] = EXTENSION_TIMEOUT_MS,
+        source_root: Annotated[
+            Path | None,
+            typer.Option("--case-source-root", help="Root of the files sourceRef artifacts name."),
+        ] = None,
+        source_map: Annotated[
+            Path | None,
+            typer.Option("--case-source-map-file", help="JSON map of source id to file URL."),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Write exactly one JSON document to stdout.")
         ] = False,
@@ -62,7 +70,7 @@ def sevro_register_commands(app: Any) -> None:
         """
         import sys
 
-        from sevro_core.api import load_plugins
+        from sevro_core.api import load_case_sources, load_plugins
         from sevro_extensions import conformance
 
         def host_capabilities(host_id: str) -> tuple[str, ...] | None:
@@ -78,6 +86,7 @@ def sevro_register_commands(app: Any) -> None:
             host_capabilities=host_capabilities,
             project_root=Path.cwd(),
             timeout_ms=timeout_ms,
+            case_sources=load_case_sources(source_root, source_map),
         )
         report = conformance.run_check(request)
         out = conformance.report_json(report) if as_json else report.text()

@@ -26,34 +26,41 @@ from sevro_core.api import (
     DEFAULT_PATH,
     FINAL_MESSAGE_OBSERVATION,
     CancelToken,
+    CaseSources,
     InvocationError,
     JsonValue,
+    SevroError,
+    load_case,
     read_json_file,
-)
-from sevro_extensions.checkrules import (
-    ProtocolRuleError,
-    check_evaluation_rules,
-    check_preparation_rules,
-    check_resolution,
-    written_artifacts,
 )
 from sevro_extensions.client import call_method
 from sevro_extensions.command import load_command
-from sevro_extensions.errors import ExtensionError, one_line, shown
-from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_FILE_BYTES
+from sevro_extensions.errors import ExtensionError, ExtensionProtocolError, one_line, shown
+from sevro_extensions.evaluation import check_evaluation
+from sevro_extensions.lifecycle import ENGINE_CAPABILITIES
+from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import (
     Negotiated,
     describe_params,
     description,
     negotiate,
 )
+from sevro_extensions.preparation import Preparation, check_preparation, declared_fixture_paths
 from sevro_extensions.sources import SourceClosure, source_closure
 
-ENGINE_CAPABILITIES: Final = ("sevro.case.host-route", "sevro.fixture.setup", "sevro.host.exec")
-"""What the engine offers every extension (Sevro's capability registry)."""
 DEFAULT_HOST: Final = "sevro.host.scripted"
 SYNTHETIC_SOURCE: Final = "sevro.conformance"
 SYNTHETIC_ERROR: Final = "sevro.conformance.synthetic-failure"
+DECLARATIONS: Final = (
+    "fixtureSetup",
+    "codexMarketplace",
+    "claudePluginDirs",
+    "codexSkillInvocation",
+    "codexRepositorySkillInvocation",
+    "claudeRepositorySkillInvocation",
+    "claudeSkillInvocation",
+)
+"""The ``prepare`` declarations a note names."""
 
 
 @frozen
@@ -68,6 +75,7 @@ class CheckRequest:
     host_capabilities: tuple[str, ...]
     project_root: Path
     timeout_ms: int
+    case_sources: CaseSources | None = None
 
 
 @frozen
@@ -128,6 +136,7 @@ def check_request(
     host_capabilities: Callable[[str], tuple[str, ...] | None],
     project_root: Path,
     timeout_ms: int,
+    case_sources: CaseSources | None = None,
 ) -> CheckRequest:
     """Validate every input before anything runs; raise :class:`InvocationError` (exit 64)."""
     if not 0 < timeout_ms <= EXTENSION_TIMEOUT_MS:
@@ -138,7 +147,7 @@ def check_request(
     if configuration_file is not None:
         loaded = read_json_file(
             configuration_file,
-            MAX_EXTENSION_CONFIGURATION_FILE_BYTES,
+            MAX_EXTENSION_CONFIGURATION_BYTES,
             what="extension configuration file",
         )
         if not isinstance(loaded, dict):
@@ -156,6 +165,7 @@ def check_request(
         host_capabilities=capabilities,
         project_root=project_root,
         timeout_ms=timeout_ms,
+        case_sources=case_sources,
     )
 
 
@@ -196,7 +206,7 @@ class _Session:
         second = self.call(method, params)
         where = _first_difference(first, second, "")
         if where is not None:
-            raise ProtocolRuleError(
+            raise ExtensionProtocolError(
                 f"two identical {method} calls answered differently at {where or '/'}"
             )
         return first
@@ -205,7 +215,7 @@ class _Session:
         """Run one check; record ``ok`` with its note or ``FAIL`` with the one-line reason."""
         try:
             note = run()
-        except (ExtensionError, ProtocolRuleError) as exc:
+        except (ExtensionError, SevroError) as exc:
             self.findings.append(Finding(name, ok=False, detail=one_line(str(exc), 500)))
             if fatal:
                 raise _Stop from None
@@ -275,7 +285,7 @@ def _describe(session: _Session, state: dict[str, Any]) -> str:
         "describe", describe_params(ENGINE_CAPABILITIES, request.host_capabilities)
     )
     if not isinstance(result, dict):
-        raise ProtocolRuleError("describe result is not an object")
+        raise ExtensionProtocolError("describe result is not an object")
     described = description(result)
     state["described"] = described
     state["extension"] = {"id": described.extension_id, "version": described.version}
@@ -317,11 +327,25 @@ def _resolve_params(session: _Session, state: dict[str, Any], selectors: JsonVal
     return params
 
 
+def check_resolution(result: JsonValue, case_id: str | None) -> list[dict[str, Any]]:
+    """The resolved cases: unique ids, and exactly ``case_id`` back when one was asked for."""
+    assert isinstance(result, dict)  # the response schema makes it one
+    cases: list[dict[str, Any]] = result["cases"]
+    ids = [case["id"] for case in cases]
+    twice = [case_id for index, case_id in enumerate(ids) if case_id in ids[:index]]
+    if twice:
+        raise ExtensionProtocolError(f"resolve returned case {shown(twice[0])} twice")
+    if case_id is not None and ids != [case_id]:
+        got = ", ".join(shown(i) for i in ids) or "no cases"
+        raise ExtensionProtocolError(f"resolve for case {shown(case_id)} returned {got}")
+    return cases
+
+
 def _resolve_all(session: _Session, state: dict[str, Any]) -> str:
     result = session.twice("resolve", _resolve_params(session, state, {}))
     cases = check_resolution(result, None)
     if not cases:
-        raise ProtocolRuleError("resolve without case ids returned no cases; pass --case-id")
+        raise ExtensionProtocolError("resolve without case ids returned no cases; pass --case-id")
     state["case_id"] = cases[0]["id"]
     names = ", ".join(shown(case["id"]) for case in cases[:10])
     count = f"{len(cases)} case" + ("s" if len(cases) != 1 else "")
@@ -337,22 +361,55 @@ def _resolve_one(session: _Session, state: dict[str, Any]) -> str:
 
 
 def _prepare(session: _Session, state: dict[str, Any]) -> str:
+    """``prepare`` twice, then the engine's own preparation rules
+    (:func:`sevro_extensions.preparation.check_preparation`)."""
     request = session.request
+    case = state["case"]
     params: dict[str, JsonValue] = {
-        "case": state["case"],
+        "case": case,
         "host": {"id": request.host_id, "capabilities": list(request.host_capabilities)},
         "condition": "passive",
         "configuration": dict(request.configuration),
     }
     result = session.twice("prepare", params)
-    note = check_preparation_rules(
+    assert isinstance(result, dict)  # the response schema makes it one
+    document = {key: value for key, value in case.items() if key != "extensionData"}
+    core_case = load_case(document, source="the resolved case", pointer="")
+    prepared = check_preparation(
         result,
-        case=state["case"],
+        case=core_case,
+        fixture_kind=case["fixture"]["kind"],
+        fixture_paths=declared_fixture_paths(case["fixture"]),
         negotiated=state["negotiated"].capabilities,
         host_capabilities=request.host_capabilities,
+        sources=request.case_sources,
     )
-    state["prepared"] = result
-    return note
+    state["prepared"] = prepared
+    count = len(prepared.artifacts)
+    note = f"{count} artifact" + ("s" if count != 1 else "")
+    declared = [key for key in DECLARATIONS if key in result]
+    if declared:
+        note += f", declares {', '.join(declared)}"
+    return note + ", answered alike twice"
+
+
+def written_artifacts(prepared: Preparation, workspace: Path) -> list[JsonValue]:
+    """Write the checked artifacts under ``workspace``; their ``evaluate`` references."""
+    refs: list[JsonValue] = []
+    for artifact in prepared.artifacts:
+        path = workspace / artifact.relative_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(artifact.content)
+        refs.append(
+            {
+                "id": artifact.id,
+                "path": path.as_uri(),
+                "sha256": artifact.sha256,
+                "gitExclude": artifact.git_exclude,
+                "executable": artifact.executable,
+            }
+        )
+    return refs
 
 
 def _evaluate_steps(session: _Session, state: dict[str, Any]) -> None:
@@ -364,21 +421,29 @@ def _evaluate_steps(session: _Session, state: dict[str, Any]) -> None:
 
 
 def _evaluate(session: _Session, state: dict[str, Any], trial: str, policy: str | None) -> str:
+    """``evaluate`` twice, then the engine's own evaluation rules
+    (:func:`sevro_extensions.evaluation.check_evaluation`)."""
     params, availability = synthetic_trial(state, trial, policy, session.request.configuration)
     result = session.twice("evaluate", params)
+    assert isinstance(result, dict)  # the response schema makes it one
     described = state["described"]
-    declared = [
-        check["grader"]
+    declared = {
+        check["id"]: check["grader"]
         for check in state["case"]["checks"]
-        if check["grader"].startswith(f"{described.extension_id}.")
-    ]
-    return check_evaluation_rules(
+        if check["grader"] in described.graders
+    }
+    checked = check_evaluation(
         result,
         extension_id=described.extension_id,
         declared=declared,
         availability=availability,
         policy=policy,
     )
+    statuses = ", ".join(f"{o.id} {o.status.value}" for o in checked.outcomes)
+    note = f"checks: {statuses or 'none'}"
+    if checked.recommendation is not None:
+        note += f"; recommends {checked.recommendation}"
+    return note + "; answered alike twice"
 
 
 def synthetic_trial(
@@ -422,7 +487,7 @@ def synthetic_trial(
         "observations": observations,
         "builtinChecks": builtin,
         "artifacts": list(state["artifacts"]),
-        "extensionData": {**case["extensionData"], **state["prepared"]["extensionData"]},
+        "extensionData": {**case["extensionData"], **state["prepared"].extension_data},
         "configuration": dict(configuration),
     }
     if policy is not None:
