@@ -23,6 +23,18 @@ const CASES = [
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
   {
+    // a built-in check beside the extension's: --replace-builtin-grader sevro.regex drops it
+    id: "mixed",
+    prompt: "Write hello.txt with a greeting.",
+    fixture: { kind: "inline", files: {} },
+    checks: [
+      { id: "never", grader: "sevro.regex", configuration: { pattern: "this never appears" } },
+      { id: "answer", grader: `${ID}.answer`, configuration: {} },
+    ],
+    requiredEvidence: [],
+    extensionData: {},
+  },
+  {
     id: "farewell",
     prompt: "Write bye.txt.",
     fixture: { kind: "inline", files: {} },
@@ -78,7 +90,10 @@ function evaluate() {
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
   const result = {
     checks: [check],
-    metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
+    metrics: [
+      { id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" },
+      { id: `${ID}.configuration-keys`, value: Object.keys(params.configuration).length, unit: "keys" },
+    ],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
     // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
