@@ -18,12 +18,13 @@ from sevro_core.api import (
 )
 from sevro_core.testing import SevroProject
 
+ROUTE = Route(host="acme.host.plain", model="m", effort="e")
 MARKETPLACE = HostPreparation(codex_marketplace=CodexMarketplace("plugins", "acme", ("tools",)))
 
 
 @frozen
 class _Plain:
-    route: Route = Route(host="acme.host.plain", model="m", effort="e")
+    route: Route = ROUTE
 
 
 @frozen
@@ -41,7 +42,7 @@ def test_no_declaration_leaves_any_host_unchanged() -> None:
 
 def test_a_host_without_prepared_cannot_honour_a_declaration() -> None:
     with pytest.raises(
-        InvocationError, match="host acme.host.plain cannot honour codexMarketplace"
+        InvocationError, match=r"host acme\.host\.plain cannot honour codexMarketplace"
     ):
         prepared_host(_Plain(), MARKETPLACE)  # type: ignore[arg-type]
     invocation = HostPreparation(invocation=SkillInvocation("claude-plugin", "p", "s"))
