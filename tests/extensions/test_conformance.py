@@ -58,7 +58,8 @@ def test_the_reference_extension_conforms(sevro_project: SevroProject, node: str
         assert any(line.startswith(f"ok   evaluate {trial}: ") for line in found), trial
         policy = f"ok   evaluate {trial} with policy sevro-test.reference.strict: "
         assert any(line.startswith(policy) for line in found), trial
-    assert any("2 cases" in line and '"greets"' in line for line in found)
+    resolved = next(line for line in found if line.startswith("ok   resolve without case ids: "))
+    assert 'cases ("greets", ' in resolved and 'checking "greets"' in resolved, resolved
     assert any(line.startswith("ok   source closure: 2 files unchanged") for line in found)
 
 
