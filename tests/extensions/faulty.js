@@ -37,6 +37,7 @@ function describe() {
 
 function resolve() {
   if (faulty && mode === "wrong-case") return { cases: [{ ...CASE, id: "other" }] };
+  if (faulty && mode === "bad-case") return { cases: [{ ...CASE, checks: [...CASE.checks, ...CASE.checks] }] };
   return { cases: [CASE] };
 }
 
@@ -45,6 +46,11 @@ function prepare() {
   const artifact = { id: "notes", relativePath: "NOTES.md", sha256, contentBase64: content.toString("base64") };
   if (faulty && mode === "bad-digest") artifact.sha256 = "0".repeat(64);
   if (faulty && mode === "collision") artifact.relativePath = "README.md";
+  if (faulty && mode === "source-ref") {
+    // the same bytes, named through the case source map instead of inline
+    delete artifact.contentBase64;
+    artifact.sourceRef = "notes";
+  }
   return { artifacts: [artifact], requestedInstrumentation: [], extensionData: {} };
 }
 

@@ -213,6 +213,35 @@ def test_a_resolve_that_returns_another_case_fails(sevro_project: SevroProject, 
     assert failures(done)[0] == 'FAIL resolve only: resolve for case "only" returned "other"'
 
 
+def test_a_resolved_case_must_load_as_a_case_file(sevro_project: SevroProject, node: str) -> None:
+    done = check(sevro_project, [node, FAULTY, "bad-case", "resolve"], [FAULTY])
+    assert done.exit_code == 1, done.stdout + done.stderr
+    assert failures(done)[0] == (
+        "FAIL resolve only: the resolved case#/checks/1/id: duplicate check id "
+        "'sevro-test.faulty.said' (also /checks/0)"
+    )
+
+
+def test_a_source_ref_artifact_needs_the_source_map(
+    sevro_project: SevroProject, node: str, tmp_path: Path
+) -> None:
+    argv = [node, FAULTY, "source-ref", "prepare"]
+    without = check(sevro_project, argv, [FAULTY])
+    assert without.exit_code == 1, without.stdout + without.stderr
+    assert failures(without)[0].startswith("FAIL prepare: ")
+    assert "sourceRef needs --case-source-root and --case-source-map-file" in without.stdout
+    root = tmp_path / "sources"
+    root.mkdir()
+    (root / "notes.md").write_text("prepared\n", encoding="utf-8")
+    source_map = sevro_project.write_json("sources.json", {"notes": (root / "notes.md").as_uri()})
+    flags = ("--case-source-root", root, "--case-source-map-file", source_map)
+    done = check(sevro_project, argv, [FAULTY], *flags)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "ok   prepare: 1 artifact, answered alike twice" in done.stdout.splitlines()
+    alone = check(sevro_project, argv, [FAULTY], "--case-source-root", root)
+    assert alone.exit_code == 64 and "must be given together" in alone.stderr
+
+
 @pytest.mark.parametrize(
     ("mode", "reason"),
     [

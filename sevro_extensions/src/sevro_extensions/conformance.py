@@ -356,8 +356,11 @@ def _resolve_one(session: _Session, state: dict[str, Any]) -> str:
     case_id = state.get("case_id", session.request.case_id)
     result = session.twice("resolve", _resolve_params(session, state, {"caseIds": [case_id]}))
     (case,) = check_resolution(result, case_id)
+    document = {key: value for key, value in case.items() if key != "extensionData"}
+    # the engine loads the resolved case like a case file (exit 64 in a run)
+    state["core_case"] = load_case(document, source="the resolved case")
     state["case"] = case
-    return "exactly the case asked for, answered alike twice"
+    return "exactly the case asked for, loads as a case file, answered alike twice"
 
 
 def _prepare(session: _Session, state: dict[str, Any]) -> str:
@@ -373,11 +376,9 @@ def _prepare(session: _Session, state: dict[str, Any]) -> str:
     }
     result = session.twice("prepare", params)
     assert isinstance(result, dict)  # the response schema makes it one
-    document = {key: value for key, value in case.items() if key != "extensionData"}
-    core_case = load_case(document, source="the resolved case", pointer="")
     prepared = check_preparation(
         result,
-        case=core_case,
+        case=state["core_case"],
         fixture_kind=case["fixture"]["kind"],
         fixture_paths=declared_fixture_paths(case["fixture"]),
         negotiated=state["negotiated"].capabilities,
