@@ -307,6 +307,36 @@ def test_an_honest_answer_becomes_outcomes_metrics_and_domain_outcomes() -> None
     assert result.recommendation is None
 
 
+def test_the_checked_answer_as_evidence_json() -> None:
+    record = checked(honest() | {"taskVerdictRecommendation": "passed"}, f"{EXT}.strict").to_json()
+    assert record["checks"] == [
+        {
+            "id": ANSWER,
+            "grader": ANSWER,
+            "status": "passed",
+            "detail": "said hello",
+            "evidenceRefs": [FINAL_MESSAGE_OBSERVATION, "notes", "output"],
+        },
+        {
+            "id": f"{EXT}.style",
+            "grader": f"{EXT}.style-grader",
+            "status": "failed",
+            "evidenceRefs": ["sevro.commands"],
+        },
+    ]
+    assert record["taskVerdictRecommendation"] == "passed"
+    assert [m["id"] for m in record["metrics"]] == [f"{EXT}.length", f"{EXT}.score"]  # type: ignore[index,union-attr]
+    assert record["domainOutcomes"] == [dict(checked(honest()).domain_outcomes[0])]
+
+
+def test_a_result_that_is_not_an_object_is_refused() -> None:
+    for wrong in (None, [], "checks"):
+        with pytest.raises(
+            ExtensionProtocolError, match=r"^extension evaluate response is invalid: /result"
+        ):
+            checked(wrong)  # type: ignore[arg-type]
+
+
 def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     answer = honest()
     answer["checks"] = answer["checks"][:1]

@@ -87,6 +87,15 @@ class CheckedEvaluation:
     domain_outcomes: tuple[Mapping[str, JsonValue], ...]
     recommendation: str | None
 
+    def to_json(self) -> dict[str, JsonValue]:
+        """What evidence may retain of the answer (the configuration never reaches it)."""
+        return {
+            "checks": [outcome.to_json() for outcome in self.outcomes],
+            "metrics": [dict(metric) for metric in self.metrics],
+            "domainOutcomes": [dict(outcome) for outcome in self.domain_outcomes],
+            "taskVerdictRecommendation": self.recommendation,
+        }
+
 
 # ---- the request ------------------------------------------------------------------------------
 
@@ -221,7 +230,7 @@ def _bounded_text(text: str, limit: int) -> str:
 
 
 def check_evaluation(
-    result: Mapping[str, Any],
+    result: Mapping[str, Any] | JsonValue,
     *,
     extension_id: str,
     declared: Collection[str],
@@ -233,11 +242,13 @@ def check_evaluation(
 
     ``declared`` holds the case's extension check ids; a ``Mapping`` from check id to its
     declared grader also names the grader each outcome records (otherwise the extension id).
-    ``availability`` is :func:`availability_map` of the same trial.
+    ``availability`` is :func:`availability_map` of the same trial. ``result`` may come straight
+    from :func:`sevro_extensions.client.call_method`; it is checked against the response schema
+    again here, so a caller cannot hand over an unchecked one.
     """
-    _check_schema(result)
-    checks: list[Mapping[str, Any]] = list(result["checks"])
-    outcomes: list[Mapping[str, Any]] = list(result.get("domainOutcomes", []))
+    answer = _schema_checked(result)
+    checks: list[Mapping[str, Any]] = list(answer["checks"])
+    outcomes: list[Mapping[str, Any]] = list(answer.get("domainOutcomes", []))
     _check_ids(
         [("check", c["id"]) for c in checks] + [("domain outcome", o["id"]) for o in outcomes],
         extension_id,
@@ -250,8 +261,8 @@ def check_evaluation(
             )
     for kind, item in [("check", c) for c in checks] + [("domain outcome", o) for o in outcomes]:
         _check_citations(kind, item, availability)
-    metrics = _checked_metrics(result["metrics"], extension_id)
-    recommendation = _checked_recommendation(result, policy)
+    metrics = _checked_metrics(answer["metrics"], extension_id)
+    recommendation = _checked_recommendation(answer, policy)
     return CheckedEvaluation(
         outcomes=_outcomes(checks, declared, extension_id),
         metrics=metrics,
@@ -260,16 +271,20 @@ def check_evaluation(
     )
 
 
-def _check_schema(result: Mapping[str, Any]) -> None:
-    """The answer must be what the response schema allows (a caller may hand an unchecked one)."""
+def _schema_checked(result: Mapping[str, Any] | JsonValue) -> Mapping[str, Any]:
+    """The answer as the response schema allows it, or a one-line refusal."""
+    body = dict(result) if isinstance(result, Mapping) else result
     document = {"protocol": EXTENSION_PROTOCOL, "id": "checked", "method": "evaluate"}
     checker = schema_validator(schema_name("evaluate", "response"), PACKAGE)
-    found = describe_first_error(checker.iter_errors({**document, "result": result}))
+    found = describe_first_error(checker.iter_errors({**document, "result": body}))
     if found is not None:
         pointer, message = found
         raise ExtensionProtocolError(
             f"extension evaluate response is invalid: {pointer or '/'}: {message}"
         )
+    if not isinstance(body, dict):  # the schema makes it one; keep mypy honest
+        raise ExtensionProtocolError("extension evaluate result is not an object")
+    return body
 
 
 def _check_ids(items: Sequence[tuple[str, str]], extension_id: str) -> None:
