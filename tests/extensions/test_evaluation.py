@@ -34,7 +34,9 @@ from sevro_extensions.evaluation import (
     availability_map,
     check_evaluation,
     evaluate_params,
+    evaluates,
     merged_extension_data,
+    unanswered,
 )
 from sevro_extensions.limits import MAX_EVALUATE_DETAIL_CHARS
 from tests.extensions.conftest import REFERENCE, run
@@ -344,6 +346,23 @@ def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     assert outcomes[1].id == f"{EXT}.style"
     assert outcomes[1].status is CheckStatus.UNAVAILABLE
     assert outcomes[1].detail == "the extension returned no result for this declared check"
+
+
+def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -> None:
+    assert evaluates(Execution.COMPLETED, grader_error=False)
+    assert not evaluates(Execution.COMPLETED, grader_error=True)
+    for execution in (Execution.FAILED, Execution.CANCELLED, Execution.NOT_RUN):
+        assert not evaluates(execution, grader_error=False)
+
+
+def test_unanswered_declared_checks_are_unavailable_with_the_reason() -> None:
+    outcomes = unanswered(DECLARED, extension_id=EXT, detail="x" * 5000)
+    assert [(o.id, o.grader, o.status) for o in outcomes] == [
+        (ANSWER, ANSWER, CheckStatus.UNAVAILABLE),
+        (f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.UNAVAILABLE),
+    ]
+    assert all(len(o.detail or "") == MAX_EVALUATE_DETAIL_CHARS for o in outcomes)
+    assert unanswered({}, extension_id=EXT, detail="skipped") == ()
 
 
 def test_declared_ids_without_graders_record_the_extension_as_grader() -> None:

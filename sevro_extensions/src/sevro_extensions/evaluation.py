@@ -226,6 +226,22 @@ def _bounded_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def evaluates(execution: Execution, *, grader_error: bool) -> bool:
+    """Whether the trial reaches ``evaluate`` (Sevro): only after a completed execution and
+    built-in grading without an error; a built-in check that merely failed does not stop it."""
+    return execution is Execution.COMPLETED and not grader_error
+
+
+def unanswered(
+    declared: Collection[str], *, extension_id: str, detail: str
+) -> tuple[CheckOutcome, ...]:
+    """The declared extension checks of a trial ``evaluate`` did not answer (skipped, or its
+    call failed): each ``unavailable`` with ``detail``, never passed."""
+    return _outcomes(
+        (), declared, extension_id, missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS)
+    )
+
+
 # ---- the answer -------------------------------------------------------------------------------
 
 
@@ -372,7 +388,11 @@ def _checked_recommendation(result: Mapping[str, Any], policy: str | None) -> st
 
 
 def _outcomes(
-    checks: Sequence[Mapping[str, Any]], declared: Collection[str], extension_id: str
+    checks: Sequence[Mapping[str, Any]],
+    declared: Collection[str],
+    extension_id: str,
+    *,
+    missing: str = _MISSING_DETAIL,
 ) -> tuple[CheckOutcome, ...]:
     """One outcome per declared check, in declaration order; a missing one is unavailable."""
     returned = {check["id"]: check for check in checks}
@@ -381,7 +401,7 @@ def _outcomes(
         grader = declared[check_id] if isinstance(declared, Mapping) else extension_id
         check = returned.get(check_id)
         if check is None:
-            out.append(CheckOutcome(check_id, grader, CheckStatus.UNAVAILABLE, _MISSING_DETAIL))
+            out.append(CheckOutcome(check_id, grader, CheckStatus.UNAVAILABLE, missing))
             continue
         detail = check.get("detail")
         out.append(
