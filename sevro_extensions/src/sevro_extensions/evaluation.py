@@ -117,7 +117,7 @@ def evaluate_params(
     if trial.error_code is not None and is_namespaced(trial.error_code):
         execution["errorCode"] = trial.error_code
     params: dict[str, JsonValue] = {
-        "caseId": _bounded_text(trial.case_id, MAX_PROTOCOL_ID_CHARS),
+        "caseId": trial.case_id,
         "execution": execution,
         "observations": [_observation(o, trial.final_message) for o in _sent_observations(trial)],
         "builtinChecks": [_builtin(outcome) for outcome in _sent_builtin(trial)],
