@@ -557,7 +557,10 @@ def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: 
 def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     node: str, tmp_path: Path
 ) -> None:
-    result = _exchange(node, tmp_path, trial("hello there"), policy=f"{EXT}.strict", lie=None)
+    subject = trial(
+        "hello there", extra=(PARTIAL, GONE), builtin=(OUTPUT, SHELL), artifacts=(NOTES,)
+    )
+    result = _exchange(node, tmp_path, subject, policy=f"{EXT}.strict", lie=None)
     assert [(o.id, o.grader, o.status) for o in result.outcomes] == [
         (ANSWER, ANSWER, CheckStatus.PASSED)
     ]
