@@ -18,6 +18,7 @@ from attrs import frozen
 
 from sevro_core.api import (
     FINAL_MESSAGE_OBSERVATION,
+    CheckDeclaration,
     CheckOutcome,
     CheckStatus,
     Completeness,
@@ -39,6 +40,7 @@ from sevro_extensions.evaluation import (
     unanswered,
 )
 from sevro_extensions.limits import MAX_EVALUATE_DETAIL_CHARS
+from sevro_extensions.policy import declared_graders
 from tests.extensions.conftest import REFERENCE, run
 
 EXT = "sevro-test.reference"
@@ -249,7 +251,7 @@ def test_an_id_two_kinds_share_is_complete_only_when_both_are() -> None:
 
 # ---- the answer -------------------------------------------------------------------------------
 
-DECLARED = {ANSWER: ANSWER, f"{EXT}.style": f"{EXT}.style-grader"}
+DECLARED = (ANSWER, f"{EXT}.style")
 
 
 def honest() -> dict[str, Any]:
@@ -290,9 +292,7 @@ def test_an_honest_answer_becomes_outcomes_metrics_and_domain_outcomes() -> None
             "said hello",
             (FINAL_MESSAGE_OBSERVATION, "notes", "output"),
         ),
-        CheckOutcome(
-            f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.FAILED, None, ("sevro.commands",)
-        ),
+        CheckOutcome(f"{EXT}.style", f"{EXT}.style", CheckStatus.FAILED, None, ("sevro.commands",)),
     )
     assert result.metrics == (
         {"id": f"{EXT}.length", "value": 11, "unit": "characters"},
@@ -321,7 +321,7 @@ def test_the_checked_answer_as_evidence_json() -> None:
         },
         {
             "id": f"{EXT}.style",
-            "grader": f"{EXT}.style-grader",
+            "grader": f"{EXT}.style",
             "status": "failed",
             "evidenceRefs": ["sevro.commands"],
         },
@@ -345,7 +345,7 @@ def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     outcomes = checked(answer).outcomes
     assert outcomes[1].id == f"{EXT}.style"
     assert outcomes[1].status is CheckStatus.UNAVAILABLE
-    assert outcomes[1].detail == "the extension returned no result for this declared check"
+    assert outcomes[1].detail == "the extension returned no result for this declared grader"
 
 
 def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -> None:
@@ -356,31 +356,31 @@ def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -
 
 
 def test_unanswered_declared_checks_are_unavailable_with_the_reason() -> None:
-    outcomes = unanswered(DECLARED, extension_id=EXT, detail="x" * 5000)
+    outcomes = unanswered(DECLARED, detail="x" * 5000)
     assert [(o.id, o.grader, o.status) for o in outcomes] == [
         (ANSWER, ANSWER, CheckStatus.UNAVAILABLE),
-        (f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.UNAVAILABLE),
+        (f"{EXT}.style", f"{EXT}.style", CheckStatus.UNAVAILABLE),
     ]
     assert all(len(o.detail or "") == MAX_EVALUATE_DETAIL_CHARS for o in outcomes)
-    assert unanswered({}, extension_id=EXT, detail="skipped") == ()
+    assert unanswered((), detail="skipped") == ()
 
 
-def test_declared_ids_without_graders_record_the_extension_as_grader() -> None:
-    outcomes = checked(honest(), declared=[ANSWER, f"{EXT}.style"]).outcomes
-    assert [o.grader for o in outcomes] == [EXT, EXT]
+def test_a_grader_two_checks_declare_is_answered_once() -> None:
+    outcomes = checked(honest(), declared=[ANSWER, f"{EXT}.style", ANSWER]).outcomes
+    assert [o.id for o in outcomes] == [ANSWER, f"{EXT}.style"]
 
 
 def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> None:
     answer = honest() | {"checks": []}
-    (outcome,) = checked(answer, declared={"acme.answer": ANSWER}).outcomes
+    (outcome,) = checked(answer, declared=["acme.answer"]).outcomes
     assert (outcome.id, outcome.grader, outcome.status) == (
         "acme.answer",
-        ANSWER,
+        "acme.answer",
         CheckStatus.UNAVAILABLE,
     )
     with pytest.raises(ExtensionProtocolError, match="whose id is not under its namespace"):
         lone = {"id": "acme.answer", "status": "failed", "evidenceRefs": []}
-        checked(honest() | {"checks": [lone]}, declared={"acme.answer": ANSWER})
+        checked(honest() | {"checks": [lone]}, declared=["acme.answer"])
 
 
 def test_failed_and_unavailable_items_may_cite_anything() -> None:
@@ -448,7 +448,7 @@ LIES = {
     "prefix-without-dot": rf"returned check \"{REF}-style\"{NOT_OURS}",
     "duplicate-check": rf"returned check \"{REF}\.style\" twice",
     "check-and-outcome-clash": rf"returned domain outcome \"{REF}\.answer\" twice",
-    "undeclared": rf"returned check \"{REF}\.bonus\", which the case does not declare$",
+    "undeclared": rf"returned check \"{REF}\.bonus\", which is no grader the case declares",
     "pass-without-evidence": r"^extension evaluate response is invalid: /result/checks/0",
     "pass-citing-unknown": (
         rf"^check \"{REF}\.answer\" passed citing \"sevro-test\.made-up\", "
@@ -519,7 +519,11 @@ def test_a_long_detail_is_kept_within_the_bound() -> None:
 
 # ---- end to end, against the real Node reference extension -------------------------------------
 
-REFERENCE_DECLARED = {ANSWER: ANSWER}
+REFERENCE_DECLARED = (ANSWER,)
+
+
+def _declaration(check: Mapping[str, Any]) -> CheckDeclaration:
+    return CheckDeclaration(check["id"], check["grader"], check["configuration"])
 
 
 def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: str | None) -> Any:
@@ -531,7 +535,9 @@ def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: 
         cwd,
     )
     case = resolved.result["cases"][0]
-    assert {c["id"]: c["grader"] for c in case["checks"]} == REFERENCE_DECLARED
+    assert (
+        declared_graders([_declaration(c) for c in case["checks"]], [ANSWER]) == REFERENCE_DECLARED
+    )
     configuration: dict[str, JsonValue] = {} if lie is None else {"lie": lie}
     prepared = run(
         argv,
@@ -577,7 +583,7 @@ def test_the_reference_extension_answers_a_case_without_checks_with_none(
     params = evaluate_params(subject, extension_data={}, policy=None, configuration={})
     answer = run(argv, "evaluate", params, tmp_path)
     result = check_evaluation(
-        answer.result, extension_id=EXT, declared={}, availability={}, policy=None
+        answer.result, extension_id=EXT, declared=(), availability={}, policy=None
     )
     assert result.outcomes == () and result.recommendation is None
 
@@ -599,7 +605,11 @@ REFERENCE_LIES = {
         rf"\"sevro\.observation\.final-message\"{NOT_COMPLETE}",
     ),
     "cite-unknown": (trial(), None, r"citing \"sevro-test\.made-up\", which is no known evidence$"),
-    "undeclared-check": (trial(), None, rf"\"{REF}\.bonus\", which the case does not declare$"),
+    "undeclared-check": (
+        trial(),
+        None,
+        rf"\"{REF}\.bonus\", which is no grader the case declares",
+    ),
     "foreign-prefix": (trial(), None, rf"\"acme\.answer\"{NOT_OURS}"),
     "duplicate-check": (trial(), None, rf"\"{REF}\.answer\" twice"),
     "recommend-unasked": (trial(), None, r"but no task-verdict policy is selected$"),
