@@ -370,6 +370,16 @@ def test_a_grader_two_checks_declare_is_answered_once() -> None:
     assert [o.id for o in outcomes] == [ANSWER, f"{EXT}.style"]
 
 
+def test_declared_may_map_check_ids_to_their_graders() -> None:
+    """The answer names graders, not the case's own check ids ("answer", "style")."""
+    by_check = {"answer": ANSWER, "style": f"{EXT}.style", "again": ANSWER}
+    outcomes = checked(honest(), declared=by_check).outcomes
+    assert [(o.id, o.grader) for o in outcomes] == [(ANSWER, ANSWER), (f"{EXT}.style",) * 2]
+    assert [o.id for o in unanswered(by_check, detail="skipped")] == [ANSWER, f"{EXT}.style"]
+    with pytest.raises(ExtensionProtocolError, match="which is no grader the case declares"):
+        checked(honest(), declared={"answer": ANSWER})
+
+
 def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> None:
     answer = honest() | {"checks": []}
     (outcome,) = checked(answer, declared=["acme.answer"]).outcomes

@@ -235,9 +235,12 @@ def evaluates(execution: Execution, *, grader_error: bool) -> bool:
 
 
 def unanswered(declared: Collection[str], *, detail: str) -> tuple[CheckOutcome, ...]:
-    """The declared extension graders of a trial ``evaluate`` did not answer (skipped, or its
-    call failed): each ``unavailable`` with ``detail``, never passed."""
-    return _outcomes((), declared, missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS))
+    """The declared extension graders (either form of :func:`check_evaluation`'s ``declared``)
+    of a trial ``evaluate`` did not answer (skipped, or its call failed): each ``unavailable``
+    with ``detail``, never passed."""
+    return _outcomes(
+        (), _graders(declared), missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS)
+    )
 
 
 # ---- the answer -------------------------------------------------------------------------------
@@ -255,13 +258,15 @@ def check_evaluation(
     :class:`ExtensionProtocolError`.
 
     ``declared`` holds the graders of the case's extension checks
-    (:func:`sevro_extensions.policy.declared_graders`): a returned check's id must be one of
-    them, since the answer names each check by its grader.
+    (:func:`sevro_extensions.policy.declared_graders`), or maps the case's extension check ids
+    to their graders (:func:`sevro_extensions.policy.extension_checks`); either way a returned
+    check's id must be one of those graders, since the answer names each check by its grader.
     ``availability`` is :func:`availability_map` of the same trial. ``result`` may come straight
     from :func:`sevro_extensions.client.call_method`; it is checked against the response schema
     again here, so a caller cannot hand over an unchecked one.
     """
     answer = _schema_checked(result)
+    declared = _graders(declared)
     checks: list[Mapping[str, Any]] = list(answer["checks"])
     outcomes: list[Mapping[str, Any]] = list(answer.get("domainOutcomes", []))
     _check_ids(
@@ -284,6 +289,12 @@ def check_evaluation(
         domain_outcomes=tuple(_domain_outcome(o) for o in outcomes),
         recommendation=recommendation,
     )
+
+
+def _graders(declared: Collection[str]) -> tuple[str, ...]:
+    """The declared graders once each, in order, from either form ``declared`` may take."""
+    graders = declared.values() if isinstance(declared, Mapping) else declared
+    return tuple(dict.fromkeys(graders))
 
 
 def _schema_checked(result: Mapping[str, Any] | JsonValue) -> Mapping[str, Any]:
@@ -395,7 +406,7 @@ def _outcomes(
     """One outcome per declared grader, in declaration order; a missing one is unavailable."""
     returned = {check["id"]: check for check in checks}
     out: list[CheckOutcome] = []
-    for grader in dict.fromkeys(declared):
+    for grader in declared:
         check_id = grader
         check = returned.get(check_id)
         if check is None:
