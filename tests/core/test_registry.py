@@ -15,6 +15,7 @@ def test_typed_accessors_find_each_kind_and_nothing_else() -> None:
     assert registry.fixture("sevro.fixture.inline") is not None
     assert registry.sandbox("sevro.sandbox.bwrap") is not None
     assert registry.reporter("sevro.report.markdown") is not None
+    assert registry.case_source("sevro.extension") is not None
     # an id of another kind is not found under this one
     assert registry.host("sevro.regex") is None
     assert registry.grader("sevro.host.scripted") is None
@@ -28,6 +29,7 @@ def test_typed_accessors_find_each_kind_and_nothing_else() -> None:
         "reporter": registry.reporters(),
         "reviewer": registry.reviewers(),
         "rubric": registry.rubrics(),
+        "case-source": registry.case_sources(),
     }
     assert set(listings) == {kind for kind, _ in KINDS}
     for kind, listing in listings.items():

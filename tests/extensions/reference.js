@@ -18,9 +18,30 @@ const CASES = [
     id: "greets",
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
-    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
-    requiredEvidence: ["sevro.final-message"],
+    checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
+    requiredEvidence: ["sevro.observation.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
+  },
+  {
+    // seed 001's extension case (tests/e2e/test_seed_commands.py): the agent answers "ready"
+    id: "example-case",
+    prompt: "Return ready.",
+    fixture: { kind: "inline", files: { "README.md": "fixture\n" } },
+    checks: [{ id: "ready", grader: `${ID}.answer`, configuration: {} }],
+    requiredEvidence: [],
+    extensionData: { [`${ID}.case`]: { word: "ready" } },
+  },
+  {
+    // a built-in check beside the extension's: --replace-builtin-grader sevro.regex drops it
+    id: "mixed",
+    prompt: "Write hello.txt with a greeting.",
+    fixture: { kind: "inline", files: {} },
+    checks: [
+      { id: "never", grader: "sevro.regex", configuration: { pattern: "this never appears" } },
+      { id: "answer", grader: `${ID}.answer`, configuration: {} },
+    ],
+    requiredEvidence: [],
+    extensionData: {},
   },
   {
     id: "farewell",
@@ -70,21 +91,27 @@ function prepare() {
 }
 
 function evaluate() {
-  const final = params.observations.find((o) => o.id === "sevro.observation.final-message")
-    || params.observations.find((o) => o.id === "sevro.final-message");
+  const final = params.observations.find((o) => o.id === "sevro.observation.final-message");
   const complete = final !== undefined && final.completeness === "complete";
-  const said = complete && String(final.data.text || "").includes("hello");
+  const wanted = (params.extensionData[`${ID}.case`] || { word: "hello" }).word;
+  const said = complete && String(final.data.text || "").includes(wanted);
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
   // Honest: only the checks the case declares (a case without checks gets none).
   const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: declared.some((c) => c.id === check.id) ? [check] : [],
-    metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
+    checks: declared.some((c) => c.id === check.id || c.grader === check.id) ? [check] : [],
+    metrics: [
+      { id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" },
+      { id: `${ID}.configuration-keys`, value: Object.keys(params.configuration).length, unit: "keys" },
+    ],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
-    result.taskVerdictRecommendation = !complete ? "not_assessed" : said ? "passed" : "failed";
+    // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
+    const forced = params.configuration["sevro-test.recommend"];
+    result.taskVerdictRecommendation =
+      forced !== undefined ? forced : !complete ? "not_assessed" : said ? "passed" : "failed";
   }
   answer({ result: lie(result, final) });
 }

@@ -582,7 +582,7 @@ def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     ]
     assert result.outcomes[0].evidence_refs == (FINAL_MESSAGE_OBSERVATION,)
     assert result.recommendation == "passed"
-    assert result.metrics == ({"id": f"{EXT}.message-length", "value": 11, "unit": "characters"},)
+    assert result.metrics[0] == {"id": f"{EXT}.message-length", "value": 11, "unit": "characters"}
 
 
 def test_the_reference_extension_answers_a_case_without_checks_with_none(

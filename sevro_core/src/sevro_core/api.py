@@ -15,7 +15,13 @@ by ``sevro --help``.
 from __future__ import annotations
 
 from sevro_core import limits
-from sevro_core.errors import ConfigurationError, GradingError, InvocationError, join_pointer
+from sevro_core.errors import (
+    ConfigurationError,
+    GradingError,
+    InvocationError,
+    SevroError,
+    join_pointer,
+)
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
 from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
 from sevro_core.fixtures.overlay import (
@@ -120,9 +126,26 @@ from sevro_core.models import (
     Usage,
     unit_key,
 )
+from sevro_core.plugin.casesources import (
+    EXTENSION_CASE_SOURCE,
+    CasePreparation,
+    CaseSource,
+    CaseSourceRequest,
+    EvaluationArtifact,
+    EvaluationInput,
+    EvaluationResult,
+    OpenedCaseSource,
+    TrialEvaluator,
+)
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.preparation import (
+    NO_HOST_PREPARATION,
+    CodexMarketplace,
+    HostPreparation,
+    SkillInvocation,
+)
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     NETWORK_LOCAL_HTTP,
@@ -158,12 +181,14 @@ from sevro_core.plugin.protocols import (
     SkillPlaces,
     VerdictPolicy,
     WorkspaceProbe,
+    prepared_host,
 )
 from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.reporting.skilleval import render_skilleval
+from sevro_core.run.loading import load_case
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
@@ -222,6 +247,22 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "Sandbox",
     "VerdictPolicy",
     "WorkspaceProbe",
+    # ---- case sources (the extension protocol's engine side)
+    "EXTENSION_CASE_SOURCE",
+    "CasePreparation",
+    "CaseSource",
+    "CaseSourceRequest",
+    "EvaluationArtifact",
+    "EvaluationInput",
+    "EvaluationResult",
+    "OpenedCaseSource",
+    "TrialEvaluator",
+    # ---- host preparation declared by a case source
+    "NO_HOST_PREPARATION",
+    "CodexMarketplace",
+    "HostPreparation",
+    "SkillInvocation",
+    "prepared_host",
     # ---- values plugins receive and return
     "UNKNOWN_USAGE",
     "Artifact",
@@ -305,8 +346,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "validator",
     # ---- strict JSON: the parser for untrusted JSON files (raises InvocationError, with a pointer)
     "InvocationError",
+    "SevroError",
     "parse_json_text",
     "read_json_file",
+    "load_case",
     # ---- digests: sha256 of RFC 8785 canonical JSON (Sevro's hashJson), for identities
     "hash_json",
     # ---- bounds: every documented limit (docs/limits.md), as `limits.MAX_...`

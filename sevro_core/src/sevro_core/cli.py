@@ -436,6 +436,65 @@ ShellIsolationOpt = Annotated[
 ]
 
 
+ExtensionCommandOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--extension-command-file",
+        help="Take the case from an extension: FILE is its argv as a JSON array (exclusive "
+        "with case files); see docs/extensions.md.",
+        show_default=False,
+    ),
+]
+ExtensionSourceOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--extension-source-file",
+        help="A file the extension's behaviour depends on (repeatable, at least one): digested "
+        "into the identity and checked before and after every call.",
+        show_default=False,
+    ),
+]
+ExtensionConfigurationOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--extension-configuration-file",
+        help="The extension's private configuration (a JSON object): sent in every request, "
+        "never kept in evidence; needs --extension-redacted-configuration-file.",
+        show_default=False,
+    ),
+]
+ExtensionRedactedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--extension-redacted-configuration-file",
+        help="What evidence and identity keep of the extension's configuration (a JSON object).",
+        show_default=False,
+    ),
+]
+CaseIdOpt = Annotated[
+    str | None,
+    typer.Option("--case-id", help="The extension case to run.", show_default=False),
+]
+TaskVerdictPolicyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task-verdict-policy",
+        help="Decide verdicts by this policy: a registered verdict policy, or one the "
+        "extension advertises (its recommendation becomes the verdict).",
+        show_default=False,
+    ),
+]
+ReplaceGraderOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--replace-builtin-grader",
+        help="Do not run the case's checks of this built-in grader; the extension grades "
+        "instead (repeatable).",
+        show_default=False,
+    ),
+]
+
+
 class _HostSettingsCommand(TyperCommand):
     """``run`` and ``doctor``: they also take the flags the installed hosts declare.
 
@@ -522,6 +581,13 @@ def _host_settings(registry: Any, host: str | None, pairs: list[str] | None) -> 
 def run(
     cases: RunCasesArg = None,
     case_file: CaseFileOpt = None,
+    extension_command_file: ExtensionCommandOpt = None,
+    extension_source_file: ExtensionSourceOpt = None,
+    extension_configuration_file: ExtensionConfigurationOpt = None,
+    extension_redacted_configuration_file: ExtensionRedactedOpt = None,
+    case_id: CaseIdOpt = None,
+    task_verdict_policy: TaskVerdictPolicyOpt = None,
+    replace_builtin_grader: ReplaceGraderOpt = None,
     host: RunHostOpt = None,
     adapter_module: AdapterModuleOpt = None,
     host_config: HostConfigOpt = None,
@@ -582,7 +648,7 @@ def run(
 ) -> None:
     """Run cases for N trials, grade them and keep the evidence."""
     options = dict(locals())  # first statement: exactly the options above, as Typer converted them
-    from sevro_core.errors import InvocationError, SevroError
+    from sevro_core.errors import SevroError
 
     try:
         from sevro_core.isolation.protection import credential_locations
@@ -602,7 +668,7 @@ def run(
             registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
         )
         plan = plan_run(loaded, registry, settings)
-    except InvocationError as exc:
+    except SevroError as exc:  # bad input (64) or an extension failing before any trial (70)
         _fail(exc, as_json=as_json)
     try:
         outcome = _execute(plan, flags)

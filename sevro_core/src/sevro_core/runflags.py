@@ -28,6 +28,7 @@ from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 if TYPE_CHECKING:
     from sevro_core.experiments.design import ExperimentDesign
     from sevro_core.isolation.runtime import RuntimePolicy
+    from sevro_core.plugin.casesources import ExtensionFlags
     from sevro_core.plugin.manager import Registry
     from sevro_core.run.provenance import ProvenanceChoice
 
@@ -103,6 +104,13 @@ class RunFlags:
     config_root: Path | None = None
     settings_file: SettingsFileUse | None = None
     """The ``--run-settings-file`` whose values some of the above are."""
+    extension_command_file: Path | None = None
+    extension_source_file: list[Path] | None = None
+    extension_configuration_file: Path | None = None
+    extension_redacted_configuration_file: Path | None = None
+    case_id: str | None = None
+    task_verdict_policy: str | None = None
+    replace_builtin_grader: list[str] | None = None
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -123,8 +131,7 @@ def check_status_interval(seconds: float) -> None:
 def run_settings(
     flags: RunFlags, host_settings: Mapping[str, str], credentials: CredentialLocations
 ) -> RunSettings:
-    """Check the flags (exit 64 on the first problem) and build the run's settings.
-
+    """Check the flags (exit 64 on the first problem) and build the run's settings;
     ``credentials`` are the installed hosts' credential locations: the host's own permission
     settings deny them too."""
     from sevro_core.arguments import check_results_root
@@ -182,6 +189,58 @@ def run_settings(
         judges=judge_settings(flags),
         provenance=provenance_choice(flags),
         settings_file=flags.settings_file,
+        extension=extension_flags(flags),
+    )
+
+
+_EXTENSION_ONLY = (
+    ("extension_source_file", "--extension-source-file"),
+    ("task_verdict_policy", "--task-verdict-policy"),
+    ("extension_configuration_file", "--extension-configuration-file"),
+    ("extension_redacted_configuration_file", "--extension-redacted-configuration-file"),
+    ("case_id", "--case-id"),
+    ("replace_builtin_grader", "--replace-builtin-grader"),
+)
+
+
+def extension_flags(flags: RunFlags) -> ExtensionFlags | None:
+    """The extension flags, checked before anything runs (exit 64): extension-only flags need
+    ``--extension-command-file``; the two configuration files come together; ``--case-id`` and
+    a source file are required; replaced graders are namespaced and unique."""
+    from sevro_core.plugin.casesources import ExtensionFlags
+    from sevro_core.plugin.protocols import ID_PATTERN
+
+    command = flags.extension_command_file
+    if command is None:  # extension-only flags without it were refused (sevro_spellings)
+        return None
+    configuration = flags.extension_configuration_file
+    redacted = flags.extension_redacted_configuration_file
+    if (configuration is None) != (redacted is None):
+        raise InvocationError(
+            "--extension-configuration-file and --extension-redacted-configuration-file "
+            "must be given together"
+        )
+    if not flags.extension_source_file:
+        raise InvocationError("--extension-command-file needs at least one --extension-source-file")
+    if flags.case_id is None or not flags.case_id.strip():
+        raise InvocationError("--extension-command-file needs --case-id")
+    replaced = flags.replace_builtin_grader or []
+    for grader in replaced:
+        if not re.match(ID_PATTERN, grader):
+            raise InvocationError(f"--replace-builtin-grader {grader!r} is not a namespaced id")
+    if len(set(replaced)) != len(replaced):
+        raise InvocationError("--replace-builtin-grader names the same grader twice")
+    for path in (command, configuration, redacted, *flags.extension_source_file):
+        if path is not None and not path.is_absolute():
+            raise InvocationError("extension files must be absolute paths", source=path)
+    return ExtensionFlags(
+        command_file=command,
+        source_files=tuple(flags.extension_source_file),
+        configuration_file=configuration,
+        redacted_configuration_file=redacted,
+        case_id=flags.case_id,
+        task_verdict_policy=flags.task_verdict_policy,
+        replaced_graders=tuple(replaced),
     )
 
 
@@ -215,9 +274,9 @@ def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, An
     case_file, cases = options.pop("case_file"), options["cases"] or []
     if case_file is not None and cases:
         raise InvocationError("--case-file and case arguments are exclusive: give the case once")
-    if case_file is None and not cases:
-        raise InvocationError("no case: give case files (or --case-file FILE)")
-    options["cases"] = [case_file] if case_file is not None else cases
+    given = [case_file] if case_file is not None else cases
+    _case_source(options, given)
+    options["cases"] = given
     for prefix in ("", *(f"{role}_" for role in ADAPTER_JUDGE_ROLES)):
         flag = "--" + prefix.replace("_", "-")
         adapter = options.pop(f"{prefix}adapter_module")
@@ -229,6 +288,22 @@ def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, An
             options[f"{prefix}host"] = adapter_host(adapter, registry, f"{flag}adapter-module")
     options["host"] = options["host"] or "scripted"
     return options
+
+
+def _case_source(options: Mapping[str, Any], given: list[Path]) -> None:
+    """Case files xor ``--extension-command-file``; extension-only flags need the latter."""
+    if options.get("extension_command_file") is not None:
+        if given:
+            raise InvocationError(
+                "case files and --extension-command-file are exclusive: the extension "
+                "resolves the case"
+            )
+        return
+    extra = next((flag for name, flag in _EXTENSION_ONLY if options.get(name)), None)
+    if extra is not None:
+        raise InvocationError(f"{extra} needs --extension-command-file")
+    if not given:
+        raise InvocationError("no case: give case files (or --case-file FILE)")
 
 
 def adapter_module_file(value: str, flag: str = "--adapter-module") -> Path:
@@ -419,6 +494,9 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
     from sevro_core.run.loading import load_cases
     from sevro_core.run.skilleval import skilleval_file
 
+    if flags.extension_command_file is not None:
+        _refuse_experiment_flags(flags)
+        return settings, []
     path = experiment_file(flags.cases)
     definition = skilleval_file(flags.cases) if path is None else None
     design: ExperimentDesign | None
@@ -451,6 +529,19 @@ def run_inputs(flags: RunFlags, settings: RunSettings) -> tuple[RunSettings, lis
         ),
         cases,
     )
+
+
+def _refuse_experiment_flags(flags: RunFlags) -> None:
+    """An extension gives one case, never an experiment's arms (exit 64)."""
+    for flag, value in (
+        ("--skill", flags.skill),
+        ("--baseline", flags.baseline),
+        ("--group", flags.group),
+        ("--variant", flags.variant),
+        ("--fail-on-regression", flags.fail_on_regression),
+    ):
+        if value:
+            raise InvocationError(f"{flag} cannot be combined with --extension-command-file")
 
 
 def _imported_inputs(

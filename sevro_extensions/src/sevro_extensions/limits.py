@@ -18,3 +18,5 @@ MAX_EXTENSION_SOURCE_FILES = 256
 """Files in the source closure (``argv[0]`` plus every ``--extension-source-file``)."""
 MAX_EXTENSION_SOURCE_FILE_BYTES = 536870912
 """One source-closure file (``argv[0]`` is often an interpreter of about 100 MiB)."""
+MAX_EXTENSION_CONFIGURATION_BYTES = 1048576
+"""Each of ``--extension-configuration-file`` and its redacted twin (JSON objects)."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from sevro_core.plugin.casesources import CaseSource
     from sevro_core.plugin.protocols import (
         FixtureProvider,
         Grader,
@@ -70,6 +71,12 @@ def sevro_register_reviewers(register: Callable[[Reviewer], None]) -> None:
 def sevro_register_rubrics(register: Callable[[Rubric], None]) -> None:
     """Register comparator rubrics (``sevro.rubric.software-engineering``): what a blinded
     pairwise judge weighs between two results labelled A and B, and how its reply decides."""
+
+
+@hookspec
+def sevro_register_case_sources(register: Callable[[CaseSource], None]) -> None:
+    """Register case sources (``sevro.extension``): what gives ``sevro run`` its cases, checks
+    and evaluation instead of case files."""
 
 
 @hookspec

@@ -22,6 +22,7 @@ from attrs import define, field, frozen
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_PLUGIN_FILE_BYTES
 from sevro_core.plugin import hookspecs
+from sevro_core.plugin.casesources import CaseSource
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     FixtureProvider,
@@ -46,6 +47,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("reporter", "sevro_register_reporters"),
     ("reviewer", "sevro_register_reviewers"),
     ("rubric", "sevro_register_rubrics"),
+    ("case-source", "sevro_register_case_sources"),
 )
 _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "host": ("configure",),
@@ -56,6 +58,7 @@ _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "reporter": ("render", "format"),
     "reviewer": ("prompt", "review"),
     "rubric": ("prompt", "decide"),
+    "case-source": ("open",),
 }
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -140,6 +143,9 @@ class Registry:
     def rubric(self, object_id: str) -> Rubric | None:
         return self.objects["rubric"].get(object_id)
 
+    def case_source(self, object_id: str) -> CaseSource | None:
+        return self.objects["case-source"].get(object_id)
+
     def hosts(self) -> Mapping[str, Host]:
         return self.objects["host"]
 
@@ -164,6 +170,9 @@ class Registry:
 
     def rubrics(self) -> Mapping[str, Rubric]:
         return self.objects["rubric"]
+
+    def case_sources(self) -> Mapping[str, CaseSource]:
+        return self.objects["case-source"]
 
     def get(self, kind: str, object_id: str) -> Any | None:
         return self.objects[kind].get(object_id)

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from attrs import field, frozen
 
+from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.models import (
     Artifact,
@@ -25,6 +26,7 @@ from sevro_core.models import (
     TrialView,
 )
 from sevro_core.plugin.hostruntime import HostRuntime
+from sevro_core.plugin.preparation import NO_HOST_PREPARATION, HostPreparation
 from sevro_core.states import Execution, Grading, Verdict
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
@@ -469,3 +471,28 @@ class Reporter(Plugin, Protocol):
 
     def render(self, report: Mapping[str, JsonValue]) -> str:
         """Render a ``sevro.report.v1`` document."""
+
+
+def prepared_host(configured: ConfiguredHost, preparation: HostPreparation) -> ConfiguredHost:
+    """``configured`` honouring an extension's host declarations: unchanged without any, else
+    what its optional ``prepared(preparation)`` returns; a host without it cannot honour them
+    (exit 64, before anything runs)."""
+    if preparation == NO_HOST_PREPARATION:
+        return configured
+    prepare = getattr(configured, "prepared", None)
+    if prepare is None:
+        raise InvocationError(
+            f"host {configured.route.host} cannot honour {_declared(preparation)}"
+        )
+    prepared: ConfiguredHost = prepare(preparation)
+    return prepared
+
+
+def _declared(preparation: HostPreparation) -> str:
+    """The first declaration of ``preparation``, as the extension protocol names it."""
+    if preparation.codex_marketplace is not None:
+        return "codexMarketplace"
+    if preparation.claude_plugin_dirs:
+        return "claudePluginDirs"
+    invocation = preparation.invocation
+    return f"a {invocation.kind} skill invocation" if invocation is not None else "nothing"

@@ -58,6 +58,7 @@ from sevro_core.models import (
     TrialStates,
     TrialView,
 )
+from sevro_core.plugin.casesources import EvaluationResult
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     ConfiguredHost,
@@ -73,6 +74,15 @@ from sevro_core.run.checkinputs import (
     combined,
 )
 from sevro_core.run.checkparts import declared, parts_problem, with_parts
+from sevro_core.run.evaluation import (
+    Executed as _Executed,
+)
+from sevro_core.run.evaluation import (
+    evaluate_trial,
+    install_preparation,
+    merge_evaluation,
+    recommended_verdict,
+)
 from sevro_core.run.evaluator import changed_since_loaded
 from sevro_core.run.planning import PlannedArm, PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
@@ -151,6 +161,7 @@ def execute_trial(
         _recorder(planned, workspace, private),
     )
     fixture, baseline = _prepare_fixture(run)
+    _install_preparation(run, fixture)
     t_fixture = time.monotonic()
     isolation = plan.sandbox.bind(
         workspace=workspace, private_root=private, cancel=cancel, fixture_bin_dir=fixture.bin_dir
@@ -160,19 +171,18 @@ def execute_trial(
     report = _inspect_after_host(run, fixture, baseline, host_result)
     observations = _observations(host_result, run)
     observations.update((o.id, o) for o in report.observations)
-    outcomes: list[CheckOutcome] = []
-    grader_error: dict[str, str] | None = None
     judges = _judge_session(run)
-    if execution is Execution.COMPLETED:
-        outcomes, grader_error = _grade(
-            run, host_result, observations, _Grading(isolation, baseline, judges, report.artifacts)
-        )
-        graded = len(declared(outcomes))
-        if cancel.cancelled and grader_error is None and graded < len(planned.checks):
-            execution, error = Execution.CANCELLED, ("sevro.run.cancelled", "run cancelled")
+    grading = _Grading(isolation, baseline, judges, report.artifacts)
+    executed = _Executed(execution, error, host_result)
+    executed, outcomes, grader_error, evaluation = _grade_trial(
+        run, executed, observations, grading
+    )
+    execution, error = executed.execution, executed.error
     t_grade = time.monotonic()
     required = _required_evidence(planned, observations, host_result, report)
-    states, grader_error = _judge(plan, planned, execution, outcomes, grader_error, required)
+    states, grader_error = _judge(
+        plan, planned, execution, outcomes, grader_error, required, evaluation
+    )
     advisory = _advisory(run, execution, host_result, report, judges)
     findings = TrialFindings(
         plan=plan,
@@ -192,8 +202,67 @@ def execute_trial(
         error=error,
         judges=judges,
         advisory=advisory,
+        evaluation=evaluation,
     )
     return _persist(run, findings)
+
+
+def _grade_trial(
+    run: _Trial, executed: _Executed, observations: dict[str, Observation], grading: _Grading
+) -> tuple[_Executed, list[CheckOutcome], dict[str, str] | None, EvaluationResult | None]:
+    """Built-in checks (a completed execution only), then the case source's evaluation; a
+    run cancelled mid-grading cancels the trial."""
+    outcomes: list[CheckOutcome] = []
+    grader_error: dict[str, str] | None = None
+    if executed.execution is Execution.COMPLETED:
+        outcomes, grader_error = _grade(run, executed.result, observations, grading)
+        graded = len(declared(outcomes))
+        builtin = [c for c in run.planned.checks if not c.extension]
+        if run.cancel.cancelled and grader_error is None and graded < len(builtin):
+            cancelled = ("sevro.run.cancelled", "run cancelled")
+            executed = _Executed(Execution.CANCELLED, cancelled, executed.result)
+    evaluation = _evaluate(run, executed, observations, outcomes)
+    if evaluation is not None:
+        outcomes, grader_error = merge_evaluation(run.planned, outcomes, grader_error, evaluation)
+    return executed, outcomes, grader_error, evaluation
+
+
+def _install_preparation(run: _Trial, fixture: MaterialisedFixture) -> None:
+    """Install the case source's preparation (artifacts, fixture setup) in the fixture; a
+    failure is the fixture's, and the host never starts."""
+    source = run.plan.case_source
+    preparation = source.preparations.get(run.planned.case.id) if source is not None else None
+    if preparation is None:
+        return
+    with _fixture_step(run.planned.case.id, "prepared", run.workspace, run.private):
+        install_preparation(
+            preparation,
+            run.workspace,
+            git=GIT_CAPABILITY in run.planned.fixture.capabilities,
+            fixture_bin_dir=fixture.bin_dir,
+            settings=(run.plan.settings.project_root, run.cancel),
+        )
+
+
+def _evaluate(
+    run: _Trial,
+    executed: _Executed,
+    observations: Mapping[str, Observation],
+    outcomes: Sequence[CheckOutcome],
+) -> EvaluationResult | None:
+    """The case source's evaluation after the built-in checks (None without a case source,
+    in a dry run, or when the run was cancelled)."""
+    source = run.plan.case_source
+    if source is None or executed.execution in (Execution.NOT_RUN, Execution.CANCELLED):
+        return None
+    preparation = source.preparations.get(run.planned.case.id)
+    return evaluate_trial(
+        source.evaluator,
+        run.planned.case.id,
+        executed,
+        observations,
+        (outcomes, preparation.artifacts(run.workspace) if preparation is not None else ()),
+    )
 
 
 def _durations(
@@ -417,8 +486,11 @@ def _judge(
     outcomes: Sequence[CheckOutcome],
     grader_error: dict[str, str] | None,
     required: Sequence[Mapping[str, str]],
+    evaluation: EvaluationResult | None = None,
 ) -> tuple[TrialStates, dict[str, str] | None]:
-    """The trial's grading and verdict; a failing policy leaves it unassessed, never passed."""
+    """The trial's grading and verdict; a failing policy leaves it unassessed, never passed.
+    With an extension's policy selected its recommendation is the verdict, under the same
+    guard."""
     grading = trial_grading(
         execution,
         grader_error=grader_error is not None,
@@ -428,6 +500,8 @@ def _judge(
     )
     try:
         verdict = plan.verdict_policy.verdict(execution, grading, outcomes)
+        if plan.case_source is not None and plan.case_source.task_verdict_policy is not None:
+            verdict = recommended_verdict(evaluation)
     except Exception as exc:  # a policy bug leaves the trial unassessed, never passed
         message = f"verdict policy {plan.verdict_policy.id} failed: {type(exc).__name__}: {exc}"
         grader_error = {
@@ -626,6 +700,8 @@ def _grade(
     for check in planned.graded_checks:
         if cancel.cancelled:
             break
+        if check.extension:
+            continue  # the case source's evaluator grades it after the built-in checks
         declaration = check.declaration
         seen = _view_for(run, view, result, declaration)
         if isinstance(seen, str):

@@ -47,17 +47,19 @@ class IdentityInputs:
     condition: str
     trials: int
     threshold: float
+    extension: Mapping[str, Any] | None = None
+    """The case source's identity (``extensionDigest``, ``extensionProtocol``), or None."""
 
 
 def evaluation_identity(inputs: IdentityInputs) -> dict[str, Any]:
     """The 16 dimensions of Sevro's identity v1; per-case digests are hashed as ordered lists."""
-    cases = inputs.case_digests
+    cases, extension = inputs.case_digests, inputs.extension
     dimensions = {
         "runnerBuildDigest": inputs.runner_build_digest,
         "projectDigest": inputs.project_digest,
         "configurationDigest": inputs.configuration_digest,
-        "extensionDigest": None,
-        "extensionProtocol": None,
+        "extensionDigest": extension.get("extensionDigest") if extension else None,
+        "extensionProtocol": extension.get("extensionProtocol") if extension else None,
         "caseDigest": hash_json([c["case"] for c in cases]),
         "fixtureDigest": hash_json([c["fixture"] for c in cases]),
         "checksDigest": hash_json([c["checks"] for c in cases]),

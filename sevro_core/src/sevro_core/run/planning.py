@@ -42,12 +42,19 @@ from sevro_core.judges.routes import (
     configure_judges,
 )
 from sevro_core.models import (
+    CancelToken,
     Case,
     CheckDeclaration,
     CheckOutcome,
     Route,
     TrialView,
     unit_key,
+)
+from sevro_core.plugin.casesources import (
+    EXTENSION_CASE_SOURCE,
+    CaseSourceRequest,
+    ExtensionFlags,
+    OpenedCaseSource,
 )
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
@@ -63,6 +70,7 @@ from sevro_core.plugin.protocols import (
     ReadsEvaluator,
     SkillPlaces,
     VerdictPolicy,
+    prepared_host,
     skill_places_of,
     unread_instructions_of,
 )
@@ -86,6 +94,7 @@ from sevro_core.vocabulary import (
 )
 
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
+DEFAULT_POLICY = "sevro.verdict.default"
 CONDITIONS = ("passive", "enforced")
 
 
@@ -147,6 +156,8 @@ class RunSettings:
     """Sevro's ``--runner-checkout-root`` and digest overrides (identity inputs)."""
     settings_file: SettingsFileUse | None = None
     """The ``--run-settings-file`` the values above partly came from."""
+    extension: ExtensionFlags | None = None
+    """``--extension-command-file`` and its flags: the case comes from the extension."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -179,6 +190,8 @@ class PlannedCheck:
     declaration: CheckDeclaration
     grader: Grader
     compiled: CompiledCheck
+    extension: bool = False
+    """Graded by the case source's evaluator after the built-in checks, never compiled."""
 
 
 @frozen
@@ -219,6 +232,8 @@ class RunPlan:
     judges: JudgeRoutes = NO_JUDGES
     calibrations: tuple[CalibrationStatus, ...] = ()
     """Whether each configured semantic or comparator judge was calibrated, and how well."""
+    case_source: OpenedCaseSource | None = None
+    """The opened extension the cases came from (its preparations and evaluator)."""
 
     @property
     def route(self) -> Route:
@@ -250,21 +265,25 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
     candidate = evolve(settings, host_options=_candidate_options(settings, cases))
     host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
+    source = _open_case_source(registry, settings, host)
+    if source is not None:
+        cases, host = source.cases, _prepared(host, source)
     config_source = settings.host_options.config_source or "--host-config"
     arms = _plan_arms(registry, candidate)
     judges, calibrations = _plan_judges(registry, settings, host_plugin.id)
     for configured in (host, *(a.host for a in arms)):
         _refuse_unsupported(settings, configured)
-    policy = _verdict_policy(registry, settings.verdict_policy)
+    policy = _verdict_policy(registry, _policy_id(registry, settings))
     sandbox = _select_sandbox(registry, settings, cases)
-    around = _Surroundings(sandbox, FixtureContext(sources=settings.case_sources), judges)
+    context = FixtureContext(sources=settings.case_sources)
+    around = _Surroundings(sandbox, context, judges, source)
     planned = tuple(
         unit
         for case in cases
         for unit in _plan_units(case, registry, host, arms, config_source, around)
     )
-    graders_active = _graders_active(registry, planned)
-    configuration = _configuration(settings, host, policy, sandbox, arms, judges)
+    graders_active = _graders_active(registry, planned, source)
+    configuration = _configuration(settings, host, policy, sandbox, arms, judges, source)
     runner, project = _provenance(registry, settings)
     identity = evaluation_identity(
         IdentityInputs(
@@ -274,13 +293,14 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             case_digests=[p.digests for p in planned if p.arm is None or p.arm == arms[0]],
             evaluator={
                 "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
-                "extension": None,
+                "extension": source.identity["evaluator"] if source is not None else None,
             },
             graders_active=graders_active,
             route=host.route,
             condition=settings.condition,
             trials=settings.trials,
             threshold=settings.threshold,
+            extension=source.identity if source is not None else None,
         )
     )
     announce(sandbox)
@@ -300,7 +320,62 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         arms=arms,
         judges=judges,
         calibrations=calibrations,
+        case_source=source,
     )
+
+
+def _open_case_source(
+    registry: Registry, settings: RunSettings, host: ConfiguredHost
+) -> OpenedCaseSource | None:
+    """Open the extension behind ``--extension-command-file`` before any trial (describe,
+    negotiate, resolve, prepare), with the candidate host's capabilities; None without one."""
+    flags = settings.extension
+    if flags is None:
+        return None
+    plugin = registry.case_source(EXTENSION_CASE_SOURCE)
+    if plugin is None:
+        raise InvocationError(
+            "--extension-command-file needs the extension protocol: install sevro-extensions"
+        )
+    if settings.experiment is not None:
+        raise InvocationError("an extension case cannot run as an experiment's arms")
+    python_policy = registry.verdict_policy(flags.task_verdict_policy or "") is not None
+    route = host.route
+    request = CaseSourceRequest(
+        command_file=flags.command_file,
+        source_files=flags.source_files,
+        configuration_file=flags.configuration_file,
+        redacted_configuration_file=flags.redacted_configuration_file,
+        case_id=flags.case_id,
+        task_verdict_policy=None if python_policy else flags.task_verdict_policy,
+        replaced_graders=flags.replaced_graders,
+        project_root=settings.project_root,
+        condition=settings.condition,
+        host_id=route.host,
+        model=route.model,
+        effort=route.effort,
+        host_capabilities=host.capabilities,
+        case_sources=settings.case_sources,
+    )
+    return plugin.open(request, CancelToken())
+
+
+def _prepared(host: ConfiguredHost, source: OpenedCaseSource) -> ConfiguredHost:
+    """The candidate host honouring the declarations of the (one) prepared case."""
+    for preparation in source.preparations.values():
+        host = prepared_host(host, preparation.host)
+    return host
+
+
+def _policy_id(registry: Registry, settings: RunSettings) -> str:
+    """The Python verdict policy of the run: ``--task-verdict-policy`` when it names a
+    registered one (it wins over the extension's), else ``--verdict-policy``."""
+    chosen = settings.extension.task_verdict_policy if settings.extension else None
+    if chosen is None or registry.verdict_policy(chosen) is None:
+        return settings.verdict_policy
+    if settings.verdict_policy not in (DEFAULT_POLICY, chosen):
+        raise InvocationError("--task-verdict-policy and --verdict-policy name different policies")
+    return chosen
 
 
 def _refuse_unsupported(settings: RunSettings, configured: ConfiguredHost) -> None:
@@ -368,6 +443,7 @@ class _Surroundings:
     sandbox: SandboxSelection
     context: FixtureContext
     judges: JudgeRoutes
+    source: OpenedCaseSource | None = None
 
 
 def _plan_judges(
@@ -489,6 +565,8 @@ def protected_roots(
         inputs.append(Path(settings.runtime.source).resolve())
     if settings.settings_file is not None:
         inputs.append(settings.settings_file.source)
+    if settings.extension is not None:  # the private configuration above all
+        inputs.extend(settings.extension.files())
     roots = engine_roots(
         project_root=settings.project_root,
         results_root=settings.results_root,
@@ -552,12 +630,19 @@ def _verdict_policy(registry: Registry, policy_id: str) -> VerdictPolicy:
 
 
 def _graders_active(
-    registry: Registry, planned: Sequence[PlannedCase]
+    registry: Registry, planned: Sequence[PlannedCase], source: OpenedCaseSource | None = None
 ) -> tuple[Mapping[str, str], ...]:
-    """Every grader the cases use, once, sorted: part of the identity and of ``run.json``."""
+    """Every grader the cases use, once, sorted: part of the identity and of ``run.json``
+    (replaced built-in graders are not used; an extension's graders are its own)."""
     graders = {(c.grader.id, str(c.grader.version)) for p in planned for c in p.checks}
     return tuple(
-        {"id": gid, "source": _plugin_source(registry, "grader", gid), "version": version}
+        {
+            "id": gid,
+            "source": "extension"
+            if source is not None and gid in source.graders
+            else _plugin_source(registry, "grader", gid),
+            "version": version,
+        }
         for gid, version in sorted(graders)
     )
 
@@ -588,10 +673,17 @@ def compile_fixture(
         ) from None
 
 
-def compile_checks(case: Case, registry: Registry) -> list[PlannedCheck]:
-    """Resolve each check's grader and validate its configuration."""
+def compile_checks(
+    case: Case, registry: Registry, source: OpenedCaseSource | None = None
+) -> list[PlannedCheck]:
+    """Resolve each check's grader and validate its configuration; a case source's own
+    graders are left to its evaluator."""
     checks = []
     for index, declaration in enumerate(case.checks):
+        if source is not None and declaration.grader in source.graders:
+            stand_in = ExtensionGrader(declaration.grader, source.version)
+            checks.append(PlannedCheck(declaration, stand_in, stand_in, extension=True))
+            continue
         grader = registry.grader(declaration.grader)
         if grader is None:
             raise _refusal(
@@ -637,15 +729,20 @@ def _plan_case(
         | sandbox.capabilities
         | around.judges.capabilities
     )
-    checks = _negotiate_checks(case, compile_checks(case, registry), provided, host, sandbox)
+    compiled = _replaced(case, compile_checks(case, registry, around.source), around.source)
+    checks = _negotiate_checks(case, compiled, provided, host, sandbox)
     _refuse_unknown_evaluators(case, checks)
     try:
         host.check_case(case)
     except ConfigurationError as exc:
         raise InvocationError(exc.message, source=config_source, pointer=exc.pointer) from None
+    preparation = around.source.preparations.get(case.id) if around.source else None
+    fixture_identity = {"provider": provider_id, "declaration": fixture.identity()}
+    if preparation is not None:
+        fixture_identity["preparation"] = dict(preparation.record)
     digests = {
         "case": hash_json(case.declaration()),
-        "fixture": hash_json({"provider": provider_id, "declaration": fixture.identity()}),
+        "fixture": hash_json(fixture_identity),
         "checks": _checks_digest(case),
         "requiredEvidence": hash_json(list(case.required_evidence)),
     }
@@ -657,6 +754,45 @@ def _plan_case(
         checks=tuple(checks),
         digests=digests,
     )
+
+
+@frozen
+class ExtensionGrader:
+    """Stands in for a check a case source grades itself (its ``evaluate``), after the
+    built-in checks; it is never graded here."""
+
+    id: str
+    version: str
+    stage: int = 1_000
+    requires: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset()
+
+    def compile(self, configuration: Mapping[str, Any]) -> ExtensionGrader:
+        return self
+
+    def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
+        raise GradingError(f"check {check_id} is graded by the extension, not by sevro")
+
+
+def _replaced(
+    case: Case, checks: list[PlannedCheck], source: OpenedCaseSource | None
+) -> list[PlannedCheck]:
+    """The checks without those of ``--replace-builtin-grader`` graders (validated above, never
+    run); each replaced grader is one the case declares, and an extension check remains."""
+    replaced = source.replaced_graders if source is not None else ()
+    if not replaced:
+        return checks
+    declared = {c.declaration.grader for c in checks if not c.extension}
+    for grader in replaced:
+        if grader not in declared:
+            raise _refusal(
+                case, f"--replace-builtin-grader {grader}: the case declares no such check"
+            )
+    if not any(c.extension for c in checks):
+        raise _refusal(
+            case, "--replace-builtin-grader needs at least one extension check in the case"
+        )
+    return [c for c in checks if c.declaration.grader not in replaced]
 
 
 def _refuse_unknown_evaluators(case: Case, checks: Sequence[PlannedCheck]) -> None:
@@ -758,6 +894,7 @@ def _configuration(
     sandbox: SandboxSelection,
     arms: Sequence[PlannedArm],
     judges: JudgeRoutes,
+    source: OpenedCaseSource | None = None,
 ) -> dict[str, Any]:
     redacted: dict[str, Any] = {
         "condition": settings.condition,
@@ -771,6 +908,8 @@ def _configuration(
     }
     if settings.runtime is not None:
         redacted["runtimePolicy"] = settings.runtime.configuration()
+    if source is not None:  # the redacted record only: the private configuration never
+        redacted["extension"] = dict(source.configuration)
     if settings.settings_file is not None:
         redacted["runSettings"] = settings.settings_file.configuration()
     if judges.routes:

@@ -175,7 +175,7 @@ def run_document(
     statistics: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``run.json``: what was evaluated, how, by which plugins, every attempt and trial file."""
-    settings = plan.settings
+    settings, source = plan.settings, plan.case_source
     return {
         "format": RUN_FORMAT,
         "runId": store.run_id,
@@ -186,14 +186,17 @@ def run_document(
         "configuration": dict(plan.configuration),
         "runner": dict(plan.runner),
         "project": {k: v for k, v in plan.project.items() if k != "digest"},
-        "extension": None,
+        "extension": dict(source.configuration) if source is not None else None,
         "condition": {
             "requested": settings.condition,
             "actual": settings.condition if not settings.dry else "unknown",
             "requestedInstrumentation": [],
             "appliedInstrumentation": [],
         },
-        "graders": {"active": [dict(g) for g in plan.graders_active], "replacedDefaults": []},
+        "graders": {
+            "active": [dict(g) for g in plan.graders_active],
+            "replacedDefaults": list(source.replaced_graders) if source is not None else [],
+        },
         "verdictPolicy": {
             "id": plan.verdict_policy.id,
             "version": str(plan.verdict_policy.version),

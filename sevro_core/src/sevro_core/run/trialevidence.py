@@ -26,6 +26,7 @@ from sevro_core.models import (
     Observation,
     TrialStates,
 )
+from sevro_core.plugin.casesources import EvaluationResult
 from sevro_core.plugin.protocols import FixtureReport
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
@@ -68,6 +69,8 @@ class TrialFindings:
     """The trial's judge calls (prompts, replies, usage per role), when the run has judges."""
     advisory: AdvisoryReview | None = None
     """The advisory review (``advisoryReview``), when the run has an advisory judge."""
+    evaluation: EvaluationResult | None = None
+    """The case source's evaluation (metrics, domain outcomes, the exchange's record)."""
 
 
 def _write_blobs(
@@ -141,7 +144,7 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
         "observations": [o.to_json() for o in findings.observations.values()],
         "checks": [o.to_json() for o in findings.outcomes],
         "requiredEvidence": [dict(r) for r in findings.required],
-        "metrics": [],
+        "metrics": [dict(m) for m in findings.evaluation.metrics] if findings.evaluation else [],
         "routes": _routes(findings),
         "usage": (result.usage if result is not None else UNKNOWN_USAGE).to_json(),
         "turnsCompleted": result.turns_completed if result is not None else 0,
@@ -156,9 +159,34 @@ def trial_evidence(findings: TrialFindings, store: EvidenceStore) -> dict[str, A
     }
     if judges is not None:
         evidence["judges"] = judges
+    evidence.update(_extension_evidence(findings))
     if findings.advisory is not None:
         evidence["advisoryReview"] = findings.advisory.to_json()
     return evidence
+
+
+def _extension_evidence(findings: TrialFindings) -> dict[str, Any]:
+    """What a case source added to the trial: its preparation and evaluation records, domain
+    outcomes and the selected task-verdict policy's recommendation (never its configuration)."""
+    source = findings.plan.case_source
+    if source is None:
+        return {}
+    evaluation = findings.evaluation
+    preparation = source.preparations.get(findings.planned.case.id)
+    out: dict[str, Any] = {
+        "domainOutcomes": [dict(d) for d in evaluation.domain_outcomes] if evaluation else [],
+        "extension": {
+            "preparation": dict(preparation.record) if preparation is not None else None,
+            "evaluation": dict(evaluation.record) if evaluation is not None else None,
+            "error": evaluation.error if evaluation is not None else None,
+        },
+    }
+    if source.task_verdict_policy is not None:
+        out["taskVerdictPolicy"] = {
+            "id": source.task_verdict_policy,
+            "recommendation": evaluation.recommendation if evaluation is not None else None,
+        }
+    return out
 
 
 def trial_document(
