@@ -18,7 +18,6 @@ from attrs import frozen
 
 from sevro_core.api import (
     FINAL_MESSAGE_OBSERVATION,
-    CheckDeclaration,
     CheckOutcome,
     CheckStatus,
     Completeness,
@@ -40,7 +39,6 @@ from sevro_extensions.evaluation import (
     unanswered,
 )
 from sevro_extensions.limits import MAX_EVALUATE_DETAIL_CHARS
-from sevro_extensions.policy import declared_graders
 from tests.extensions.conftest import REFERENCE, run
 
 EXT = "sevro-test.reference"
@@ -251,7 +249,7 @@ def test_an_id_two_kinds_share_is_complete_only_when_both_are() -> None:
 
 # ---- the answer -------------------------------------------------------------------------------
 
-DECLARED = (ANSWER, f"{EXT}.style")
+DECLARED = {ANSWER: ANSWER, f"{EXT}.style": f"{EXT}.style-grader"}
 
 
 def honest() -> dict[str, Any]:
@@ -292,7 +290,9 @@ def test_an_honest_answer_becomes_outcomes_metrics_and_domain_outcomes() -> None
             "said hello",
             (FINAL_MESSAGE_OBSERVATION, "notes", "output"),
         ),
-        CheckOutcome(f"{EXT}.style", f"{EXT}.style", CheckStatus.FAILED, None, ("sevro.commands",)),
+        CheckOutcome(
+            f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.FAILED, None, ("sevro.commands",)
+        ),
     )
     assert result.metrics == (
         {"id": f"{EXT}.length", "value": 11, "unit": "characters"},
@@ -321,7 +321,7 @@ def test_the_checked_answer_as_evidence_json() -> None:
         },
         {
             "id": f"{EXT}.style",
-            "grader": f"{EXT}.style",
+            "grader": f"{EXT}.style-grader",
             "status": "failed",
             "evidenceRefs": ["sevro.commands"],
         },
@@ -345,7 +345,7 @@ def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     outcomes = checked(answer).outcomes
     assert outcomes[1].id == f"{EXT}.style"
     assert outcomes[1].status is CheckStatus.UNAVAILABLE
-    assert outcomes[1].detail == "the extension returned no result for this declared grader"
+    assert outcomes[1].detail == "the extension returned no result for this declared check"
 
 
 def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -> None:
@@ -356,41 +356,31 @@ def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -
 
 
 def test_unanswered_declared_checks_are_unavailable_with_the_reason() -> None:
-    outcomes = unanswered(DECLARED, detail="x" * 5000)
+    outcomes = unanswered(DECLARED, extension_id=EXT, detail="x" * 5000)
     assert [(o.id, o.grader, o.status) for o in outcomes] == [
         (ANSWER, ANSWER, CheckStatus.UNAVAILABLE),
-        (f"{EXT}.style", f"{EXT}.style", CheckStatus.UNAVAILABLE),
+        (f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.UNAVAILABLE),
     ]
     assert all(len(o.detail or "") == MAX_EVALUATE_DETAIL_CHARS for o in outcomes)
-    assert unanswered((), detail="skipped") == ()
+    assert unanswered({}, extension_id=EXT, detail="skipped") == ()
 
 
-def test_a_grader_two_checks_declare_is_answered_once() -> None:
-    outcomes = checked(honest(), declared=[ANSWER, f"{EXT}.style", ANSWER]).outcomes
-    assert [o.id for o in outcomes] == [ANSWER, f"{EXT}.style"]
-
-
-def test_declared_may_map_check_ids_to_their_graders() -> None:
-    """The answer names graders, not the case's own check ids ("answer", "style")."""
-    by_check = {"answer": ANSWER, "style": f"{EXT}.style", "again": ANSWER}
-    outcomes = checked(honest(), declared=by_check).outcomes
-    assert [(o.id, o.grader) for o in outcomes] == [(ANSWER, ANSWER), (f"{EXT}.style",) * 2]
-    assert [o.id for o in unanswered(by_check, detail="skipped")] == [ANSWER, f"{EXT}.style"]
-    with pytest.raises(ExtensionProtocolError, match="which is no grader the case declares"):
-        checked(honest(), declared={"answer": ANSWER})
+def test_declared_ids_without_graders_record_the_extension_as_grader() -> None:
+    outcomes = checked(honest(), declared=[ANSWER, f"{EXT}.style"]).outcomes
+    assert [o.grader for o in outcomes] == [EXT, EXT]
 
 
 def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> None:
     answer = honest() | {"checks": []}
-    (outcome,) = checked(answer, declared=["acme.answer"]).outcomes
+    (outcome,) = checked(answer, declared={"acme.answer": ANSWER}).outcomes
     assert (outcome.id, outcome.grader, outcome.status) == (
         "acme.answer",
-        "acme.answer",
+        ANSWER,
         CheckStatus.UNAVAILABLE,
     )
     with pytest.raises(ExtensionProtocolError, match="whose id is not under its namespace"):
         lone = {"id": "acme.answer", "status": "failed", "evidenceRefs": []}
-        checked(honest() | {"checks": [lone]}, declared=["acme.answer"])
+        checked(honest() | {"checks": [lone]}, declared={"acme.answer": ANSWER})
 
 
 def test_failed_and_unavailable_items_may_cite_anything() -> None:
@@ -458,7 +448,7 @@ LIES = {
     "prefix-without-dot": rf"returned check \"{REF}-style\"{NOT_OURS}",
     "duplicate-check": rf"returned check \"{REF}\.style\" twice",
     "check-and-outcome-clash": rf"returned domain outcome \"{REF}\.answer\" twice",
-    "undeclared": rf"returned check \"{REF}\.bonus\", which is no grader the case declares",
+    "undeclared": rf"returned check \"{REF}\.bonus\", which the case does not declare$",
     "pass-without-evidence": r"^extension evaluate response is invalid: /result/checks/0",
     "pass-citing-unknown": (
         rf"^check \"{REF}\.answer\" passed citing \"sevro-test\.made-up\", "
@@ -529,11 +519,7 @@ def test_a_long_detail_is_kept_within_the_bound() -> None:
 
 # ---- end to end, against the real Node reference extension -------------------------------------
 
-REFERENCE_DECLARED = (ANSWER,)
-
-
-def _declaration(check: Mapping[str, Any]) -> CheckDeclaration:
-    return CheckDeclaration(check["id"], check["grader"], check["configuration"])
+REFERENCE_DECLARED = {ANSWER: ANSWER}
 
 
 def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: str | None) -> Any:
@@ -545,9 +531,7 @@ def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: 
         cwd,
     )
     case = resolved.result["cases"][0]
-    assert (
-        declared_graders([_declaration(c) for c in case["checks"]], [ANSWER]) == REFERENCE_DECLARED
-    )
+    assert {c["id"]: c["grader"] for c in case["checks"]} == REFERENCE_DECLARED
     configuration: dict[str, JsonValue] = {} if lie is None else {"lie": lie}
     prepared = run(
         argv,
@@ -582,7 +566,7 @@ def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     ]
     assert result.outcomes[0].evidence_refs == (FINAL_MESSAGE_OBSERVATION,)
     assert result.recommendation == "passed"
-    assert result.metrics[0] == {"id": f"{EXT}.message-length", "value": 11, "unit": "characters"}
+    assert result.metrics == ({"id": f"{EXT}.message-length", "value": 11, "unit": "characters"},)
 
 
 def test_the_reference_extension_answers_a_case_without_checks_with_none(
@@ -593,7 +577,7 @@ def test_the_reference_extension_answers_a_case_without_checks_with_none(
     params = evaluate_params(subject, extension_data={}, policy=None, configuration={})
     answer = run(argv, "evaluate", params, tmp_path)
     result = check_evaluation(
-        answer.result, extension_id=EXT, declared=(), availability={}, policy=None
+        answer.result, extension_id=EXT, declared={}, availability={}, policy=None
     )
     assert result.outcomes == () and result.recommendation is None
 
@@ -615,11 +599,7 @@ REFERENCE_LIES = {
         rf"\"sevro\.observation\.final-message\"{NOT_COMPLETE}",
     ),
     "cite-unknown": (trial(), None, r"citing \"sevro-test\.made-up\", which is no known evidence$"),
-    "undeclared-check": (
-        trial(),
-        None,
-        rf"\"{REF}\.bonus\", which is no grader the case declares",
-    ),
+    "undeclared-check": (trial(), None, rf"\"{REF}\.bonus\", which the case does not declare$"),
     "foreign-prefix": (trial(), None, rf"\"acme\.answer\"{NOT_OURS}"),
     "duplicate-check": (trial(), None, rf"\"{REF}\.answer\" twice"),
     "recommend-unasked": (trial(), None, r"but no task-verdict policy is selected$"),

@@ -10,7 +10,6 @@ from sevro_core.api import CheckDeclaration, Execution, Grading, InvocationError
 from sevro_extensions.errors import ExtensionProtocolError
 from sevro_extensions.policy import (
     check_replacements,
-    declared_graders,
     extension_checks,
     guarded_verdict,
     recommended_verdict,
@@ -28,12 +27,6 @@ CHECKS = (
 def test_extension_checks_are_the_declared_checks_of_advertised_graders() -> None:
     assert extension_checks(CHECKS, ADVERTISED) == {"acme.answer": "acme.answer"}
     assert extension_checks(CHECKS[:3], ADVERTISED) == {}
-
-
-def test_declared_graders_are_the_advertised_graders_the_case_uses_once_each() -> None:
-    twice = (*CHECKS, CheckDeclaration("again-answer", "acme.answer", {"strict": True}))
-    assert declared_graders(twice, ADVERTISED) == ("acme.answer",)
-    assert declared_graders(CHECKS[:3], ADVERTISED) == ()
 
 
 def test_replacing_a_declared_builtin_grader_leaves_its_checks_unrun() -> None:

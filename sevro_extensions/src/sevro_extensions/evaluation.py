@@ -37,7 +37,7 @@ MAX_PROTOCOL_ID_CHARS: Final = 128
 MAX_FILE_URL_CHARS: Final = 4096
 """The schema's bound on an artifact's ``file:///`` URL."""
 _DIGEST_CHARS: Final = frozenset("0123456789abcdef")
-_MISSING_DETAIL: Final = "the extension returned no result for this declared grader"
+_MISSING_DETAIL: Final = "the extension returned no result for this declared check"
 
 
 class EvaluationArtifactLike(Protocol):
@@ -78,10 +78,8 @@ class EvaluationInputLike(Protocol):
 class CheckedEvaluation:
     """An ``evaluate`` answer that kept every runtime rule, in the engine's terms.
 
-    ``outcomes`` has one entry per declared extension grader, in declaration order, with the
-    grader as both id and grader (an answer's check id names the grader of the case's check; the
-    engine records it under that check's own id). One the extension left out is ``unavailable``
-    (Sevro: missing declared extension checks stay unavailable).
+    ``outcomes`` has one entry per declared extension check, in declaration order; a check the
+    extension left out is ``unavailable`` (Sevro: missing declared checks stay unavailable).
     """
 
     outcomes: tuple[CheckOutcome, ...]
@@ -234,12 +232,13 @@ def evaluates(execution: Execution, *, grader_error: bool) -> bool:
     return execution is Execution.COMPLETED and not grader_error
 
 
-def unanswered(declared: Collection[str], *, detail: str) -> tuple[CheckOutcome, ...]:
-    """The declared extension graders (either form of :func:`check_evaluation`'s ``declared``)
-    of a trial ``evaluate`` did not answer (skipped, or its call failed): each ``unavailable``
-    with ``detail``, never passed."""
+def unanswered(
+    declared: Collection[str], *, extension_id: str, detail: str
+) -> tuple[CheckOutcome, ...]:
+    """The declared extension checks of a trial ``evaluate`` did not answer (skipped, or its
+    call failed): each ``unavailable`` with ``detail``, never passed."""
     return _outcomes(
-        (), _graders(declared), missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS)
+        (), declared, extension_id, missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS)
     )
 
 
@@ -257,16 +256,13 @@ def check_evaluation(
     """The ``evaluate`` result if it keeps every runtime rule; else one-line
     :class:`ExtensionProtocolError`.
 
-    ``declared`` holds the graders of the case's extension checks
-    (:func:`sevro_extensions.policy.declared_graders`), or maps the case's extension check ids
-    to their graders (:func:`sevro_extensions.policy.extension_checks`); either way a returned
-    check's id must be one of those graders, since the answer names each check by its grader.
+    ``declared`` holds the case's extension check ids; a ``Mapping`` from check id to its
+    declared grader also names the grader each outcome records (otherwise the extension id).
     ``availability`` is :func:`availability_map` of the same trial. ``result`` may come straight
     from :func:`sevro_extensions.client.call_method`; it is checked against the response schema
     again here, so a caller cannot hand over an unchecked one.
     """
     answer = _schema_checked(result)
-    declared = _graders(declared)
     checks: list[Mapping[str, Any]] = list(answer["checks"])
     outcomes: list[Mapping[str, Any]] = list(answer.get("domainOutcomes", []))
     _check_ids(
@@ -277,24 +273,18 @@ def check_evaluation(
         if check["id"] not in declared:
             raise ExtensionProtocolError(
                 f"extension {extension_id} returned check {shown(check['id'])}, "
-                "which is no grader the case declares a check with"
+                "which the case does not declare"
             )
     for kind, item in [("check", c) for c in checks] + [("domain outcome", o) for o in outcomes]:
         _check_citations(kind, item, availability)
     metrics = _checked_metrics(answer["metrics"], extension_id)
     recommendation = _checked_recommendation(answer, policy)
     return CheckedEvaluation(
-        outcomes=_outcomes(checks, declared),
+        outcomes=_outcomes(checks, declared, extension_id),
         metrics=metrics,
         domain_outcomes=tuple(_domain_outcome(o) for o in outcomes),
         recommendation=recommendation,
     )
-
-
-def _graders(declared: Collection[str]) -> tuple[str, ...]:
-    """The declared graders once each, in order, from either form ``declared`` may take."""
-    graders = declared.values() if isinstance(declared, Mapping) else declared
-    return tuple(dict.fromkeys(graders))
 
 
 def _schema_checked(result: Mapping[str, Any] | JsonValue) -> Mapping[str, Any]:
@@ -400,14 +390,15 @@ def _checked_recommendation(result: Mapping[str, Any], policy: str | None) -> st
 def _outcomes(
     checks: Sequence[Mapping[str, Any]],
     declared: Collection[str],
+    extension_id: str,
     *,
     missing: str = _MISSING_DETAIL,
 ) -> tuple[CheckOutcome, ...]:
-    """One outcome per declared grader, in declaration order; a missing one is unavailable."""
+    """One outcome per declared check, in declaration order; a missing one is unavailable."""
     returned = {check["id"]: check for check in checks}
     out: list[CheckOutcome] = []
-    for grader in declared:
-        check_id = grader
+    for check_id in declared:
+        grader = declared[check_id] if isinstance(declared, Mapping) else extension_id
         check = returned.get(check_id)
         if check is None:
             out.append(CheckOutcome(check_id, grader, CheckStatus.UNAVAILABLE, missing))

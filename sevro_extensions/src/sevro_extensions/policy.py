@@ -27,17 +27,9 @@ RECOMMENDATIONS: Final = {
 def extension_checks(
     case_checks: Sequence[CheckDeclaration], advertised_graders: Collection[str]
 ) -> dict[str, str]:
-    """The case's checks an extension grades (its grader is advertised), id → grader, in order."""
+    """The case's checks an extension grades (its grader is advertised), id → grader, in order:
+    what :func:`sevro_extensions.evaluation.check_evaluation` takes as ``declared``."""
     return {c.id: c.grader for c in case_checks if c.grader in advertised_graders}
-
-
-def declared_graders(
-    case_checks: Sequence[CheckDeclaration], advertised_graders: Collection[str]
-) -> tuple[str, ...]:
-    """The advertised graders the case declares checks with, once each, in case order: the
-    check ids an ``evaluate`` answer may use (``declared`` of
-    :func:`sevro_extensions.evaluation.check_evaluation`)."""
-    return tuple(dict.fromkeys(extension_checks(case_checks, advertised_graders).values()))
 
 
 def check_replacements(
