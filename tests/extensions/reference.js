@@ -18,7 +18,7 @@ const CASES = [
     id: "greets",
     prompt: "Write hello.txt with a greeting.",
     fixture: { kind: "inline", files: { "README.md": "# greeting\n" } },
-    checks: [{ id: "answer", grader: `${ID}.answer`, configuration: {} }],
+    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
     requiredEvidence: ["sevro.observation.final-message"],
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
@@ -27,7 +27,7 @@ const CASES = [
     id: "example-case",
     prompt: "Return ready.",
     fixture: { kind: "inline", files: { "README.md": "fixture\n" } },
-    checks: [{ id: "ready", grader: `${ID}.answer`, configuration: {} }],
+    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
     requiredEvidence: [],
     extensionData: { [`${ID}.case`]: { word: "ready" } },
   },
@@ -38,7 +38,7 @@ const CASES = [
     fixture: { kind: "inline", files: {} },
     checks: [
       { id: "never", grader: "sevro.regex", configuration: { pattern: "this never appears" } },
-      { id: "answer", grader: `${ID}.answer`, configuration: {} },
+      { id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} },
     ],
     requiredEvidence: [],
     extensionData: {},
@@ -98,20 +98,46 @@ function evaluate() {
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
+  // Honest: only the checks the case declares (a case without checks gets none).
+  const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: [check],
+    checks: declared.some((c) => c.id === check.id) ? [check] : [],
     metrics: [
       { id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" },
-      { id: `${ID}.configuration-keys`, value: Object.keys(params.configuration).length, unit: "keys" },
     ],
   };
+  // how many keys of the private configuration reached evaluate (only when there are any)
+  const keys = Object.keys(params.configuration).filter((k) => k !== "lie").length;
+  if (keys > 0) {
+    result.metrics.push({ id: `${ID}.configuration-keys`, value: keys, unit: "keys" });
+  }
   if (params.selectedTaskVerdictPolicy !== undefined) {
     // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
     const forced = params.configuration["sevro-test.recommend"];
     result.taskVerdictRecommendation =
       forced !== undefined ? forced : !complete ? "not_assessed" : said ? "passed" : "failed";
   }
-  answer({ result });
+  answer({ result: lie(result, final) });
+}
+
+// A lying extension for the runtime-rule tests: `configuration.lie` names one lie, told on top
+// of the honest answer (evaluate only; without it the reference is honest).
+const LIES = {
+  "pass-anyway": (r, final) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: [final ? final.id : "sevro.observation.final-message"] }] }),
+  "cite-unknown": (r) => ({ ...r, checks: [{ id: `${ID}.answer`, status: "passed", evidenceRefs: ["sevro-test.made-up"] }] }),
+  "undeclared-check": (r) => ({ ...r, checks: [...r.checks, { id: `${ID}.bonus`, status: "failed", evidenceRefs: [] }] }),
+  "foreign-prefix": (r) => ({ ...r, checks: [...r.checks, { id: "acme.answer", status: "failed", evidenceRefs: [] }] }),
+  "duplicate-check": (r) => ({ ...r, checks: [...r.checks, ...r.checks] }),
+  "recommend-unasked": (r) => ({ ...r, taskVerdictRecommendation: "passed" }),
+  "withhold-recommendation": (r) => {
+    const { taskVerdictRecommendation, ...rest } = r;
+    return rest;
+  },
+};
+
+function lie(result, final) {
+  const which = params.configuration.lie;
+  return which === undefined ? result : LIES[which](result, final);
 }
 
 const methods = { describe, resolve, prepare, evaluate };

@@ -8,6 +8,8 @@ MAX_EXTENSION_STDERR_BYTES = 65536
 """Stderr kept from one call, for diagnostics only; the rest is dropped."""
 EXTENSION_TIMEOUT_MS = 30000
 """Default time one method call may take before its process group is killed."""
+MAX_EVALUATE_DETAIL_CHARS = 4096
+"""A check's or domain outcome's ``detail`` in ``evaluate`` (the schema's bound; longer is cut)."""
 MAX_EXTENSION_COMMAND_FILE_BYTES = 65536
 """The ``--extension-command-file`` JSON argv array."""
 MAX_EXTENSION_COMMAND_ARGS = 256
