@@ -27,7 +27,7 @@ const CASES = [
     id: "example-case",
     prompt: "Return ready.",
     fixture: { kind: "inline", files: { "README.md": "fixture\n" } },
-    checks: [{ id: "ready", grader: `${ID}.answer`, configuration: {} }],
+    checks: [{ id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} }],
     requiredEvidence: [],
     extensionData: { [`${ID}.case`]: { word: "ready" } },
   },
@@ -38,7 +38,7 @@ const CASES = [
     fixture: { kind: "inline", files: {} },
     checks: [
       { id: "never", grader: "sevro.regex", configuration: { pattern: "this never appears" } },
-      { id: "answer", grader: `${ID}.answer`, configuration: {} },
+      { id: `${ID}.answer`, grader: `${ID}.answer`, configuration: {} },
     ],
     requiredEvidence: [],
     extensionData: {},
@@ -101,10 +101,9 @@ function evaluate() {
   // Honest: only the checks the case declares (a case without checks gets none).
   const declared = CASES.filter((c) => c.id === params.caseId).flatMap((c) => c.checks);
   const result = {
-    checks: declared.some((c) => c.id === check.id || c.grader === check.id) ? [check] : [],
+    checks: declared.some((c) => c.id === check.id) ? [check] : [],
     metrics: [
       { id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" },
-      { id: `${ID}.configuration-keys`, value: Object.keys(params.configuration).length, unit: "keys" },
     ],
     domainOutcomes: [
       complete
@@ -112,6 +111,11 @@ function evaluate() {
         : { id: `${ID}.greeting-seen`, status: "unavailable", evidenceRefs: [] },
     ],
   };
+  // how many keys of the private configuration reached evaluate (only when there are any)
+  const keys = Object.keys(params.configuration).filter((k) => k !== "lie").length;
+  if (keys > 0) {
+    result.metrics.push({ id: `${ID}.configuration-keys`, value: keys, unit: "keys" });
+  }
   if (params.selectedTaskVerdictPolicy !== undefined) {
     // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)
     const forced = params.configuration["sevro-test.recommend"];

@@ -34,7 +34,9 @@ from sevro_extensions.evaluation import (
     availability_map,
     check_evaluation,
     evaluate_params,
+    evaluates,
     merged_extension_data,
+    unanswered,
 )
 from sevro_extensions.limits import MAX_EVALUATE_DETAIL_CHARS
 from tests.extensions.conftest import REFERENCE, run
@@ -307,6 +309,36 @@ def test_an_honest_answer_becomes_outcomes_metrics_and_domain_outcomes() -> None
     assert result.recommendation is None
 
 
+def test_the_checked_answer_as_evidence_json() -> None:
+    record = checked(honest() | {"taskVerdictRecommendation": "passed"}, f"{EXT}.strict").to_json()
+    assert record["checks"] == [
+        {
+            "id": ANSWER,
+            "grader": ANSWER,
+            "status": "passed",
+            "detail": "said hello",
+            "evidenceRefs": [FINAL_MESSAGE_OBSERVATION, "notes", "output"],
+        },
+        {
+            "id": f"{EXT}.style",
+            "grader": f"{EXT}.style-grader",
+            "status": "failed",
+            "evidenceRefs": ["sevro.commands"],
+        },
+    ]
+    assert record["taskVerdictRecommendation"] == "passed"
+    assert [m["id"] for m in record["metrics"]] == [f"{EXT}.length", f"{EXT}.score"]  # type: ignore[index,union-attr]
+    assert record["domainOutcomes"] == [dict(checked(honest()).domain_outcomes[0])]
+
+
+def test_a_result_that_is_not_an_object_is_refused() -> None:
+    for wrong in (None, [], "checks"):
+        with pytest.raises(
+            ExtensionProtocolError, match=r"^extension evaluate response is invalid: /result"
+        ):
+            checked(wrong)  # type: ignore[arg-type]
+
+
 def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     answer = honest()
     answer["checks"] = answer["checks"][:1]
@@ -314,6 +346,23 @@ def test_a_declared_check_left_out_is_unavailable_never_passed() -> None:
     assert outcomes[1].id == f"{EXT}.style"
     assert outcomes[1].status is CheckStatus.UNAVAILABLE
     assert outcomes[1].detail == "the extension returned no result for this declared check"
+
+
+def test_evaluate_runs_only_after_completed_execution_and_error_free_grading() -> None:
+    assert evaluates(Execution.COMPLETED, grader_error=False)
+    assert not evaluates(Execution.COMPLETED, grader_error=True)
+    for execution in (Execution.FAILED, Execution.CANCELLED, Execution.NOT_RUN):
+        assert not evaluates(execution, grader_error=False)
+
+
+def test_unanswered_declared_checks_are_unavailable_with_the_reason() -> None:
+    outcomes = unanswered(DECLARED, extension_id=EXT, detail="x" * 5000)
+    assert [(o.id, o.grader, o.status) for o in outcomes] == [
+        (ANSWER, ANSWER, CheckStatus.UNAVAILABLE),
+        (f"{EXT}.style", f"{EXT}.style-grader", CheckStatus.UNAVAILABLE),
+    ]
+    assert all(len(o.detail or "") == MAX_EVALUATE_DETAIL_CHARS for o in outcomes)
+    assert unanswered({}, extension_id=EXT, detail="skipped") == ()
 
 
 def test_declared_ids_without_graders_record_the_extension_as_grader() -> None:
@@ -332,6 +381,13 @@ def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> N
     with pytest.raises(ExtensionProtocolError, match="whose id is not under its namespace"):
         lone = {"id": "acme.answer", "status": "failed", "evidenceRefs": []}
         checked(honest() | {"checks": [lone]}, declared={"acme.answer": ANSWER})
+
+
+def test_a_domain_outcome_may_share_its_id_with_a_check() -> None:
+    """Checks and domain outcomes are separate lists in evidence, as in Sevro's answer."""
+    answer = honest()
+    answer["domainOutcomes"][0]["id"] = ANSWER
+    assert checked(answer).domain_outcomes[0]["id"] == ANSWER
 
 
 def test_failed_and_unavailable_items_may_cite_anything() -> None:
@@ -360,8 +416,8 @@ def _lie(change: str) -> dict[str, Any]:
         checks[1]["id"] = f"{EXT}-style"
     elif change == "duplicate-check":
         checks.append(dict(checks[1]))
-    elif change == "check-and-outcome-clash":
-        outcomes[0]["id"] = ANSWER
+    elif change == "duplicate-outcome":
+        outcomes.append(dict(outcomes[0]))
     elif change == "undeclared":
         checks.append({"id": f"{EXT}.bonus", "status": "failed", "evidenceRefs": []})
     elif change == "pass-without-evidence":
@@ -398,7 +454,10 @@ LIES = {
     "foreign-outcome": rf"returned domain outcome \"acme\.greeting\"{NOT_OURS}",
     "prefix-without-dot": rf"returned check \"{REF}-style\"{NOT_OURS}",
     "duplicate-check": rf"returned check \"{REF}\.style\" twice",
-    "check-and-outcome-clash": rf"returned domain outcome \"{REF}\.answer\" twice",
+    "duplicate-outcome": (
+        rf"returned domain outcome \"{REF}\.domain\.greeting\" twice "
+        r"\(domain outcome ids must be unique\)$"
+    ),
     "undeclared": rf"returned check \"{REF}\.bonus\", which the case does not declare$",
     "pass-without-evidence": r"^extension evaluate response is invalid: /result/checks/0",
     "pass-citing-unknown": (
@@ -508,7 +567,10 @@ def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: 
 def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     node: str, tmp_path: Path
 ) -> None:
-    result = _exchange(node, tmp_path, trial("hello there"), policy=f"{EXT}.strict", lie=None)
+    subject = trial(
+        "hello there", extra=(PARTIAL, GONE), builtin=(OUTPUT, SHELL), artifacts=(NOTES,)
+    )
+    result = _exchange(node, tmp_path, subject, policy=f"{EXT}.strict", lie=None)
     assert [(o.id, o.grader, o.status) for o in result.outcomes] == [
         (ANSWER, ANSWER, CheckStatus.PASSED)
     ]

@@ -18,6 +18,7 @@ from tests.extensions.conftest import REFERENCE
 SAYS_HELLO = [[{"run": {"command": "test -f notes/PREPARED.md"}}, {"reply": {"text": "hello"}}]]
 SAYS_BYE = [[{"reply": {"text": "goodbye"}}]]
 SECRET = "s3cr3t-extension-value-7f1c"
+EXTENSION = "sevro-test.reference"
 
 
 def _extension(project: SevroProject, node: str, source: Path = REFERENCE) -> list[str]:
@@ -79,7 +80,7 @@ def test_an_extension_case_passes_when_the_agent_does_the_thing(
     trial = _trial(result)
     assert trial["checks"] == [
         {
-            "id": "answer",
+            "id": "sevro-test.reference.answer",
             "grader": "sevro-test.reference.answer",
             "status": "passed",
             "evidenceRefs": ["sevro.observation.final-message"],
@@ -173,7 +174,8 @@ def test_the_private_configuration_reaches_the_extension_but_never_the_evidence(
 def test_an_extension_policy_never_passes_a_failed_execution(
     sevro_project: SevroProject, node: str
 ) -> None:
-    """The extension recommends ``passed`` whatever happened; the host failed: not passed."""
+    """The extension would recommend ``passed`` whatever happened; the host failed: evaluate is
+    not even asked (Sevro), and the trial is not passed."""
     config = sevro_project.write_json("extension/private.json", {"sevro-test.recommend": "passed"})
     flags = (
         *("--task-verdict-policy", "sevro-test.reference.strict"),
@@ -186,8 +188,14 @@ def test_an_extension_policy_never_passes_a_failed_execution(
     assert failed.json()["task"]["verdict"] != "passed"
     assert _trial(failed)["taskVerdictPolicy"] == {
         "id": "sevro-test.reference.strict",
-        "recommendation": "passed",
+        "recommendation": None,
     }
+    # evaluated and recommended passed, but its own check is unavailable (no final message):
+    # grading is unavailable, so the guard keeps the trial from passing
+    silent = _run(sevro_project, node, [[{"write": {"path": "x.txt", "content": "x"}}]], *flags)
+    assert silent.json()["grading"]["status"] == "unavailable", silent.stderr
+    assert _trial(silent)["taskVerdictPolicy"]["recommendation"] == "passed"
+    assert silent.json()["task"]["verdict"] == "not_assessed"
     # positive control: the recommendation decides a completed, fully graded trial
     config.write_text(json.dumps({"sevro-test.recommend": "failed"}))
     overruled = _run(sevro_project, node, SAYS_HELLO, *flags)
@@ -208,7 +216,7 @@ def test_a_replaced_builtin_grader_is_not_run(sevro_project: SevroProject, node:
         case_id="mixed",
     )
     assert replaced.exit_code == 0, replaced.stderr
-    assert [c["id"] for c in _trial(replaced, "mixed")["checks"]] == ["answer"]
+    assert [c["id"] for c in _trial(replaced, "mixed")["checks"]] == ["sevro-test.reference.answer"]
     run = _run_json(replaced)
     assert [g["id"] for g in run["graders"]["active"]] == ["sevro-test.reference.answer"]
     assert run["graders"]["replacedDefaults"] == ["sevro.regex"]
@@ -224,14 +232,17 @@ def test_a_replaced_builtin_grader_is_not_run(sevro_project: SevroProject, node:
         (["EXT", "--case-id", "nope"], "returned no case for --case-id 'nope'"),
         (["EXT", "--case-id", "greets", "--extension-configuration-file", "CFG"], "together"),
         (
-            ["EXT", "--case-id", "greets", "--replace-builtin-grader", "sevro.regex"] * 1
-            + ["--replace-builtin-grader", "sevro.regex"],
+            ["EXT", "--case-id", "greets", *(["--replace-builtin-grader", "sevro.regex"] * 2)],
             "same grader twice",
         ),
         (["EXT", "--case-id", "greets", "--replace-builtin-grader", "Bad"], "not a namespaced"),
         (
             ["EXT", "--case-id", "greets", "--replace-builtin-grader", "sevro.regex"],
-            "the case declares no such check",
+            "the case declares no check with this grader",
+        ),
+        (
+            ["EXT", "--case-id", "greets", "--replace-builtin-grader", f"{EXTENSION}.answer"],
+            "names a grader of the extension",
         ),
         (
             ["EXT", "--case-id", "greets", "--task-verdict-policy", "acme.unknown"],

@@ -87,6 +87,15 @@ class CheckedEvaluation:
     domain_outcomes: tuple[Mapping[str, JsonValue], ...]
     recommendation: str | None
 
+    def to_json(self) -> dict[str, JsonValue]:
+        """What evidence may retain of the answer (the configuration never reaches it)."""
+        return {
+            "checks": [outcome.to_json() for outcome in self.outcomes],
+            "metrics": [dict(metric) for metric in self.metrics],
+            "domainOutcomes": [dict(outcome) for outcome in self.domain_outcomes],
+            "taskVerdictRecommendation": self.recommendation,
+        }
+
 
 # ---- the request ------------------------------------------------------------------------------
 
@@ -108,7 +117,7 @@ def evaluate_params(
     if trial.error_code is not None and is_namespaced(trial.error_code):
         execution["errorCode"] = trial.error_code
     params: dict[str, JsonValue] = {
-        "caseId": _bounded_text(trial.case_id, MAX_PROTOCOL_ID_CHARS),
+        "caseId": trial.case_id,
         "execution": execution,
         "observations": [_observation(o, trial.final_message) for o in _sent_observations(trial)],
         "builtinChecks": [_builtin(outcome) for outcome in _sent_builtin(trial)],
@@ -217,11 +226,27 @@ def _bounded_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def evaluates(execution: Execution, *, grader_error: bool) -> bool:
+    """Whether the trial reaches ``evaluate`` (Sevro): only after a completed execution and
+    built-in grading without an error; a built-in check that merely failed does not stop it."""
+    return execution is Execution.COMPLETED and not grader_error
+
+
+def unanswered(
+    declared: Collection[str], *, extension_id: str, detail: str
+) -> tuple[CheckOutcome, ...]:
+    """The declared extension checks of a trial ``evaluate`` did not answer (skipped, or its
+    call failed): each ``unavailable`` with ``detail``, never passed."""
+    return _outcomes(
+        (), declared, extension_id, missing=_bounded_text(detail, MAX_EVALUATE_DETAIL_CHARS)
+    )
+
+
 # ---- the answer -------------------------------------------------------------------------------
 
 
 def check_evaluation(
-    result: Mapping[str, Any],
+    result: Mapping[str, Any] | JsonValue,
     *,
     extension_id: str,
     declared: Collection[str],
@@ -233,15 +258,15 @@ def check_evaluation(
 
     ``declared`` holds the case's extension check ids; a ``Mapping`` from check id to its
     declared grader also names the grader each outcome records (otherwise the extension id).
-    ``availability`` is :func:`availability_map` of the same trial.
+    ``availability`` is :func:`availability_map` of the same trial. ``result`` may come straight
+    from :func:`sevro_extensions.client.call_method`; it is checked against the response schema
+    again here, so a caller cannot hand over an unchecked one.
     """
-    _check_schema(result)
-    checks: list[Mapping[str, Any]] = list(result["checks"])
-    outcomes: list[Mapping[str, Any]] = list(result.get("domainOutcomes", []))
-    _check_ids(
-        [("check", c["id"]) for c in checks] + [("domain outcome", o["id"]) for o in outcomes],
-        extension_id,
-    )
+    answer = _schema_checked(result)
+    checks: list[Mapping[str, Any]] = list(answer["checks"])
+    outcomes: list[Mapping[str, Any]] = list(answer.get("domainOutcomes", []))
+    _check_ids([("check", c["id"]) for c in checks], extension_id)
+    _check_ids([("domain outcome", o["id"]) for o in outcomes], extension_id)
     for check in checks:
         if check["id"] not in declared:
             raise ExtensionProtocolError(
@@ -250,8 +275,8 @@ def check_evaluation(
             )
     for kind, item in [("check", c) for c in checks] + [("domain outcome", o) for o in outcomes]:
         _check_citations(kind, item, availability)
-    metrics = _checked_metrics(result["metrics"], extension_id)
-    recommendation = _checked_recommendation(result, policy)
+    metrics = _checked_metrics(answer["metrics"], extension_id)
+    recommendation = _checked_recommendation(answer, policy)
     return CheckedEvaluation(
         outcomes=_outcomes(checks, declared, extension_id),
         metrics=metrics,
@@ -260,16 +285,20 @@ def check_evaluation(
     )
 
 
-def _check_schema(result: Mapping[str, Any]) -> None:
-    """The answer must be what the response schema allows (a caller may hand an unchecked one)."""
+def _schema_checked(result: Mapping[str, Any] | JsonValue) -> Mapping[str, Any]:
+    """The answer as the response schema allows it, or a one-line refusal."""
+    body = dict(result) if isinstance(result, Mapping) else result
     document = {"protocol": EXTENSION_PROTOCOL, "id": "checked", "method": "evaluate"}
     checker = schema_validator(schema_name("evaluate", "response"), PACKAGE)
-    found = describe_first_error(checker.iter_errors({**document, "result": result}))
+    found = describe_first_error(checker.iter_errors({**document, "result": body}))
     if found is not None:
         pointer, message = found
         raise ExtensionProtocolError(
             f"extension evaluate response is invalid: {pointer or '/'}: {message}"
         )
+    if not isinstance(body, dict):  # the schema makes it one; keep mypy honest
+        raise ExtensionProtocolError("extension evaluate result is not an object")
+    return body
 
 
 def _check_ids(items: Sequence[tuple[str, str]], extension_id: str) -> None:
@@ -284,7 +313,7 @@ def _check_ids(items: Sequence[tuple[str, str]], extension_id: str) -> None:
         if item_id in seen:
             raise ExtensionProtocolError(
                 f"extension {extension_id} returned {kind} {shown(item_id)} twice "
-                "(check and domain outcome ids must be unique)"
+                f"({kind} ids must be unique)"
             )
         seen.add(item_id)
 
@@ -357,7 +386,11 @@ def _checked_recommendation(result: Mapping[str, Any], policy: str | None) -> st
 
 
 def _outcomes(
-    checks: Sequence[Mapping[str, Any]], declared: Collection[str], extension_id: str
+    checks: Sequence[Mapping[str, Any]],
+    declared: Collection[str],
+    extension_id: str,
+    *,
+    missing: str = _MISSING_DETAIL,
 ) -> tuple[CheckOutcome, ...]:
     """One outcome per declared check, in declaration order; a missing one is unavailable."""
     returned = {check["id"]: check for check in checks}
@@ -366,7 +399,7 @@ def _outcomes(
         grader = declared[check_id] if isinstance(declared, Mapping) else extension_id
         check = returned.get(check_id)
         if check is None:
-            out.append(CheckOutcome(check_id, grader, CheckStatus.UNAVAILABLE, _MISSING_DETAIL))
+            out.append(CheckOutcome(check_id, grader, CheckStatus.UNAVAILABLE, missing))
             continue
         detail = check.get("detail")
         out.append(

@@ -1,11 +1,9 @@
-"""Minimal runtime rules for ``prepare`` and ``evaluate`` results (inline artifacts only).
+"""Minimal runtime rules for ``prepare`` results (inline artifacts only).
 
-The lifecycle's stand-in until the full rules land (``evaluation.py`` and ``preparation.py``,
-issue 20): the same signatures, fewer features. What it does not support yet it refuses
-(exit 64) rather than ignores: ``sourceRef`` artifacts, fixture setup, plugin and skill
-declarations and instrumentation requests. What it checks it checks fully: a ``passed`` check
-cites only known, complete evidence, ids are the extension's and declared, and a
-recommendation comes if and only if a policy was selected.
+The lifecycle's stand-in until the full rules land (``preparation.py``, issue 20): the same
+signature, fewer features. What it does not support yet it refuses (exit 64) rather than
+ignores: ``sourceRef`` artifacts, fixture setup, plugin and skill declarations and
+instrumentation requests.
 """
 
 from __future__ import annotations
@@ -19,18 +17,13 @@ from typing import Any
 
 from attrs import frozen
 
-from sevro_core.api import FINAL_MESSAGE_OBSERVATION as FINAL
 from sevro_core.api import (
     NO_HOST_PREPARATION,
     CancelToken,
     Case,
     CaseSources,
-    CheckOutcome,
-    CheckStatus,
-    Completeness,
     ConfigurationError,
     EvaluationArtifact,
-    EvaluationInput,
     HostPreparation,
     InvocationError,
     JsonValue,
@@ -38,7 +31,6 @@ from sevro_core.api import (
     check_relative_path,
     write_confined,
 )
-from sevro_extensions.errors import ExtensionProtocolError
 
 _UNSUPPORTED = (
     "fixtureSetup",
@@ -186,132 +178,3 @@ def _artifact(
         git_exclude=bool(item.get("gitExclude")),
         executable=bool(item.get("executable")),
     )
-
-
-@frozen
-class CheckedEvaluation:
-    outcomes: tuple[CheckOutcome, ...]
-    metrics: tuple[Mapping[str, JsonValue], ...]
-    domain_outcomes: tuple[Mapping[str, JsonValue], ...]
-    recommendation: str | None
-
-
-def evaluate_params(
-    trial: EvaluationInput,
-    *,
-    extension_data: Mapping[str, JsonValue],
-    policy: str | None,
-    configuration: JsonValue,
-) -> dict[str, JsonValue]:
-    """The ``evaluate`` request's params (the final message's text only here)."""
-    execution: dict[str, JsonValue] = {"status": trial.execution.value}
-    if trial.error_code is not None:
-        execution["errorCode"] = trial.error_code
-    observations: list[JsonValue] = []
-    for observation in trial.observations.values():
-        shown = observation.to_json()
-        if observation.id == FINAL and trial.final_message is not None:
-            shown = {**shown, "data": {**dict(observation.data), "text": trial.final_message}}
-        observations.append(shown)
-    params: dict[str, JsonValue] = {
-        "caseId": trial.case_id,
-        "execution": execution,
-        "observations": observations,
-        "builtinChecks": [
-            {
-                k: v
-                for k, v in o.to_json().items()
-                if k in ("id", "status", "detail", "evidenceRefs")
-            }
-            for o in trial.builtin
-        ],
-        "artifacts": [_artifact_ref(a) for a in trial.artifacts],
-        "extensionData": dict(extension_data),
-        "configuration": configuration,
-    }
-    if policy is not None:
-        params["selectedTaskVerdictPolicy"] = policy
-    return params
-
-
-def _artifact_ref(artifact: EvaluationArtifact) -> JsonValue:
-    return {
-        "id": artifact.id,
-        "path": artifact.path.resolve().as_uri(),
-        "sha256": artifact.sha256,
-        "gitExclude": artifact.git_exclude,
-        "executable": artifact.executable,
-    }
-
-
-def availability_map(trial: EvaluationInput) -> dict[str, bool]:
-    """What a ``passed`` item may cite: complete observations, artifacts, built-in checks
-    that are not unavailable."""
-    out = {o.id: o.completeness is Completeness.COMPLETE for o in trial.observations.values()}
-    out.update((a.id, True) for a in trial.artifacts)
-    out.update((o.id, o.status is not CheckStatus.UNAVAILABLE) for o in trial.builtin)
-    return out
-
-
-def check_evaluation(
-    result: Mapping[str, Any],
-    *,
-    extension_id: str,
-    declared: Collection[str],
-    availability: Mapping[str, bool],
-    policy: str | None,
-) -> CheckedEvaluation:
-    """The schema-valid ``evaluate`` result checked; any broken rule is an
-    :class:`ExtensionProtocolError` (one line)."""
-    seen: set[str] = set()
-    items = [("check", c) for c in result["checks"]]
-    items += [("domain outcome", d) for d in result.get("domainOutcomes", [])]
-    for kind, item in items:
-        _check_item(kind, item, extension_id, seen, availability)
-        if kind == "check" and item["id"] not in declared:
-            raise ExtensionProtocolError(
-                f"extension evaluate check {item['id']} is not declared by the case"
-            )
-    recommendation = result.get("taskVerdictRecommendation")
-    if (recommendation is None) != (policy is None):
-        raise ExtensionProtocolError(
-            "extension evaluate must recommend a task verdict exactly when a policy is selected"
-        )
-    outcomes = tuple(
-        CheckOutcome(
-            c["id"],
-            c["id"],
-            CheckStatus(c["status"]),
-            detail=c.get("detail"),
-            evidence_refs=tuple(c["evidenceRefs"]),
-        )
-        for c in result["checks"]
-    )
-    return CheckedEvaluation(
-        outcomes=outcomes,
-        metrics=tuple(result["metrics"]),
-        domain_outcomes=tuple(result.get("domainOutcomes", [])),
-        recommendation=recommendation,
-    )
-
-
-def _check_item(
-    kind: str,
-    item: Mapping[str, Any],
-    extension_id: str,
-    seen: set[str],
-    available: Mapping[str, bool],
-) -> None:
-    name = f"extension evaluate {kind} {item['id']}"
-    if not item["id"].startswith(f"{extension_id}."):
-        raise ExtensionProtocolError(f"{name} is not prefixed {extension_id}.")
-    if item["id"] in seen:
-        raise ExtensionProtocolError(f"{name} appears twice")
-    seen.add(item["id"])
-    if item["status"] != "passed":
-        return
-    for ref in item["evidenceRefs"]:
-        if ref not in available:
-            raise ExtensionProtocolError(f"{name} passed citing unknown evidence {ref}")
-        if not available[ref]:
-            raise ExtensionProtocolError(f"{name} passed citing incomplete evidence {ref}")

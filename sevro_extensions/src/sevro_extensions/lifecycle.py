@@ -13,7 +13,7 @@ every failure is the evaluation's ``error``: a grading error, never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +41,16 @@ from sevro_extensions.client import Capabilities, call_method, discover
 from sevro_extensions.command import load_command
 from sevro_extensions.envelope import EXTENSION_PROTOCOL
 from sevro_extensions.errors import ExtensionError, ExtensionProtocolError, NegotiationError
-from sevro_extensions.fallback import (
+from sevro_extensions.evaluation import (
     CheckedEvaluation,
-    Preparation,
     availability_map,
     check_evaluation,
-    check_preparation,
     evaluate_params,
 )
+from sevro_extensions.fallback import Preparation, check_preparation
 from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import Negotiated
+from sevro_extensions.policy import check_replacements, extension_checks
 from sevro_extensions.sources import SourceClosure, source_closure
 from sevro_extensions.transport import CallOptions
 
@@ -112,6 +112,8 @@ class ExtensionCaseSource:
         session = _Session(argv, discovered.closure, options, discovered.negotiated, private)
         declared = _resolved(session, request)
         case, preparation = _prepared(session, declared, _core_case(declared, request), request)
+        graders = session.negotiated.description.graders
+        check_replacements(request.replaced_graders, case.checks, graders)
         return _opened(session, request, case, preparation, redacted)
 
 
@@ -261,7 +263,7 @@ class ExtensionEvaluator:
             policy=session.negotiated.task_verdict_policy,
             configuration=session.configuration,
         )
-        declared = [c.grader for c in self.case.checks if c.grader in described.graders]
+        declared = extension_checks(self.case.checks, described.graders)
         try:
             answer = call_method(session.argv, session.closure, "evaluate", params, session.options)
             checked = checked_evaluation(
@@ -349,7 +351,7 @@ def checked_evaluation(
     trial: EvaluationInput,
     *,
     extension_id: str,
-    declared: Sequence[str],
+    declared: Mapping[str, str],
     policy: str | None,
 ) -> CheckedEvaluation:
     """The ``evaluate`` result checked against the trial's evidence (raises one line)."""

@@ -210,8 +210,8 @@ def execute_trial(
 def _grade_trial(
     run: _Trial, executed: _Executed, observations: dict[str, Observation], grading: _Grading
 ) -> tuple[_Executed, list[CheckOutcome], dict[str, str] | None, EvaluationResult | None]:
-    """Built-in checks (a completed execution only), then the case source's evaluation; a
-    run cancelled mid-grading cancels the trial."""
+    """Built-in checks (a completed execution only), then the case source's evaluation (when
+    they graded without an error); a run cancelled mid-grading cancels the trial."""
     outcomes: list[CheckOutcome] = []
     grader_error: dict[str, str] | None = None
     if executed.execution is Execution.COMPLETED:
@@ -221,7 +221,9 @@ def _grade_trial(
         if run.cancel.cancelled and grader_error is None and graded < len(builtin):
             cancelled = ("sevro.run.cancelled", "run cancelled")
             executed = _Executed(Execution.CANCELLED, cancelled, executed.result)
-    evaluation = _evaluate(run, executed, observations, outcomes)
+    evaluation = None
+    if executed.execution is Execution.COMPLETED and grader_error is None:
+        evaluation = _evaluate(run, executed, observations, outcomes)
     if evaluation is not None:
         outcomes, grader_error = merge_evaluation(run.planned, outcomes, grader_error, evaluation)
     return executed, outcomes, grader_error, evaluation
@@ -250,10 +252,10 @@ def _evaluate(
     observations: Mapping[str, Observation],
     outcomes: Sequence[CheckOutcome],
 ) -> EvaluationResult | None:
-    """The case source's evaluation after the built-in checks (None without a case source,
-    in a dry run, or when the run was cancelled)."""
+    """The case source's evaluation after the built-in checks of a completed execution that
+    graded without an error (Sevro); None without a case source."""
     source = run.plan.case_source
-    if source is None or executed.execution in (Execution.NOT_RUN, Execution.CANCELLED):
+    if source is None:
         return None
     preparation = source.preparations.get(run.planned.case.id)
     return evaluate_trial(

@@ -94,10 +94,11 @@ def merge_evaluation(
     evaluation: EvaluationResult,
 ) -> tuple[list[CheckOutcome], dict[str, str] | None]:
     """The built-in outcomes with the extension's, in the case's check order: each extension
-    check takes the evaluation's outcome for its grader. An evaluation error makes every
-    extension check unavailable and the trial's grading an error."""
+    check takes the evaluation's outcome of the same id (none: it has no outcome, so grading is
+    unavailable). An evaluation error makes every extension check unavailable and the trial's
+    grading an error."""
     extension = [c.declaration for c in planned.checks if c.extension]
-    by_grader = {o.id: o for o in evaluation.outcomes}
+    by_id = {o.id: o for o in evaluation.outcomes}
     error = evaluation.error
     if error is not None and extension:
         grader_error = grader_error or {
@@ -110,7 +111,7 @@ def merge_evaluation(
     for outcome in outcomes:
         merged.setdefault(outcome.part_of or outcome.id, []).append(outcome)
     for declaration in extension:
-        found = by_grader.get(declaration.grader)
+        found = by_id.get(declaration.id)
         if error is not None or found is None:
             detail = f"grader error: {error}" if error is not None else None
             if detail is not None:
