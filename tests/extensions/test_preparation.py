@@ -699,3 +699,19 @@ def test_the_declared_fixture_paths_include_every_commit() -> None:
     refused(
         result(artifact("a", "src/a.py")), "collides", fixture_paths=declared_fixture_paths(fixture)
     )
+
+
+def test_instrumentation_requests_are_refused_unless_negotiated_elsewhere() -> None:
+    answer = result(requestedInstrumentation=[{"id": "sevro.host.hooks", "configuration": {}}])
+    refused(answer, "requestedInstrumentation: sevro.host.hooks is requested")
+    prepared = check_preparation(
+        answer,
+        case=case(),
+        fixture_kind="inline",
+        fixture_paths=(),
+        negotiated=(),
+        host_capabilities=(),
+        sources=None,
+        instrumentation_negotiated=True,
+    )
+    assert prepared.artifacts == ()

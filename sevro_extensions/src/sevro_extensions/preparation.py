@@ -202,8 +202,20 @@ def check_preparation(
     negotiated: Collection[str],
     host_capabilities: Collection[str],
     sources: CaseSources | None,
+    instrumentation_negotiated: bool = False,
 ) -> Preparation:
-    """Check a ``prepare`` result for ``case`` (``InvocationError``, exit 64, one line)."""
+    """Check a ``prepare`` result for ``case`` (``InvocationError``, exit 64, one line).
+
+    ``requestedInstrumentation`` is negotiated elsewhere (``instrumentation.py``); until the
+    caller says it was (``instrumentation_negotiated``), a request is refused, never ignored.
+    """
+    requested = result.get("requestedInstrumentation") or []
+    if requested and not instrumentation_negotiated:
+        wanted = requested[0].get("id") if isinstance(requested[0], dict) else None
+        raise _refuse(
+            f"requestedInstrumentation: {one_line(str(wanted), 128)} is requested but no "
+            "instrumentation is negotiated for this run"
+        )
     git = fixture_kind in GIT_FIXTURE_KINDS
     _check_capabilities(result, set(negotiated), set(host_capabilities))
     artifacts = _check_artifacts(result.get("artifacts", []), git=git, sources=sources)
