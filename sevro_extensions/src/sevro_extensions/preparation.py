@@ -143,6 +143,8 @@ class Preparation:
         if cancel.cancelled:
             raise FixtureFailure("preparation was cancelled before it started")
         for artifact in self.artifacts:
+            if cancel.cancelled:
+                raise FixtureFailure("preparation was cancelled")
             write_artifact(workspace, artifact)
         excluded = [a.relative_path for a in self.artifacts if a.git_exclude]
         if excluded:
