@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
-from sevro_core.testing import SevroProject
+from sevro_core.testing import SevroProject, require_tool
 from sevro_core.testing.mockmodel import Message, reply
 from sevro_hosts_claude.testing import require_claude
 from sevro_hosts_codex.testing import require_codex
 from tests.e2e.helpers import assert_valid_evidence
 from tests.e2e.test_sevro_flags import ADAPTER
+from tests.extensions.conftest import REFERENCE
 
 DATA = Path(__file__).parent / "data" / "seed_commands"
 ANSWER = "Run `bun run dev`; the application listens on port 3000."
@@ -136,6 +137,9 @@ def _absolute_path_dir(base: Path) -> Path:
     (root / "case.json").write_text(json.dumps(case))
     (root / "host_adapter.py").write_text(ADAPTER)
     (root / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": "sk-seed-test-0123456789"}))
+    # seed 001's extension: the Node reference extension (its case example-case), as argv
+    node = os.path.realpath(require_tool("node"))
+    (root / "extension-command.json").write_text(json.dumps([node, str(REFERENCE)]))
     return root
 
 
@@ -207,9 +211,11 @@ def test_every_seed_command_runs_or_fails_as_listed(
     env = _environment(tmp_path, codex)
     replies = {"000 line 521": 3, "001 line 117": 1}
     for entry in listed():
-        count = replies.get(entry["block"], 0) if entry["variant"] is None else 0
+        # a flag fragment runs in the bundled-host command it names (seed 001's extension)
+        base = (entry["variant"] or "").removeprefix("in ") or entry["block"]
+        count = replies.get(base, 0) if entry["variant"] != "dry" else 0
         server = mock_model([reply(Message(ANSWER if count > 1 else "ready"))] * count)
-        claude_runs = entry["block"] == "001 line 191" and entry["variant"] is None
+        claude_runs = base == "001 line 191"
         claude_server = mock_model(
             [reply(Message("ready"))] * claude_runs, protocols=(AnthropicMessages(),)
         )
@@ -217,6 +223,7 @@ def test_every_seed_command_runs_or_fails_as_listed(
             "dir": str(absolute),
             "codex": codex,
             "claude": claude,
+            "extension": str(REFERENCE),
             "host_config": shlex.quote(
                 str(
                     _host_config(sevro_project, "codex.json", server, "sevro.codex-host.v1")

@@ -23,6 +23,27 @@ const CASES = [
     extensionData: { [`${ID}.case`]: { word: "hello" } },
   },
   {
+    // seed 001's extension case (tests/e2e/test_seed_commands.py): the agent answers "ready"
+    id: "example-case",
+    prompt: "Return ready.",
+    fixture: { kind: "inline", files: { "README.md": "fixture\n" } },
+    checks: [{ id: "ready", grader: `${ID}.answer`, configuration: {} }],
+    requiredEvidence: [],
+    extensionData: { [`${ID}.case`]: { word: "ready" } },
+  },
+  {
+    // a built-in check beside the extension's: --replace-builtin-grader sevro.regex drops it
+    id: "mixed",
+    prompt: "Write hello.txt with a greeting.",
+    fixture: { kind: "inline", files: {} },
+    checks: [
+      { id: "never", grader: "sevro.regex", configuration: { pattern: "this never appears" } },
+      { id: "answer", grader: `${ID}.answer`, configuration: {} },
+    ],
+    requiredEvidence: [],
+    extensionData: {},
+  },
+  {
     id: "farewell",
     prompt: "Write bye.txt.",
     fixture: { kind: "inline", files: {} },
@@ -72,13 +93,17 @@ function prepare() {
 function evaluate() {
   const final = params.observations.find((o) => o.id === "sevro.observation.final-message");
   const complete = final !== undefined && final.completeness === "complete";
-  const said = complete && String(final.data.text || "").includes("hello");
+  const wanted = (params.extensionData[`${ID}.case`] || { word: "hello" }).word;
+  const said = complete && String(final.data.text || "").includes(wanted);
   const check = complete
     ? { id: `${ID}.answer`, status: said ? "passed" : "failed", evidenceRefs: [final.id] }
     : { id: `${ID}.answer`, status: "unavailable", evidenceRefs: [] };
   const result = {
     checks: [check],
-    metrics: [{ id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" }],
+    metrics: [
+      { id: `${ID}.message-length`, value: complete ? String(final.data.text || "").length : null, unit: "characters" },
+      { id: `${ID}.configuration-keys`, value: Object.keys(params.configuration).length, unit: "keys" },
+    ],
   };
   if (params.selectedTaskVerdictPolicy !== undefined) {
     // configuration "sevro-test.recommend" forces a recommendation (the engine's guard must hold)

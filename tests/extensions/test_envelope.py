@@ -30,7 +30,7 @@ CASE = {
     "extensionData": {},
 }
 FINAL = {
-    "id": "sevro.final-message",
+    "id": "sevro.observation.final-message",
     "source": "codex",
     "completeness": "complete",
     "data": {"text": "hello there"},
@@ -108,7 +108,7 @@ def test_all_four_methods_round_trip_with_the_reference_extension(
         {
             "id": "sevro-test.reference.answer",
             "status": "passed",
-            "evidenceRefs": ["sevro.final-message"],
+            "evidenceRefs": ["sevro.observation.final-message"],
         }
     ]
     assert evaluated.result["taskVerdictRecommendation"] == "passed"

@@ -23,7 +23,7 @@ CASE = {
     "prompt": "Write hello.txt.",
     "fixture": {"kind": "inline", "files": {}},
     "checks": [{"id": "answer", "grader": "acme.answer", "configuration": {}}],
-    "requiredEvidence": ["sevro.final-message"],
+    "requiredEvidence": ["sevro.observation.final-message"],
     "extensionData": {"acme.case": {"word": "hello"}},
 }
 PARAMS: dict[str, Any] = {
@@ -49,7 +49,7 @@ PARAMS: dict[str, Any] = {
         "execution": {"status": "failed", "errorCode": "sevro.host.timeout"},
         "observations": [
             {
-                "id": "sevro.final-message",
+                "id": "sevro.observation.final-message",
                 "source": "codex",
                 "completeness": "complete",
                 "data": {"text": "hi"},
@@ -99,7 +99,7 @@ RESULTS: dict[str, Any] = {
             {
                 "id": "acme.skills.selected",
                 "status": "passed",
-                "evidenceRefs": ["sevro.final-message"],
+                "evidenceRefs": ["sevro.observation.final-message"],
             }
         ],
         "metrics": [{"id": "acme.skills.reads", "value": None, "unit": "count"}],

@@ -211,10 +211,7 @@ def extension_flags(flags: RunFlags) -> ExtensionFlags | None:
     from sevro_core.plugin.protocols import ID_PATTERN
 
     command = flags.extension_command_file
-    if command is None:
-        extra = next((flag for name, flag in _EXTENSION_ONLY if getattr(flags, name)), None)
-        if extra is not None:
-            raise InvocationError(f"{extra} needs --extension-command-file")
+    if command is None:  # extension-only flags without it were refused (sevro_spellings)
         return None
     configuration = flags.extension_configuration_file
     redacted = flags.extension_redacted_configuration_file
@@ -278,14 +275,7 @@ def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, An
     if case_file is not None and cases:
         raise InvocationError("--case-file and case arguments are exclusive: give the case once")
     given = [case_file] if case_file is not None else cases
-    if options.get("extension_command_file") is not None:
-        if given:
-            raise InvocationError(
-                "case files and --extension-command-file are exclusive: the extension "
-                "resolves the case"
-            )
-    elif not given:
-        raise InvocationError("no case: give case files (or --case-file FILE)")
+    _case_source(options, given)
     options["cases"] = given
     for prefix in ("", *(f"{role}_" for role in ADAPTER_JUDGE_ROLES)):
         flag = "--" + prefix.replace("_", "-")
@@ -298,6 +288,22 @@ def sevro_spellings(options: dict[str, Any], registry: Registry) -> dict[str, An
             options[f"{prefix}host"] = adapter_host(adapter, registry, f"{flag}adapter-module")
     options["host"] = options["host"] or "scripted"
     return options
+
+
+def _case_source(options: Mapping[str, Any], given: list[Path]) -> None:
+    """Case files xor ``--extension-command-file``; extension-only flags need the latter."""
+    if options.get("extension_command_file") is not None:
+        if given:
+            raise InvocationError(
+                "case files and --extension-command-file are exclusive: the extension "
+                "resolves the case"
+            )
+        return
+    extra = next((flag for name, flag in _EXTENSION_ONLY if options.get(name)), None)
+    if extra is not None:
+        raise InvocationError(f"{extra} needs --extension-command-file")
+    if not given:
+        raise InvocationError("no case: give case files (or --case-file FILE)")
 
 
 def adapter_module_file(value: str, flag: str = "--adapter-module") -> Path:

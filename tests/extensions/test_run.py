@@ -1,0 +1,262 @@
+"""``sevro run --extension-command-file``: the real CLI, the scripted host and the Node reference
+extension, end to end (describe, resolve, prepare once, evaluate per trial)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import SevroProject
+from sevro_core.testing.cliresult import CliResult
+from tests.extensions.conftest import REFERENCE
+
+SAYS_HELLO = [[{"run": {"command": "test -f notes/PREPARED.md"}}, {"reply": {"text": "hello"}}]]
+SAYS_BYE = [[{"reply": {"text": "goodbye"}}]]
+SECRET = "s3cr3t-extension-value-7f1c"
+
+
+def _extension(project: SevroProject, node: str, source: Path = REFERENCE) -> list[str]:
+    command = project.write_json("extension/command.json", [node, str(source)])
+    return [
+        "--extension-command-file",
+        str(command),
+        "--extension-source-file",
+        str(source),
+    ]
+
+
+def _run(
+    project: SevroProject, node: str, steps: Sequence[Any], *extra: str, case_id: str = "greets"
+) -> CliResult:
+    host = project.script(default=steps)
+    return project.run(
+        "--host",
+        "scripted",
+        "--host-config",
+        host,
+        "--project-root",
+        project.root,
+        "--sandbox",
+        "none",
+        *_extension(project, node),
+        "--case-id",
+        case_id,
+        *extra,
+    )
+
+
+def _run_json(result: CliResult) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(Path(result.json()["evidencePath"]).read_text())
+    return document
+
+
+def _trial(result: CliResult, case_id: str = "greets") -> dict[str, Any]:
+    path = Path(result.json()["evidencePath"]).parent / "cases" / case_id / "trial-1.json"
+    evidence: dict[str, Any] = json.loads(path.read_text())["evidence"]
+    return evidence
+
+
+def test_an_extension_case_passes_when_the_agent_does_the_thing(
+    sevro_project: SevroProject, node: str
+) -> None:
+    result = _run(sevro_project, node, SAYS_HELLO)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["task"]["verdict"] == "passed"
+    run = _run_json(result)
+    dimensions = run["evaluationIdentity"]["dimensions"]
+    assert dimensions["extensionProtocol"] == "sevro.extension.v1"
+    assert dimensions["extensionDigest"] == run["extension"]["sourceDigest"]
+    assert len(run["extension"]["configurationDigest"]) == 64
+    assert run["configuration"]["redacted"]["extension"]["id"] == "sevro-test.reference"
+    assert run["graders"]["active"] == [
+        {"id": "sevro-test.reference.answer", "source": "extension", "version": "1.0.0"}
+    ]
+    trial = _trial(result)
+    assert trial["checks"] == [
+        {
+            "id": "answer",
+            "grader": "sevro-test.reference.answer",
+            "status": "passed",
+            "evidenceRefs": ["sevro.observation.final-message"],
+        }
+    ]
+    lengths = [m for m in trial["metrics"] if m["id"] == "sevro-test.reference.message-length"]
+    assert lengths == [{"id": lengths[0]["id"], "value": 5, "unit": "characters"}]
+    assert trial["extension"]["preparation"]["artifacts"][0]["relativePath"] == "notes/PREPARED.md"
+
+
+def test_an_extension_case_fails_when_the_agent_does_not(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """Negative control: the same case, an agent that never says hello."""
+    result = _run(sevro_project, node, SAYS_BYE)
+    assert result.exit_code == 1, result.stderr
+    assert result.json()["task"]["verdict"] == "failed"
+    assert _trial(result)["checks"][0]["status"] == "failed"
+
+
+def test_the_identity_follows_the_extension_source(sevro_project: SevroProject, node: str) -> None:
+    """Another extension source is another evaluation; the same source, the same identity."""
+    first = _run_json(_run(sevro_project, node, SAYS_HELLO))
+    again = _run_json(_run(sevro_project, node, SAYS_HELLO))
+    copy = sevro_project.root / "extension" / "copy.js"
+    copy.write_text(REFERENCE.read_text() + "\n// another revision\n")
+    host = sevro_project.script(default=SAYS_HELLO)
+    other = sevro_project.run(
+        *("--host", "scripted", "--host-config", host, "--project-root", sevro_project.root),
+        *("--sandbox", "none", "--case-id", "greets"),
+        *_extension(sevro_project, node, copy),
+    )
+    assert other.exit_code == 0, other.stderr
+    digest = first["evaluationIdentity"]["digest"]
+    assert again["evaluationIdentity"]["digest"] == digest
+    assert _run_json(other)["evaluationIdentity"]["digest"] != digest
+    assert (
+        _run_json(other)["evaluationIdentity"]["dimensions"]["extensionDigest"]
+        != first["evaluationIdentity"]["dimensions"]["extensionDigest"]
+    )
+
+
+def test_a_source_changed_between_calls_fails_the_trial(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """The agent edits the extension between ``prepare`` and ``evaluate``: a grading error
+    naming the file, never a pass (the unchanged run above passes)."""
+    copy = sevro_project.root / "extension" / "copy.js"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REFERENCE, copy)
+    edit = {"run": {"command": f"echo '// edited' >> {copy}"}}
+    host = sevro_project.script(default=[[edit, {"reply": {"text": "hello"}}]])
+    result = sevro_project.run(
+        *("--host", "scripted", "--host-config", host, "--project-root", sevro_project.root),
+        *("--sandbox", "none", "--case-id", "greets"),
+        *_extension(sevro_project, node, copy),
+    )
+    assert result.exit_code == 3, result.stderr
+    assert result.json()["grading"]["status"] == "error"
+    error = _trial(result)["grading"]["error"]["message"]
+    assert f"extension source {copy} changed before evaluate" in error
+
+
+def test_the_private_configuration_reaches_the_extension_but_never_the_evidence(
+    sevro_project: SevroProject, node: str
+) -> None:
+    private = sevro_project.write_json("extension/private.json", {"sevro-test.key": SECRET})
+    redacted = sevro_project.write_json("extension/redacted.json", {"sevro-test.key": "<set>"})
+    result = _run(
+        sevro_project,
+        node,
+        SAYS_HELLO,
+        *("--extension-configuration-file", str(private)),
+        *("--extension-redacted-configuration-file", str(redacted)),
+    )
+    assert result.exit_code == 0, result.stderr
+    keys = [m for m in _trial(result)["metrics"] if m["id"].endswith(".configuration-keys")]
+    assert keys[0]["value"] == 1  # the extension was given the private configuration
+    assert _run_json(result)["extension"]["configuration"] == {"sevro-test.key": "<set>"}
+    found = [
+        path
+        for path in sevro_project.results.rglob("*")
+        if path.is_file() and SECRET.encode() in path.read_bytes()
+    ]
+    assert not found
+    assert SECRET not in result.stdout + result.stderr
+    # positive control of the search: the private file itself holds the secret
+    assert SECRET.encode() in private.read_bytes()
+
+
+def test_an_extension_policy_never_passes_a_failed_execution(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """The extension recommends ``passed`` whatever happened; the host failed: not passed."""
+    config = sevro_project.write_json("extension/private.json", {"sevro-test.recommend": "passed"})
+    flags = (
+        *("--task-verdict-policy", "sevro-test.reference.strict"),
+        *("--extension-configuration-file", str(config)),
+        *("--extension-redacted-configuration-file", str(config)),
+    )
+    failed = _run(sevro_project, node, [[{"fail": {"message": "agent crashed"}}]], *flags)
+    assert failed.exit_code == 2, failed.stderr
+    assert failed.json()["execution"]["status"] == "failed"
+    assert failed.json()["task"]["verdict"] != "passed"
+    assert _trial(failed)["taskVerdictPolicy"] == {
+        "id": "sevro-test.reference.strict",
+        "recommendation": "passed",
+    }
+    # positive control: the recommendation decides a completed, fully graded trial
+    config.write_text(json.dumps({"sevro-test.recommend": "failed"}))
+    overruled = _run(sevro_project, node, SAYS_HELLO, *flags)
+    assert overruled.exit_code == 1, overruled.stderr
+    assert _trial(overruled)["checks"][0]["status"] == "passed"
+    assert overruled.json()["task"]["verdict"] == "failed"
+
+
+def test_a_replaced_builtin_grader_is_not_run(sevro_project: SevroProject, node: str) -> None:
+    """Case ``mixed`` declares a regex check that always fails beside the extension's."""
+    kept = _run(sevro_project, node, SAYS_HELLO, case_id="mixed")
+    assert kept.exit_code == 1, kept.stderr  # control: the regex check runs and fails
+    replaced = _run(
+        sevro_project,
+        node,
+        SAYS_HELLO,
+        *("--replace-builtin-grader", "sevro.regex"),
+        case_id="mixed",
+    )
+    assert replaced.exit_code == 0, replaced.stderr
+    assert [c["id"] for c in _trial(replaced, "mixed")["checks"]] == ["answer"]
+    run = _run_json(replaced)
+    assert [g["id"] for g in run["graders"]["active"]] == ["sevro-test.reference.answer"]
+    assert run["graders"]["replacedDefaults"] == ["sevro.regex"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--case-id", "greets"], "--case-id needs --extension-command-file"),
+        (["--task-verdict-policy", "acme.x"], "--task-verdict-policy needs"),
+        (["CASE", "EXT", "--case-id", "greets"], "exclusive"),
+        (["EXT"], "needs --case-id"),
+        (["EXT", "--case-id", "nope"], "returned no case for --case-id 'nope'"),
+        (["EXT", "--case-id", "greets", "--extension-configuration-file", "CFG"], "together"),
+        (
+            ["EXT", "--case-id", "greets", "--replace-builtin-grader", "sevro.regex"] * 1
+            + ["--replace-builtin-grader", "sevro.regex"],
+            "same grader twice",
+        ),
+        (["EXT", "--case-id", "greets", "--replace-builtin-grader", "Bad"], "not a namespaced"),
+        (
+            ["EXT", "--case-id", "greets", "--replace-builtin-grader", "sevro.regex"],
+            "the case declares no such check",
+        ),
+        (
+            ["EXT", "--case-id", "greets", "--task-verdict-policy", "acme.unknown"],
+            "does not advertise task-verdict policy acme.unknown",
+        ),
+        (["EXT", "--case-id", "greets", "--skill", "SKILL"], "--skill cannot be combined"),
+    ],
+)
+def test_bad_extension_flags_exit_64_with_one_line(
+    sevro_project: SevroProject, node: str, arguments: list[str], message: str
+) -> None:
+    case = sevro_project.case()
+    config = sevro_project.write_json("extension/private.json", {})
+    replaced: list[str] = []
+    for argument in arguments:
+        if argument == "EXT":
+            replaced += _extension(sevro_project, node)
+        else:
+            table = {"CASE": str(case), "CFG": str(config), "SKILL": str(sevro_project.root)}
+            replaced.append(table.get(argument, argument))
+    host = sevro_project.script(default=SAYS_HELLO)
+    result = sevro_project.sevro(
+        "run", "--host", "scripted", "--host-config", host, "--sandbox", "none", *replaced
+    )
+    assert result.exit_code == 64, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not sevro_project.results.exists()
