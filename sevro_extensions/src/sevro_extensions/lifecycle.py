@@ -43,14 +43,13 @@ from sevro_extensions.envelope import EXTENSION_PROTOCOL
 from sevro_extensions.errors import ExtensionError, ExtensionProtocolError, NegotiationError
 from sevro_extensions.fallback import (
     CheckedEvaluation,
-    Preparation,
     availability_map,
     check_evaluation,
-    check_preparation,
     evaluate_params,
 )
 from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import Negotiated
+from sevro_extensions.preparation import Preparation, check_preparation, declared_fixture_paths
 from sevro_extensions.sources import SourceClosure, source_closure
 from sevro_extensions.transport import CallOptions
 
@@ -334,7 +333,7 @@ def _prepared(
         result,
         case=case,
         fixture_kind=fixture["kind"],
-        fixture_paths=list(fixture.get("files", {})),
+        fixture_paths=declared_fixture_paths(fixture),
         negotiated=session.negotiated.capabilities,
         host_capabilities=request.host_capabilities,
         sources=request.case_sources,
