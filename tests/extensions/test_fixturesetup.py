@@ -161,10 +161,15 @@ def test_the_setup_runs_in_the_workspace_with_a_private_home_and_fixture_tools_f
 
 
 def test_each_trial_gets_a_fresh_home(tmp_path: Path) -> None:
-    setup = _sh('ls -A "$HOME" > listing; touch "$HOME/left-behind"')
+    setup = _sh(
+        'ls -A "$HOME" > listing; echo "$HOME" > home; mkdir -p "$HOME/locked/inner"; '
+        'touch "$HOME/locked/inner/f"; chmod 000 "$HOME/locked/inner" "$HOME/locked"'
+    )
     for _ in range(2):
         _run(setup, tmp_path)
         assert (tmp_path / "listing").read_text() == ""
+        home = Path((tmp_path / "home").read_text().strip())
+        assert not home.exists(), "removed even where the setup locked it"
 
 
 def test_the_setup_commits_with_the_fixture_identity_and_no_global_config(

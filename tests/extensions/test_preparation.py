@@ -174,10 +174,11 @@ def test_artifact_ids_are_unique() -> None:
 @pytest.mark.parametrize(
     ("paths", "fixture_paths", "match"),
     [
-        (("README.md",), ("README.md",), "the same path"),
-        (("readme.MD",), ("README.md",), "the same path"),
-        (("src/app.py/x",), ("src/app.py",), "a parent of it"),
-        (("src",), ("src/app.py",), "a parent of it"),
+        (("README.md",), ("README.md",), "is the fixture path 'README.md'"),
+        (("readme.MD",), ("README.md",), "is the fixture path 'README.md'"),
+        (("cafe\u0301",), ("caf\u00e9",), "is the fixture path"),
+        (("src/app.py/x",), ("src/app.py",), "inside the fixture file 'src/app.py'"),
+        (("src",), ("src/app.py",), "a parent of the fixture path 'src/app.py'"),
         (("tool", "tool/inner"), (), "a parent of it"),
         (("same", "same"), (), "the same path"),
     ],
@@ -191,6 +192,8 @@ def test_artifacts_never_collide_with_fixture_paths_or_each_other(
 
 def test_artifacts_beside_fixture_paths_are_accepted() -> None:
     check(result(artifact("a", "src/new.py")), fixture_paths=("src/app.py", "README.md"))
+    # a history may turn a file into a directory; the fixture's own paths are not held to it
+    check(result(artifact("a", "other")), fixture_paths=("lib", "lib/x.py"))
 
 
 def test_git_exclude_needs_a_git_fixture() -> None:
@@ -662,7 +665,7 @@ def test_a_real_generated_fixture_gets_artifacts_excludes_and_a_setup_using_its_
         fixtureSetup={"command": ["/bin/sh", "-c", "stamp .agents/skills/review/stamp"]},
     )
     prepared = check(answer, prompt=f"Use {PLACEHOLDER}.", fixture_paths=("src/app.py",))
-    refused(answer, "collides", prompt=PLACEHOLDER, fixture_paths=("notes",))
+    refused(answer, "inside the fixture file", prompt=PLACEHOLDER, fixture_paths=("notes",))
     prepared.install(
         workspace,
         git=True,
@@ -697,5 +700,23 @@ def test_the_declared_fixture_paths_include_every_commit() -> None:
     assert declared_fixture_paths(fixture) == ("README.md", "src/a.py")
     assert declared_fixture_paths({"kind": "repository", "sourceRef": "r"}) == ()
     refused(
-        result(artifact("a", "src/a.py")), "collides", fixture_paths=declared_fixture_paths(fixture)
+        result(artifact("a", "src/a.py")),
+        "is the fixture path",
+        fixture_paths=declared_fixture_paths(fixture),
     )
+
+
+def test_instrumentation_requests_are_refused_unless_negotiated_elsewhere() -> None:
+    answer = result(requestedInstrumentation=[{"id": "sevro.host.hooks", "configuration": {}}])
+    refused(answer, "requestedInstrumentation: sevro.host.hooks is requested")
+    prepared = check_preparation(
+        answer,
+        case=case(),
+        fixture_kind="inline",
+        fixture_paths=(),
+        negotiated=(),
+        host_capabilities=(),
+        sources=None,
+        instrumentation_negotiated=True,
+    )
+    assert prepared.artifacts == ()

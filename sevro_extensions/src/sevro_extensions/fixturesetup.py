@@ -14,6 +14,7 @@ environment values may be secrets.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -161,6 +162,17 @@ def setup_environment(
     }
 
 
+def _remove(home: Path) -> None:
+    """Remove the setup's home even where it took away its own permissions."""
+    for directory, subdirectories, _files in os.walk(home):
+        for name in subdirectories:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+    shutil.rmtree(home, ignore_errors=True)
+
+
 def run_fixture_setup(
     setup: FixtureSetup,
     workspace: Path,
@@ -193,7 +205,7 @@ def run_fixture_setup(
                 one_line(f"fixture setup could not start {rendered.command[0]}: {reason}")
             ) from None
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        _remove(home)
     if outcome.timed_out:
         raise FixtureSetupError(f"fixture setup did not finish within {timeout_s:g} s; killed")
     if outcome.cancelled:

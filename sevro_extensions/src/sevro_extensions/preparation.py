@@ -22,6 +22,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,8 @@ class Preparation:
         if cancel.cancelled:
             raise FixtureFailure("preparation was cancelled before it started")
         for artifact in self.artifacts:
+            if cancel.cancelled:
+                raise FixtureFailure("preparation was cancelled")
             write_artifact(workspace, artifact)
         excluded = [a.relative_path for a in self.artifacts if a.git_exclude]
         if excluded:
@@ -202,8 +205,20 @@ def check_preparation(
     negotiated: Collection[str],
     host_capabilities: Collection[str],
     sources: CaseSources | None,
+    instrumentation_negotiated: bool = False,
 ) -> Preparation:
-    """Check a ``prepare`` result for ``case`` (``InvocationError``, exit 64, one line)."""
+    """Check a ``prepare`` result for ``case`` (``InvocationError``, exit 64, one line).
+
+    ``requestedInstrumentation`` is negotiated elsewhere (``instrumentation.py``); until the
+    caller says it was (``instrumentation_negotiated``), a request is refused, never ignored.
+    """
+    requested = result.get("requestedInstrumentation") or []
+    if requested and not instrumentation_negotiated:
+        wanted = requested[0].get("id") if isinstance(requested[0], dict) else None
+        raise _refuse(
+            f"requestedInstrumentation: {one_line(str(wanted), 128)} is requested but no "
+            "instrumentation is negotiated for this run"
+        )
     git = fixture_kind in GIT_FIXTURE_KINDS
     _check_capabilities(result, set(negotiated), set(host_capabilities))
     artifacts = _check_artifacts(result.get("artifacts", []), git=git, sources=sources)
@@ -375,15 +390,46 @@ def _read_source(ref: Any, name: str, sources: CaseSources | None) -> bytes:
 def _check_collisions(
     artifacts: Sequence[PreparedArtifact], fixture_paths: Collection[str]
 ) -> None:
-    """No artifact on, above or below a fixture path or another artifact (case-insensitive)."""
-    labels = {path: "fixture path" for path in fixture_paths}
-    labels.update({a.relative_path: f"artifact {a.id}" for a in artifacts})
+    """No artifact on, above or below a fixture path or another artifact (case-insensitive).
+
+    Fixture paths are not held to each other: a generated history may legitimately replace a
+    file by a directory from one commit to the next.
+    """
+    files = {_folded(path): path for path in fixture_paths}
+    parents = {
+        folded[:depth]: path for folded, path in files.items() for depth in range(1, len(folded))
+    }
+    for artifact in artifacts:
+        folded = _folded(artifact.relative_path)
+        name = f"artifact {artifact.id}"
+        if folded in files:
+            raise _refuse(
+                f"{name}: {artifact.relative_path!r} is the fixture path {files[folded]!r}"
+            )
+        if folded in parents:
+            raise _refuse(
+                f"{name}: {artifact.relative_path!r} is a parent of the fixture path "
+                f"{parents[folded]!r}"
+            )
+        for depth in range(1, len(folded)):
+            if folded[:depth] in files:
+                raise _refuse(
+                    f"{name}: {artifact.relative_path!r} is inside the fixture file "
+                    f"{files[folded[:depth]]!r}"
+                )
+    labels = {a.relative_path: f"artifact {a.id}" for a in artifacts}
     try:
-        check_collisions(
-            [*fixture_paths, *(a.relative_path for a in artifacts)], "", pointers=labels
-        )
+        check_collisions([a.relative_path for a in artifacts], "", pointers=labels)
     except ConfigurationError as exc:
         raise _refuse(f"{exc.pointer}: {exc.message}") from None
+
+
+def _folded(path: str) -> tuple[str, ...]:
+    """One spelling per name a case- and normalization-insensitive file system would merge."""
+    return tuple(
+        unicodedata.normalize("NFD", unicodedata.normalize("NFD", part).casefold())
+        for part in path.split("/")
+    )
 
 
 def _check_marketplace(
