@@ -15,7 +15,7 @@ const caseWith = (id) => ({
   id,
   prompt: "Check the prepared workspace, then say ready.",
   fixture: { kind: "generated", commits: [{ message: "base", files: { "README.md": "base\n" } }] },
-  checks: [{ id: "ready", grader: `${ID}.ready`, configuration: {} }],
+  checks: [{ id: `${ID}.ready`, grader: `${ID}.ready`, configuration: {} }],
   requiredEvidence: [],
   extensionData: {},
 });

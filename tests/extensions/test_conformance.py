@@ -66,7 +66,7 @@ def test_the_reference_extension_conforms(sevro_project: SevroProject, node: str
 def test_every_case_of_the_reference_conforms_as_json(
     sevro_project: SevroProject, node: str
 ) -> None:
-    for case_id in ("greets", "farewell"):
+    for case_id in ("greets", "example-case", "mixed", "farewell"):
         done = check(sevro_project, [node, REFERENCE], [REFERENCE], "--case-id", case_id, "--json")
         assert done.exit_code == 0, done.stdout + done.stderr
         document = done.json()
@@ -74,6 +74,14 @@ def test_every_case_of_the_reference_conforms_as_json(
         assert document["extension"] == {"id": "sevro-test.reference", "version": "1.0.0"}
         names = [item["name"] for item in document["checks"]]
         assert f"resolve {case_id}" in names and "resolve without case ids" not in names
+
+
+def test_the_preparing_extension_conforms(sevro_project: SevroProject, node: str) -> None:
+    """An executable artifact and a fixture setup: prepare is checked, never installed or run."""
+    preparing = HERE / "preparing.js"
+    done = check(sevro_project, [node, preparing], [preparing], "--case-id", "prepared")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "ok   prepare: 1 artifact, declares fixtureSetup, answered alike twice" in done.stdout
 
 
 def test_a_case_the_extension_does_not_have_fails(sevro_project: SevroProject, node: str) -> None:
@@ -155,7 +163,7 @@ FAULTS = [
     (
         "collision",
         "prepare",
-        "FAIL prepare: prepare artifact notes: path 'README.md' collides with 'README.md'",
+        "FAIL prepare: prepare artifact notes: 'README.md' is the fixture path 'README.md'",
     ),
 ]
 
