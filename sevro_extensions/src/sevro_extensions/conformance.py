@@ -27,8 +27,14 @@ from sevro_core.api import (
     FINAL_MESSAGE_OBSERVATION,
     CancelToken,
     CaseSources,
+    CheckOutcome,
+    CheckStatus,
+    Completeness,
+    EvaluationInput,
+    Execution,
     InvocationError,
     JsonValue,
+    Observation,
     SevroError,
     load_case,
     read_json_file,
@@ -36,7 +42,12 @@ from sevro_core.api import (
 from sevro_extensions.client import call_method
 from sevro_extensions.command import load_command
 from sevro_extensions.errors import ExtensionError, ExtensionProtocolError, one_line, shown
-from sevro_extensions.evaluation import check_evaluation
+from sevro_extensions.evaluation import (
+    availability_map,
+    check_evaluation,
+    evaluate_params,
+    merged_extension_data,
+)
 from sevro_extensions.lifecycle import ENGINE_CAPABILITIES
 from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import (
@@ -258,12 +269,14 @@ def run_check(request: CheckRequest) -> Report:
         _resolve_steps(session, state)
         session.step("prepare", lambda: _prepare(session, state))
         with tempfile.TemporaryDirectory(prefix="sevro-extension-check-") as workspace:
-            state["artifacts"] = written_artifacts(state["prepared"], Path(workspace))
+            write_artifacts(state["prepared"], Path(workspace))
+            state["workspace"] = Path(workspace)
             _evaluate_steps(session, state)
     except _Stop:
         failed = session.findings[-1].name
+        hint = " (pass --case-id to check one case)" if failed == "resolve without case ids" else ""
         session.findings.append(
-            Finding("remaining checks", ok=False, detail=f"not run, {failed} failed")
+            Finding("remaining checks", ok=False, detail=f"not run, {failed} failed{hint}")
         )
     else:
         session.step("source closure", lambda: _closure_note(session), fatal=False)
@@ -394,23 +407,13 @@ def _prepare(session: _Session, state: dict[str, Any]) -> str:
     return note + ", answered alike twice"
 
 
-def written_artifacts(prepared: Preparation, workspace: Path) -> list[JsonValue]:
-    """Write the checked artifacts under ``workspace``; their ``evaluate`` references."""
-    refs: list[JsonValue] = []
+def write_artifacts(prepared: Preparation, workspace: Path) -> None:
+    """Write the checked artifacts under ``workspace``, where ``evaluate`` is told they are
+    (no mode, no Git exclusion and no fixture setup: nothing here is a real workspace)."""
     for artifact in prepared.artifacts:
         path = workspace / artifact.relative_path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(artifact.content)
-        refs.append(
-            {
-                "id": artifact.id,
-                "path": path.as_uri(),
-                "sha256": artifact.sha256,
-                "gitExclude": artifact.git_exclude,
-                "executable": artifact.executable,
-            }
-        )
-    return refs
 
 
 def _evaluate_steps(session: _Session, state: dict[str, Any]) -> None:
@@ -453,50 +456,45 @@ def synthetic_trial(
     policy: str | None,
     configuration: Mapping[str, JsonValue],
 ) -> tuple[dict[str, JsonValue], dict[str, bool]]:
-    """``evaluate`` params for one synthetic trial, and the availability the engine would
-    compute for it (observations by completeness, artifacts complete, built-in checks
-    complete unless ``unavailable``)."""
-    case = state["case"]
-    completeness = {"completed": "complete", "partial evidence": "partial"}.get(
-        trial, "unavailable"
-    )
-    # the synthetic agent's final message repeats the prompt; other evidence carries no data
-    ids = [FINAL_MESSAGE_OBSERVATION, *case["requiredEvidence"]]
-    text = case["prompt"] if completeness != "unavailable" else None
-    observations: list[JsonValue] = [
-        {
-            "id": oid,
-            "source": SYNTHETIC_SOURCE,
-            "completeness": completeness,
-            "data": {"text": text} if text is not None else {},
-        }
-        for oid in dict.fromkeys(ids)
-    ]
+    """``evaluate`` params for one synthetic trial, built as the engine builds them
+    (:func:`~sevro_extensions.evaluation.evaluate_params`), and the trial's availability map.
+
+    The synthetic agent's final message repeats the prompt; the other required evidence carries
+    no data. Built-in checks (the case's checks of graders the extension does not advertise)
+    pass on complete evidence and are ``unavailable`` otherwise.
+    """
+    case, prepared = state["case"], state["prepared"]
+    completeness = {"completed": Completeness.COMPLETE, "partial evidence": Completeness.PARTIAL}
+    level = completeness.get(trial, Completeness.UNAVAILABLE)
+    ids = dict.fromkeys([FINAL_MESSAGE_OBSERVATION, *case["requiredEvidence"]])
+    observations = {
+        oid: Observation(id=oid, source=SYNTHETIC_SOURCE, completeness=level, data={})
+        for oid in ids
+    }
     graders = set(state["described"].graders)
-    builtin_status = "passed" if completeness == "complete" else "unavailable"
-    builtin: list[JsonValue] = [
-        {"id": check["id"], "status": builtin_status, "evidenceRefs": []}
+    status = CheckStatus.PASSED if level is Completeness.COMPLETE else CheckStatus.UNAVAILABLE
+    builtin = tuple(
+        CheckOutcome(id=check["id"], grader=check["grader"], status=status)
         for check in case["checks"]
         if check["grader"] not in graders
-    ]
-    execution: dict[str, JsonValue] = {"status": "completed"}
-    if trial == "failed execution":
-        execution = {"status": "failed", "errorCode": SYNTHETIC_ERROR}
-    params: dict[str, JsonValue] = {
-        "caseId": case["id"],
-        "execution": execution,
-        "observations": observations,
-        "builtinChecks": builtin,
-        "artifacts": list(state["artifacts"]),
-        "extensionData": {**case["extensionData"], **state["prepared"].extension_data},
-        "configuration": dict(configuration),
-    }
-    if policy is not None:
-        params["selectedTaskVerdictPolicy"] = policy
-    availability = {str(o["id"]): completeness == "complete" for o in observations}
-    availability.update({str(a["id"]): True for a in state["artifacts"]})
-    availability.update({str(b["id"]): builtin_status != "unavailable" for b in builtin})
-    return params, availability
+    )
+    failed = trial == "failed execution"
+    synthetic = EvaluationInput(
+        case_id=case["id"],
+        execution=Execution.FAILED if failed else Execution.COMPLETED,
+        error_code=SYNTHETIC_ERROR if failed else None,
+        observations=observations,
+        builtin=builtin,
+        artifacts=prepared.artifacts_in(state["workspace"]),
+        final_message=None if level is Completeness.UNAVAILABLE else case["prompt"],
+    )
+    params = evaluate_params(
+        synthetic,
+        extension_data=merged_extension_data(case["extensionData"], prepared.extension_data),
+        policy=policy,
+        configuration=dict(configuration),
+    )
+    return params, availability_map(synthetic)
 
 
 def _closure_note(session: _Session) -> str:
