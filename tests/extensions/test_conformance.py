@@ -298,7 +298,7 @@ def test_negotiation_uses_the_chosen_host(sevro_project: SevroProject, node: str
     """The optional sevro.codex.native-calls is kept only against the Codex host."""
     argv = [node, FAULTY, "none"]
     scripted = check(sevro_project, argv, [FAULTY], "--json")
-    codex = check(sevro_project, argv, [FAULTY], "--host", "sevro.host.codex", "--json")
+    codex = check(sevro_project, argv, [FAULTY], "--host", "codex", "--json")
     assert scripted.exit_code == 0 and codex.exit_code == 0, codex.stdout + codex.stderr
     details = {
         name: next(c["detail"] for c in done.json()["checks"] if c["name"].startswith("negotiate"))

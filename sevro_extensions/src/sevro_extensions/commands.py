@@ -48,7 +48,7 @@ def sevro_register_commands(app: Any) -> None:
         ] = None,
         host: Annotated[
             str, typer.Option("--host", help="Negotiate and prepare against this host.")
-        ] = "sevro.host.scripted",
+        ] = "scripted",
         timeout_ms: Annotated[
             int, typer.Option("--timeout-ms", help="Time one call may take.")
         ] = EXTENSION_TIMEOUT_MS,
@@ -73,9 +73,14 @@ def sevro_register_commands(app: Any) -> None:
         from sevro_core.api import load_case_sources, load_plugins
         from sevro_extensions import conformance
 
-        def host_capabilities(host_id: str) -> tuple[str, ...] | None:
-            found = load_plugins().host(host_id)
-            return None if found is None else tuple(sorted(found.capabilities))
+        def find_host(name: str) -> tuple[str, tuple[str, ...]] | None:
+            registry = load_plugins()
+            # the short name `sevro run --host` takes (codex) names the same host
+            for host_id in (name, f"sevro.host.{name}"):
+                found = registry.host(host_id)
+                if found is not None:
+                    return host_id, tuple(sorted(found.capabilities))
+            return None
 
         request = conformance.check_request(
             command_file=command_file,
@@ -83,7 +88,7 @@ def sevro_register_commands(app: Any) -> None:
             configuration_file=configuration_file,
             case_id=case_id,
             host_id=host,
-            host_capabilities=host_capabilities,
+            find_host=find_host,
             project_root=Path.cwd(),
             timeout_ms=timeout_ms,
             case_sources=load_case_sources(source_root, source_map),

@@ -58,8 +58,8 @@ from sevro_extensions.negotiation import (
 )
 from sevro_extensions.preparation import Preparation, check_preparation, declared_fixture_paths
 from sevro_extensions.sources import SourceClosure, source_closure
+from sevro_extensions.transport import CallOptions
 
-DEFAULT_HOST: Final = "sevro.host.scripted"
 SYNTHETIC_SOURCE: Final = "sevro.conformance"
 SYNTHETIC_ERROR: Final = "sevro.conformance.synthetic-failure"
 DECLARATIONS: Final = (
@@ -144,7 +144,7 @@ def check_request(
     configuration_file: Path | None,
     case_id: str | None,
     host_id: str,
-    host_capabilities: Callable[[str], tuple[str, ...] | None],
+    find_host: Callable[[str], tuple[str, tuple[str, ...]] | None],
     project_root: Path,
     timeout_ms: int,
     case_sources: CaseSources | None = None,
@@ -164,9 +164,10 @@ def check_request(
         if not isinstance(loaded, dict):
             raise InvocationError("must be a JSON object", source=configuration_file)
         configuration = loaded
-    capabilities = host_capabilities(host_id)
-    if capabilities is None:
+    found = find_host(host_id)
+    if found is None:
         raise InvocationError(f"--host {host_id} is not an installed host; see `sevro plugins`")
+    host_id, capabilities = found
     return CheckRequest(
         argv=argv,
         closure=closure,
@@ -197,8 +198,6 @@ class _Session:
 
     def call(self, method: str, params: JsonValue) -> JsonValue:
         """One real call; the closure it returns is the one the next call checks."""
-        from sevro_extensions.transport import CallOptions
-
         options = CallOptions(
             cwd=self.request.project_root,
             env={"PATH": DEFAULT_PATH},
