@@ -142,6 +142,16 @@ def refusal(declaration: dict[str, Any], context: FixtureContext) -> Configurati
     return info.value
 
 
+def test_a_file_source_is_not_a_repository(tmp_path: Path) -> None:
+    root = tmp_path / "sources"
+    source = make_source(root)
+    context = FixtureContext(sources=sources(root, {"repo": (source / "README.md").as_uri()}))
+    refused = refusal({"sourceRef": "repo"}, context)
+    assert "is not a directory; a repository fixture clones one" in refused.message
+    assert refused.pointer == "/sourceRef"
+    assert provider.compile({"sourceRef": "repo"}, context_for(root, source))
+
+
 def test_dirty_untracked_uncommitted_and_nested_sources_are_refused(tmp_path: Path) -> None:
     root = tmp_path / "sources"
     dirty = make_source(root, "dirty")
@@ -228,14 +238,17 @@ def test_source_maps_must_stay_inside_the_root(tmp_path: Path) -> None:
     outside = make_source(tmp_path, "outside")
     (root / "escape").symlink_to(outside)
     (root / "inside-link").symlink_to(source)
+    os.mkfifo(root / "fifo")
     assert sources(root, {"a": (root / "inside-link").as_uri()}).sources["a"] == source
+    readme = source / "README.md"
+    assert sources(root, {"a": readme.as_uri()}).sources["a"] == readme, "files are sources too"
     for url, fragment in {
         (root / "escape").as_uri(): "outside --case-source-root",
         outside.as_uri(): "outside --case-source-root",
         "https://example.invalid/repo": "is not a file:/// URL",
         "file://host/tmp/x": "is not a file:/// URL",
         (root / "missing").as_uri(): "does not exist",
-        (source / "README.md").as_uri(): "is not a directory",
+        (root / "fifo").as_uri(): "neither a directory nor a regular file",
     }.items():
         with pytest.raises(InvocationError) as info:
             sources(root, {"a": url})

@@ -23,7 +23,14 @@ from sevro_core.errors import (
     join_pointer,
 )
 from sevro_core.fixtures.changes import Snapshot, changes, snapshot
-from sevro_core.fixtures.git import FIXTURE_BRANCH, Git, GitError, find_git
+from sevro_core.fixtures.git import (
+    FIXTURE_BRANCH,
+    FIXTURE_EMAIL,
+    FIXTURE_NAME,
+    Git,
+    GitError,
+    find_git,
+)
 from sevro_core.fixtures.overlay import (
     GitOverlay,
     commit_paths,
@@ -398,6 +405,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "workspace_path",
     # ---- Git fixtures: the runner, history and overlay building, the workspace probe
     "FIXTURE_BRANCH",
+    "FIXTURE_EMAIL",
+    "FIXTURE_NAME",
     "GIT_FIXTURE_CAPABILITIES",
     "Git",
     "GitError",

@@ -47,10 +47,10 @@ from sevro_extensions.evaluation import (
     check_evaluation,
     evaluate_params,
 )
-from sevro_extensions.fallback import Preparation, check_preparation
 from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import Negotiated
 from sevro_extensions.policy import check_replacements, extension_checks
+from sevro_extensions.preparation import Preparation, check_preparation, declared_fixture_paths
 from sevro_extensions.sources import SourceClosure, source_closure
 from sevro_extensions.transport import CallOptions
 
@@ -336,7 +336,7 @@ def _prepared(
         result,
         case=case,
         fixture_kind=fixture["kind"],
-        fixture_paths=list(fixture.get("files", {})),
+        fixture_paths=declared_fixture_paths(fixture),
         negotiated=session.negotiated.capabilities,
         host_capabilities=request.host_capabilities,
         sources=request.case_sources,

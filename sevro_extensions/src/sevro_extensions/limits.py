@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+MAX_FIXTURE_SETUP_ARGS = 16
+"""Arguments of a ``prepare`` ``fixtureSetup.command`` (``argv[0]`` included)."""
+MAX_FIXTURE_SETUP_ARGV_BYTES = 65536
+"""The setup command's argv as declared, UTF-8, one terminating NUL per argument."""
+MAX_FIXTURE_SETUP_ENV_NAMES = 32
+"""Variables a ``fixtureSetup.environment`` may set."""
+MAX_FIXTURE_SETUP_ENV_BYTES = 16384
+"""The setup environment as declared: ``NAME=value`` plus a NUL per variable, UTF-8."""
+FIXTURE_SETUP_TIMEOUT_SECONDS = 120.0
+"""How long one trial's fixture setup may run before its process group is killed."""
+MAX_PREPARATION_SOURCE_FILE_BYTES = 67108864
+"""One ``sourceRef`` artifact file read from the case source root."""
+MAX_PREPARATION_BYTES = 268435456
+"""All of one preparation's artifact contents together (they are held in memory for the run)."""
 MAX_EXTENSION_STDOUT_BYTES = 8388608
 """One response on stdout; beyond it the process group is killed and the call is an error."""
 MAX_EXTENSION_STDERR_BYTES = 65536

@@ -131,6 +131,11 @@ class RepositoryFixtureProvider:
                 f"{context.sources.describe()}",
                 "/sourceRef",
             )
+        if not source.is_dir():
+            raise ConfigurationError(
+                f"source {ref!r} ({source}) is not a directory; a repository fixture clones one",
+                "/sourceRef",
+            )
         overlay = compile_overlay(declaration)
         if overlay.byte_size > limits.MAX_GIT_FIXTURE_BYTES:
             raise ConfigurationError(f"overlay exceeds {limits.MAX_GIT_FIXTURE_BYTES} bytes")

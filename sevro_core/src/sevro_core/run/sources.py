@@ -1,9 +1,11 @@
 """Case sources: local repositories that repository fixtures clone, declared by the operator.
 
 ``--case-source-root DIR`` bounds where sources may live; ``--case-source-map-file FILE`` maps
-source ids to ``file:///`` URLs. Every URL is canonicalised (symlinks resolved) and must stay
-inside the root, so a case can only name a repository the operator put there. What fixture
-providers receive, :class:`~sevro_core.plugin.protocols.CaseSources`, sits with their protocols.
+source ids to ``file:///`` URLs: a directory (a repository a fixture clones) or a regular file
+(an extension's ``sourceRef`` preparation artifact). Every URL is canonicalised (symlinks
+resolved) and must stay inside the root, so a case can only name what the operator put there.
+What fixture providers receive, :class:`~sevro_core.plugin.protocols.CaseSources`, sits with
+their protocols.
 """
 
 from __future__ import annotations
@@ -75,6 +77,6 @@ def _source_path(url: object, root: Path, map_file: Path, pointer: str) -> Path:
         raise refuse(f"{url!r} does not exist") from None
     if not canonical.is_relative_to(root):
         raise refuse(f"{url!r} resolves to {canonical}, outside --case-source-root {root}")
-    if not canonical.is_dir():
-        raise refuse(f"{url!r} is not a directory")
+    if not (canonical.is_dir() or canonical.is_file()):
+        raise refuse(f"{url!r} is neither a directory nor a regular file")
     return canonical
