@@ -309,3 +309,23 @@ def test_a_run_settings_file_names_the_extension(sevro_project: SevroProject, no
     )
     assert refused.exit_code == 64
     assert "#/extensionSourceFiles/0: no such file" in refused.stderr
+
+
+def test_a_registered_verdict_policy_wins_over_the_extension(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """``--task-verdict-policy`` naming a Python policy: the extension is asked for none."""
+    config = sevro_project.write_json("extension/private.json", {"sevro-test.recommend": "failed"})
+    result = _run(
+        sevro_project,
+        node,
+        SAYS_HELLO,
+        *("--task-verdict-policy", "sevro.verdict.default"),
+        *("--extension-configuration-file", str(config)),
+        *("--extension-redacted-configuration-file", str(config)),
+    )
+    assert result.exit_code == 0, result.stderr  # the recommendation "failed" was never asked
+    run = _run_json(result)
+    assert run["verdictPolicy"]["id"] == "sevro.verdict.default"
+    assert run["extension"]["replacements"]["taskVerdictPolicy"] is None
+    assert "taskVerdictPolicy" not in _trial(result)
