@@ -383,6 +383,13 @@ def test_a_declared_check_outside_the_namespace_can_only_stay_unavailable() -> N
         checked(honest() | {"checks": [lone]}, declared={"acme.answer": ANSWER})
 
 
+def test_a_domain_outcome_may_share_its_id_with_a_check() -> None:
+    """Checks and domain outcomes are separate lists in evidence, as in Sevro's answer."""
+    answer = honest()
+    answer["domainOutcomes"][0]["id"] = ANSWER
+    assert checked(answer).domain_outcomes[0]["id"] == ANSWER
+
+
 def test_failed_and_unavailable_items_may_cite_anything() -> None:
     """Only a pass must rest on complete evidence; a failure citing partial evidence is fine."""
     answer = honest()
@@ -409,8 +416,8 @@ def _lie(change: str) -> dict[str, Any]:
         checks[1]["id"] = f"{EXT}-style"
     elif change == "duplicate-check":
         checks.append(dict(checks[1]))
-    elif change == "check-and-outcome-clash":
-        outcomes[0]["id"] = ANSWER
+    elif change == "duplicate-outcome":
+        outcomes.append(dict(outcomes[0]))
     elif change == "undeclared":
         checks.append({"id": f"{EXT}.bonus", "status": "failed", "evidenceRefs": []})
     elif change == "pass-without-evidence":
@@ -447,7 +454,10 @@ LIES = {
     "foreign-outcome": rf"returned domain outcome \"acme\.greeting\"{NOT_OURS}",
     "prefix-without-dot": rf"returned check \"{REF}-style\"{NOT_OURS}",
     "duplicate-check": rf"returned check \"{REF}\.style\" twice",
-    "check-and-outcome-clash": rf"returned domain outcome \"{REF}\.answer\" twice",
+    "duplicate-outcome": (
+        rf"returned domain outcome \"{REF}\.domain\.greeting\" twice "
+        r"\(domain outcome ids must be unique\)$"
+    ),
     "undeclared": rf"returned check \"{REF}\.bonus\", which the case does not declare$",
     "pass-without-evidence": r"^extension evaluate response is invalid: /result/checks/0",
     "pass-citing-unknown": (
@@ -557,7 +567,10 @@ def _exchange(node: str, cwd: Path, subject: Trial, *, policy: str | None, lie: 
 def test_the_reference_extension_passes_a_greeting_on_complete_evidence(
     node: str, tmp_path: Path
 ) -> None:
-    result = _exchange(node, tmp_path, trial("hello there"), policy=f"{EXT}.strict", lie=None)
+    subject = trial(
+        "hello there", extra=(PARTIAL, GONE), builtin=(OUTPUT, SHELL), artifacts=(NOTES,)
+    )
+    result = _exchange(node, tmp_path, subject, policy=f"{EXT}.strict", lie=None)
     assert [(o.id, o.grader, o.status) for o in result.outcomes] == [
         (ANSWER, ANSWER, CheckStatus.PASSED)
     ]

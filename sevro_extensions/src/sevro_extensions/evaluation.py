@@ -265,10 +265,8 @@ def check_evaluation(
     answer = _schema_checked(result)
     checks: list[Mapping[str, Any]] = list(answer["checks"])
     outcomes: list[Mapping[str, Any]] = list(answer.get("domainOutcomes", []))
-    _check_ids(
-        [("check", c["id"]) for c in checks] + [("domain outcome", o["id"]) for o in outcomes],
-        extension_id,
-    )
+    _check_ids([("check", c["id"]) for c in checks], extension_id)
+    _check_ids([("domain outcome", o["id"]) for o in outcomes], extension_id)
     for check in checks:
         if check["id"] not in declared:
             raise ExtensionProtocolError(
@@ -315,7 +313,7 @@ def _check_ids(items: Sequence[tuple[str, str]], extension_id: str) -> None:
         if item_id in seen:
             raise ExtensionProtocolError(
                 f"extension {extension_id} returned {kind} {shown(item_id)} twice "
-                "(check and domain outcome ids must be unique)"
+                f"({kind} ids must be unique)"
             )
         seen.add(item_id)
 
