@@ -42,11 +42,12 @@ def test_no_declaration_leaves_any_host_unchanged() -> None:
 
 def test_a_host_without_prepared_cannot_honour_a_declaration() -> None:
     with pytest.raises(
-        InvocationError, match=r"host acme\.host\.plain cannot honour codexMarketplace"
+        InvocationError,
+        match=r"host acme\.host\.plain cannot honour the case's preparation declarations",
     ):
         prepared_host(_Plain(), MARKETPLACE)  # type: ignore[arg-type]
     invocation = HostPreparation(invocation=SkillInvocation("claude-plugin", "p", "s"))
-    with pytest.raises(InvocationError, match="a claude-plugin skill invocation"):
+    with pytest.raises(InvocationError, match="explicit skill invocation"):
         prepared_host(_Plain(), invocation)  # type: ignore[arg-type]
 
 

@@ -271,3 +271,61 @@ def test_bad_extension_flags_exit_64_with_one_line(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert not sevro_project.results.exists()
+
+
+def test_a_run_settings_file_names_the_extension(sevro_project: SevroProject, node: str) -> None:
+    """The extension flags from ``--run-settings-file`` (relative to it), ``--case-id`` given."""
+    source = sevro_project.root / "settings" / "extension.js"
+    source.parent.mkdir()
+    shutil.copyfile(REFERENCE, source)
+    sevro_project.write_json("settings/command.json", [node, str(source)])
+    settings = sevro_project.write_json(
+        "settings/run.json",
+        {
+            "format": "sevro.run-settings.v1",
+            "extensionCommandFile": "command.json",
+            "extensionSourceFiles": ["extension.js"],
+            "taskVerdictPolicy": f"{EXTENSION}.strict",
+        },
+    )
+    host = sevro_project.script(default=SAYS_HELLO)
+    result = sevro_project.run(
+        *("--host", "scripted", "--host-config", host, "--project-root", sevro_project.root),
+        *("--sandbox", "none", "--case-id", "greets", "--run-settings-file", settings),
+    )
+    assert result.exit_code == 0, result.stderr
+    run = _run_json(result)
+    assert run["configuration"]["redacted"]["runSettings"]["applied"] == [
+        "--extension-command-file",
+        "--extension-source-file",
+        "--task-verdict-policy",
+    ]
+    assert run["extension"]["replacements"]["taskVerdictPolicy"] == f"{EXTENSION}.strict"
+    # negative control: a listed source that does not exist is refused before anything runs
+    settings.write_text(settings.read_text().replace('"extension.js"', '"missing.js"'))
+    refused = sevro_project.run(
+        *("--host", "scripted", "--host-config", host, "--case-id", "greets"),
+        *("--sandbox", "none", "--run-settings-file", settings),
+    )
+    assert refused.exit_code == 64
+    assert "#/extensionSourceFiles/0: no such file" in refused.stderr
+
+
+def test_a_registered_verdict_policy_wins_over_the_extension(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """``--task-verdict-policy`` naming a Python policy: the extension is asked for none."""
+    config = sevro_project.write_json("extension/private.json", {"sevro-test.recommend": "failed"})
+    result = _run(
+        sevro_project,
+        node,
+        SAYS_HELLO,
+        *("--task-verdict-policy", "sevro.verdict.default"),
+        *("--extension-configuration-file", str(config)),
+        *("--extension-redacted-configuration-file", str(config)),
+    )
+    assert result.exit_code == 0, result.stderr  # the recommendation "failed" was never asked
+    run = _run_json(result)
+    assert run["verdictPolicy"]["id"] == "sevro.verdict.default"
+    assert run["extension"]["replacements"]["taskVerdictPolicy"] is None
+    assert "taskVerdictPolicy" not in _trial(result)

@@ -679,11 +679,23 @@ _FILE_KEYS = {
     "runtimeConfigFile": "runtime_config_file",
     "verdictPolicy": "verdict_policy",
     "statusInterval": "status_interval",
+    "extensionCommandFile": "extension_command_file",
+    "extensionSourceFiles": "extension_source_file",
+    "extensionConfigurationFile": "extension_configuration_file",
+    "extensionRedactedConfigurationFile": "extension_redacted_configuration_file",
+    "taskVerdictPolicy": "task_verdict_policy",
+    "replaceBuiltinGraders": "replace_builtin_grader",
 }
 """A run settings file's top-level keys and the ``sevro run`` options they stand for."""
 _JUDGE_KEYS = {"host": "host", "model": "model", "effort": "effort", "hostConfig": "host_config"}
 _EXISTING_FILES = {"host_config", "runtime_config_file", *(f"{r}_host_config" for r in JUDGE_ROLES)}
+_EXISTING_FILES |= {
+    "extension_command_file",
+    "extension_configuration_file",
+    "extension_redacted_configuration_file",
+}
 _PATHS = {*_EXISTING_FILES, "results_root"}
+_PATH_LISTS = {"extension_source_file"}
 _STANDS_IN = {"host": "adapter_module", "semantic_host": "semantic_adapter_module"}
 _STANDS_IN["advisory_host"] = "advisory_adapter_module"
 
@@ -728,6 +740,13 @@ def load_settings_file(path: Path) -> SettingsFile:
         values[name] = source.parent / Path(values[name]).expanduser()
         if name in _EXISTING_FILES and not values[name].is_file():
             raise InvocationError("no such file", source=path, pointer=pointers[name])
+    for name in _PATH_LISTS & set(values):
+        values[name] = [source.parent / Path(item).expanduser() for item in values[name]]
+        for index, item in enumerate(values[name]):
+            if not item.is_file():
+                raise InvocationError(
+                    "no such file", source=path, pointer=f"{pointers[name]}/{index}"
+                )
     return SettingsFile(
         source=source,
         digest=sha256_hex(data),

@@ -265,7 +265,10 @@ class ExtensionEvaluator:
         )
         declared = extension_checks(self.case.checks, described.graders)
         try:
-            answer = call_method(session.argv, session.closure, "evaluate", params, session.options)
+            options = session.options
+            if trial.cancel is not None:  # the run's interruption ends the call at once
+                options = evolve(options, cancel=trial.cancel)
+            answer = call_method(session.argv, session.closure, "evaluate", params, options)
             checked = checked_evaluation(
                 answer.result,
                 trial,

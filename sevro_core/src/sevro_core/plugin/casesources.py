@@ -94,6 +94,8 @@ class EvaluationInput:
     artifacts: tuple[EvaluationArtifact, ...]
     final_message: str | None
     """The final message's text, when complete (only evaluators see it)."""
+    cancel: CancelToken | None = None
+    """The run's cancellation: an evaluator's call ends when the run is interrupted."""
 
 
 @frozen

@@ -474,7 +474,7 @@ class Reporter(Plugin, Protocol):
 
 
 def prepared_host(configured: ConfiguredHost, preparation: HostPreparation) -> ConfiguredHost:
-    """``configured`` honouring an extension's host declarations: unchanged without any, else
+    """``configured`` honouring a case source's host declarations: unchanged without any, else
     what its optional ``prepared(preparation)`` returns; a host without it cannot honour them
     (exit 64, before anything runs)."""
     if preparation == NO_HOST_PREPARATION:
@@ -482,17 +482,8 @@ def prepared_host(configured: ConfiguredHost, preparation: HostPreparation) -> C
     prepare = getattr(configured, "prepared", None)
     if prepare is None:
         raise InvocationError(
-            f"host {configured.route.host} cannot honour {_declared(preparation)}"
+            f"host {configured.route.host} cannot honour the case's preparation declarations "
+            "(plugins or an explicit skill invocation)"
         )
     prepared: ConfiguredHost = prepare(preparation)
     return prepared
-
-
-def _declared(preparation: HostPreparation) -> str:
-    """The first declaration of ``preparation``, as the extension protocol names it."""
-    if preparation.codex_marketplace is not None:
-        return "codexMarketplace"
-    if preparation.claude_plugin_dirs:
-        return "claudePluginDirs"
-    invocation = preparation.invocation
-    return f"a {invocation.kind} skill invocation" if invocation is not None else "nothing"

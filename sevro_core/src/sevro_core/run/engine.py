@@ -264,6 +264,7 @@ def _evaluate(
         executed,
         observations,
         (outcomes, preparation.artifacts(run.workspace) if preparation is not None else ()),
+        run.cancel,
     )
 
 

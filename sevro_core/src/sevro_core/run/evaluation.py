@@ -66,6 +66,7 @@ def evaluate_trial(
     executed: Executed,
     observations: Mapping[str, Observation],
     graded: tuple[Sequence[CheckOutcome], tuple[EvaluationArtifact, ...]],
+    cancel: CancelToken,
 ) -> EvaluationResult:
     """Ask the evaluator; anything it raises is an evaluation error (never a pass)."""
     outcomes, artifacts = graded
@@ -80,6 +81,7 @@ def evaluate_trial(
         builtin=tuple(outcomes),
         artifacts=artifacts,
         final_message=result.final_message if result is not None and complete else None,
+        cancel=cancel,
     )
     try:
         return evaluator.evaluate(trial)

@@ -339,6 +339,7 @@ def _open_case_source(
         )
     if settings.experiment is not None:
         raise InvocationError("an extension case cannot run as an experiment's arms")
+    _refuse_unsupported(settings, host)  # bad input is refused before any extension process
     python_policy = registry.verdict_policy(flags.task_verdict_policy or "") is not None
     route = host.route
     request = CaseSourceRequest(
