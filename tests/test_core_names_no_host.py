@@ -30,6 +30,12 @@ ALLOWED = {
     ("isolation/runtime.py", "if self.codex_state:"),
     ("isolation/runtime.py", "codex_state=document.get(STATE_KEY, False),"),
     ("plugin/hostruntime.py", "codex_state: bool = False"),
+    # The extension protocol's prepare declarations (codexMarketplace, claudePluginDirs and the
+    # per-host skill invocations) are names of that contract, carried by the core unread; only
+    # a host plugin honours them (its configured host's `prepared`).
+    ("plugin/preparation.py", None),
+    ("api.py", "CodexMarketplace,"),
+    ("api.py", '"CodexMarketplace",'),
     (
         "run/engine.py",
         "candidate_state(runtime is not None and runtime.codex_state, host, result.state),",

@@ -123,6 +123,12 @@ from sevro_core.models import (
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.manager import Registry
+from sevro_core.plugin.preparation import (
+    NO_HOST_PREPARATION,
+    CodexMarketplace,
+    HostPreparation,
+    SkillInvocation,
+)
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
     NETWORK_LOCAL_HTTP,
@@ -222,6 +228,11 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "Sandbox",
     "VerdictPolicy",
     "WorkspaceProbe",
+    # ---- host preparation declared by a case source
+    "NO_HOST_PREPARATION",
+    "CodexMarketplace",
+    "HostPreparation",
+    "SkillInvocation",
     # ---- values plugins receive and return
     "UNKNOWN_USAGE",
     "Artifact",

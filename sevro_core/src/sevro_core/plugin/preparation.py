@@ -1,0 +1,43 @@
+"""What an extension's ``prepare`` declares for the host: plugins and an explicit skill invocation.
+
+The extension protocol's ``prepare`` may ask a host to load a Codex plugin marketplace or Claude
+plugin directories from the trial's workspace, and to invoke one skill explicitly. The core
+carries the declarations without naming any host; a host that cannot honour one refuses it
+before anything runs (:func:`sevro_core.plugin.protocols.prepared_host`).
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+
+@frozen
+class CodexMarketplace:
+    """A Codex plugin marketplace under ``artifact_root`` (workspace-relative)."""
+
+    artifact_root: str
+    marketplace_name: str
+    plugin_names: tuple[str, ...]
+
+
+@frozen
+class SkillInvocation:
+    """One explicit skill invocation; ``kind`` is ``codex-plugin``, ``codex-repository``,
+    ``claude-repository`` or ``claude-plugin``."""
+
+    kind: str
+    plugin_name: str | None
+    skill_name: str
+
+
+@frozen
+class HostPreparation:
+    """The declarations a host must honour for a prepared case (empty: none)."""
+
+    codex_marketplace: CodexMarketplace | None = None
+    claude_plugin_dirs: tuple[str, ...] = ()
+    """Workspace-relative plugin roots."""
+    invocation: SkillInvocation | None = None
+
+
+NO_HOST_PREPARATION = HostPreparation()
