@@ -24,6 +24,7 @@ from sevro_core.api import (
     DEFAULT_PATH,
     HOST_HOOKS_OBSERVATION,
     NATIVE_GOAL_OBSERVATION,
+    NO_HOST_PREPARATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
@@ -40,6 +41,7 @@ from sevro_core.api import (
     Host,
     HostFailure,
     HostOptions,
+    HostPreparation,
     HostRequest,
     HostSetting,
     InvocationError,
@@ -203,8 +205,8 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             extra |= {NATIVE_GOAL_OBSERVATION, HOST_HOOKS_OBSERVATION}
         if config.project_settings:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
-        if config.plugin_dirs:
-            extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
+        # a case source's preparation may declare plugin roots and a /plugin:skill invocation
+        extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
         return evolve(configured, capabilities=configured.capabilities | extra)
 
     def prerequisites(self) -> Mapping[str, Any]:
@@ -231,6 +233,35 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 @frozen(kw_only=True)
 class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
+    declared: HostPreparation = NO_HOST_PREPARATION
+    """A case source's declarations: plugin roots (in ``config.plugin_dirs`` too) and an
+    explicit invocation, checked before Claude Code starts."""
+
+    def prepared(self, preparation: HostPreparation) -> ConfiguredClaudeHost:
+        """This host honouring a case source's declarations (exit 64 for one it cannot): the
+        plugin roots become ``--plugin-dir`` roots, and the declarations enter the redacted
+        configuration, so the evaluation identity changes with them."""
+        from sevro_hosts_claude.declarations import merged_plugin_dirs
+
+        config = self.config
+        merged = merged_plugin_dirs(
+            preparation,
+            judge=self.judge,
+            configured=config.plugin_dirs,
+            project_settings=config.project_settings,
+        )
+        if preparation == NO_HOST_PREPARATION:
+            return self
+        return evolve(self, config=evolve(config, plugin_dirs=merged), declared=preparation)
+
+    def redacted_configuration(self) -> JsonValue:
+        """The skeleton's, with the declarations when a case source made any."""
+        base = super().redacted_configuration()
+        if self.declared == NO_HOST_PREPARATION or not isinstance(base, dict):
+            return base
+        from sevro_hosts_claude.declarations import identity
+
+        return {**base, "preparation": identity(self.declared)}
 
     @property
     def native_goal(self) -> bool:
@@ -391,6 +422,26 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for directory in host.config.plugin_dirs:
                 self.plugins.append((directory, self._plugin_name(directory)))
             self.plugin_invocation = self._plugin_invocation()
+            self._declared_invocation()
+
+    def _declared_invocation(self) -> None:
+        """A declared invocation must open the first prompt and name a skill that exists (a
+        declared plugin's, or the workspace's ``.claude/skills``), or the trial fails before
+        Claude Code starts: Claude Code dispatches only a slash command opening the prompt."""
+        declared = self.host.declared.invocation
+        if declared is None:
+            return
+        if declared.kind == "claude-plugin":
+            token = f"/{declared.plugin_name}:{declared.skill_name}"
+            ok = self.plugin_invocation == (declared.plugin_name, declared.skill_name)
+        else:
+            token = f"/{declared.skill_name}"
+            ok = self._repository_invocation() == declared.skill_name
+        if not ok:
+            raise HostFailure(
+                f"the declared invocation {token} does not open the first prompt or names no "
+                "skill of a declared plugin directory or of .claude/skills"
+            )
 
     def _stop_hook(self) -> dict[str, Any] | None:
         """sevro's Stop hook for a native goal: its runner-owned script written privately."""
@@ -643,7 +694,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             extra.append(self._continuation(turns))
         if self.host.config.project_settings and not self.judge:
             extra.append(self._invocation_receipt(turns.get(1)))
-        if self.host.config.plugin_dirs and not self.judge:
+        if not self.judge:  # advertised always: no declared plugin gives an empty receipt
             extra += self._plugin_receipts(turns.get(1))
         if not self.judge:
             numbers = range(1, len(self.request.prompts) + 1)
