@@ -122,6 +122,11 @@ from sevro_core.models import (
 )
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
+from sevro_core.plugin.instrumentation import (
+    InstrumentationOffer,
+    host_capabilities_of,
+    instrumentation_of,
+)
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
@@ -212,6 +217,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "CompiledFixture",
     "ConfiguredHost",
     "FixtureProvider",
+    # (a configured host's optional ``instrumentation``: what an extension may request of it)
+    "InstrumentationOffer",
+    "host_capabilities_of",
+    "instrumentation_of",
     "Grader",
     "Host",
     "Plugin",

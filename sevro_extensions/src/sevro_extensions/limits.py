@@ -16,3 +16,8 @@ MAX_EXTENSION_SOURCE_FILES = 256
 """Files in the source closure (``argv[0]`` plus every ``--extension-source-file``)."""
 MAX_EXTENSION_SOURCE_FILE_BYTES = 536870912
 """One source-closure file (``argv[0]`` is often an interpreter of about 100 MiB)."""
+MAX_INSTRUMENTATION_REQUESTS = 64
+"""Items in ``prepare``'s ``requestedInstrumentation`` (the response schema's ``maxItems``)."""
+MAX_INSTRUMENTATION_CONFIGURATION_BYTES = 65536
+"""One requested instrumentation's ``configuration``, as compact JSON; it is retained in
+evidence with the request."""
