@@ -19,6 +19,7 @@ import pytest
 
 from sevro_core.api import (
     ENFORCED_CAPABILITY,
+    HOST_HOOKS_OBSERVATION,
     SKILL_ACTIVATIONS_OBSERVATION,
     TOOL_CALLS_OBSERVATION,
     Completeness,
@@ -379,3 +380,35 @@ def test_a_real_candidate_run_applies_every_offer(
     extra = InstrumentationRequest("acme.probe.absent", {})
     absent = InstrumentationAgreement("passive", agreed.requested, (*agreed.applied, extra))
     assert absent.unapplied(observations) == ("acme.probe.absent",)
+
+
+@pytest.mark.slow
+def test_the_hooks_observer_is_offered_only_where_the_host_records_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude records ``sevro.host.hooks`` only with ``hooks.nativeGoal``: offered then, not
+    otherwise (the candidate test above is the control without it)."""
+    from sevro_core.api import HostOptions
+    from sevro_core.isolation.runtime import load_runtime
+    from sevro_hosts_claude.host import ClaudeHost
+    from sevro_hosts_claude.testing import require_claude
+    from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV
+
+    monkeypatch.setenv(API_KEY_ENV, API_KEY)
+    runtime = tmp_path / "runtime.json"
+    runtime.write_text(json.dumps({"format": "sevro.runtime.v1", "hooks": {"nativeGoal": True}}))
+    policy = load_runtime(tmp_path, runtime, ClaudeHost.credential_locations)
+    assert policy is not None
+    options = HostOptions(
+        config={"format": "sevro.claude-host.v1", "baseUrl": "http://127.0.0.1:9"},
+        settings={"claude.bin": require_claude(), "claude.apiKeyEnv": API_KEY_ENV},
+        runtime=policy.host_runtime(),
+    )
+    host = ClaudeHost().configure(options)
+    offers = {offer.id: offer for offer in instrumentation_of(host)}
+    assert set(offers) == {*CANDIDATE_OFFERS["claude"], HOST_HOOKS_OBSERVATION}
+    assert set(offers) <= host.capabilities
+    assert not offers[HOST_HOOKS_OBSERVATION].changes_execution
+    assert HOST_HOOKS_OBSERVATION not in {
+        offer.id for offer in instrumentation_of(claude_host("candidate"))
+    }

@@ -110,7 +110,7 @@ PASSIVE_INSTRUMENTATION = frozenset(
         SKILL_ACTIVATIONS_OBSERVATION,  # the PostToolUse hook that only records
         NATIVE_CALLS_OBSERVATION,  # read from the event stream
         TOOL_CALLS_OBSERVATION,  # read from the event stream
-        HOST_HOOKS_OBSERVATION,  # the hook executions Codex reports, with a marketplace
+        HOST_HOOKS_OBSERVATION,  # plugin hooks' digests and sandboxed runs, with a marketplace
     }
 )
 """Observers a candidate offers as instrumentation: each only records what the agent did, so
