@@ -132,6 +132,18 @@ def test_nothing_requested_agrees_to_nothing() -> None:
             "instrumentation acme.probe.reads configuration is not JSON: NaN is not a JSON number",
         ),
         (
+            [{"id": "acme.probe.reads", "configuration": {1: "one"}}],
+            OFFERED,
+            BOTH,
+            "instrumentation acme.probe.reads configuration has a key that is no string",
+        ),
+        (
+            [{"id": "acme.probe.reads\n", "configuration": {}}],
+            OFFERED,
+            BOTH,
+            'prepare requestedInstrumentation id "acme.probe.reads\\n" is not a namespaced id',
+        ),
+        (
             [{"id": "acme.probe.reads"}],
             OFFERED,
             BOTH,
@@ -264,8 +276,10 @@ def test_a_malformed_declaration_is_a_host_bug_not_an_empty_offer(
 
 
 def test_an_offer_id_is_namespaced() -> None:
-    with pytest.raises(ValueError, match="not a namespaced id"):
-        InstrumentationOffer("Probe", changes_execution=False)
+    for bad in ("Probe", "acme.probe\n", "a" * 123 + ".probe"):
+        with pytest.raises(ValueError, match="not a namespaced id"):
+            InstrumentationOffer(bad, changes_execution=False)
+    assert InstrumentationOffer("acme.probe", changes_execution=False).id == "acme.probe"
 
 
 # ---- the real hosts -----------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def _request(raw: object, index: int) -> InstrumentationRequest:
             f"{_WHERE} item {index} must be an object with exactly id and configuration"
         )
     ident, configuration = raw["id"], raw["configuration"]
-    if not isinstance(ident, str) or len(ident) > 128 or not _ID.match(ident):
+    if not isinstance(ident, str) or len(ident) > 128 or not _ID.fullmatch(ident):
         raise InvocationError(f"{_WHERE} id {shown(ident)} is not a namespaced id")
     if not isinstance(configuration, Mapping):
         raise InvocationError(
@@ -141,17 +141,19 @@ def _request(raw: object, index: int) -> InstrumentationRequest:
     try:
         text = json.dumps(configuration, ensure_ascii=False, separators=(",", ":"))
         # parse_constant fires only for NaN and ±Infinity, which JSON does not have
-        json.loads(text, parse_constant=_not_json)
+        copy = json.loads(text, parse_constant=_not_json)
     except (TypeError, ValueError) as error:
         raise InvocationError(
             f"instrumentation {ident} configuration is not JSON: {error}"
         ) from None
+    if copy != configuration:  # json.dumps turns a number key into a string silently
+        raise InvocationError(f"instrumentation {ident} configuration has a key that is no string")
     if len(text.encode()) > MAX_INSTRUMENTATION_CONFIGURATION_BYTES:
         raise InvocationError(
             f"instrumentation {ident} configuration is larger than "
             f"{MAX_INSTRUMENTATION_CONFIGURATION_BYTES} bytes of JSON"
         )
-    return InstrumentationRequest(ident, json.loads(text))
+    return InstrumentationRequest(ident, copy)
 
 
 def _not_json(constant: str) -> float:

@@ -20,7 +20,7 @@ _ID = re.compile(ID_PATTERN)
 
 
 def _namespaced(_instance: object, _attribute: object, value: str) -> None:
-    if not isinstance(value, str) or not _ID.match(value) or len(value) > 128:
+    if not isinstance(value, str) or not _ID.fullmatch(value) or len(value) > 128:
         raise ValueError(f"instrumentation id {value!r} is not a namespaced id")
 
 
