@@ -27,6 +27,7 @@ from sevro_core.api import (
     InstrumentationOffer,
     InvocationError,
     Observation,
+    hash_json,
     host_capabilities_of,
     instrumentation_of,
 )
@@ -87,6 +88,18 @@ def test_an_execution_changing_request_is_refused_under_passive_only() -> None:
 def test_nothing_requested_agrees_to_nothing() -> None:
     agreed = negotiate_instrumentation([], OFFERED, "passive", negotiated=())
     assert agreed.record() == {"requested": [], "applied": []} == NO_INSTRUMENTATION.record()
+    # The identity dimension of a run without instrumentation, as the engine computes it today.
+    assert agreed.digest() == hash_json({"requested": [], "applied": []})
+
+
+def test_the_digest_is_sevros_requested_with_applied_as_requested() -> None:
+    asked = ask("acme.probe.reads", depth=1)
+    agreed = negotiate_instrumentation(asked, OFFERED, "passive", negotiated=BOTH)
+    assert agreed.digest() == hash_json({"requested": asked, "applied": asked})
+    other = negotiate_instrumentation(
+        ask("acme.probe.reads", depth=2), OFFERED, "passive", negotiated=BOTH
+    )
+    assert other.digest() != agreed.digest()  # the configuration is part of it
 
 
 @pytest.mark.parametrize(
@@ -426,3 +439,65 @@ def test_the_hooks_observer_is_offered_only_where_the_host_records_hooks(
     assert HOST_HOOKS_OBSERVATION not in {
         offer.id for offer in instrumentation_of(claude_host("candidate"))
     }
+
+
+# ---- a real extension process against a real configured host -----------------------------------
+
+ENGINE = ("sevro.case.host-route", "sevro.fixture.setup", "sevro.host.exec")
+CASE = {
+    "id": "instrumented",
+    "prompt": "Say hi.",
+    "fixture": {"kind": "inline", "files": {}},
+    "checks": [],
+    "requiredEvidence": [],
+    "extensionData": {},
+}
+
+
+def through_extension(
+    node: str, tmp_path: Path, host: Any, spec: dict[str, Any], condition: str = "passive"
+) -> InstrumentationAgreement:
+    """describe (negotiated against the host's capabilities with its instrumentation ids),
+    prepare, then the instrumentation the answer requests, as the engine does once per run."""
+    from sevro_extensions.client import Capabilities, call_method, discover
+    from sevro_extensions.sources import source_closure
+    from tests.extensions.conftest import HERE, options
+
+    argv = [node, str(HERE / "instrumented.js"), json.dumps(spec)]
+    closure = source_closure(argv[0], [argv[1]])
+    capabilities = sorted(host_capabilities_of(host))
+    found = discover(argv, closure, Capabilities(ENGINE, tuple(capabilities)), options(tmp_path))
+    params = {
+        "case": CASE,
+        "host": {"id": host.route.host, "capabilities": capabilities},
+        "condition": condition,
+        "configuration": {},
+    }
+    prepared = call_method(argv, found.closure, "prepare", params, options(tmp_path))
+    assert isinstance(prepared.result, dict)
+    return negotiate_instrumentation(
+        prepared.result["requestedInstrumentation"],
+        instrumentation_of(host),
+        condition,
+        negotiated=found.negotiated.capabilities,
+    )
+
+
+@pytest.mark.slow
+def test_a_real_extension_gets_what_it_negotiated_and_the_host_offers(
+    node: str, tmp_path: Path
+) -> None:
+    host = codex_host("candidate")
+    asked = [{"id": TOOL_CALLS_OBSERVATION, "configuration": {"limit": 5}}]
+    spec = {"optional": [TOOL_CALLS_OBSERVATION, "acme.not.offered"], "requested": asked}
+    agreed = through_extension(node, tmp_path, host, spec)
+    assert agreed.record() == {"requested": asked, "applied": asked}
+    # Negative controls through the same process: a request it did not negotiate, and one
+    # for a host capability that is no instrumentation.
+    with pytest.raises(InvocationError, match="without negotiating it"):
+        through_extension(node, tmp_path, host, {"optional": [], "requested": asked})
+    invocation = "sevro.codex.repository-invocation"
+    assert invocation in host.capabilities
+    overreach = {"optional": [invocation], "requested": [{"id": invocation, "configuration": {}}]}
+    with pytest.raises(InvocationError, match=f"{invocation}, which the host does not offer"):
+        through_extension(node, tmp_path, host, overreach)

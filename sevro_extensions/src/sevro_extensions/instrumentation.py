@@ -28,6 +28,7 @@ from sevro_core.api import (
     InvocationError,
     JsonValue,
     Observation,
+    hash_json,
 )
 from sevro_extensions.errors import shown
 from sevro_extensions.limits import (
@@ -66,6 +67,11 @@ class InstrumentationAgreement:
             "requested": [item.to_json() for item in self.requested],
             "applied": [item.to_json() for item in self.applied],
         }
+
+    def digest(self) -> str:
+        """Sevro's ``instrumentationDigest``: ``hashJson({requested, applied: requested})``,
+        which is the record's hash, since applied equals requested."""
+        return hash_json(self.record())
 
     def unapplied(self, observations: Mapping[str, Observation]) -> tuple[str, ...]:
         """Applied ids a trial shows no sign of: each offer's id is also the observation the
