@@ -217,10 +217,6 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "CompiledFixture",
     "ConfiguredHost",
     "FixtureProvider",
-    # (a configured host's optional ``instrumentation``: what an extension may request of it)
-    "InstrumentationOffer",
-    "host_capabilities_of",
-    "instrumentation_of",
     "Grader",
     "Host",
     "Plugin",
@@ -264,6 +260,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TrialJudges",
     "TrialView",
     "Usage",
+    # ---- instrumentation: what a configured host offers an extension (its `instrumentation`)
+    "InstrumentationOffer",
+    "host_capabilities_of",
+    "instrumentation_of",
     # ---- states
     "CheckStatus",
     "Completeness",
