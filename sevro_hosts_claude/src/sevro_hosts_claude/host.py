@@ -26,6 +26,7 @@ from sevro_core.api import (
     NATIVE_GOAL_OBSERVATION,
     NO_HOST_PREPARATION,
     SKILL_ACTIVATIONS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
@@ -44,6 +45,7 @@ from sevro_core.api import (
     HostPreparation,
     HostRequest,
     HostSetting,
+    InstrumentationOffer,
     InvocationError,
     JsonValue,
     MountedSkill,
@@ -100,6 +102,17 @@ _PLUGIN_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 _PLUGIN_SLASH_RE = re.compile(r"^/([a-z][a-z0-9-]*):([A-Za-z0-9._-]+)(?:\s|$)")
 _SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
+PASSIVE_INSTRUMENTATION = frozenset(
+    {
+        SKILL_ACTIVATIONS_OBSERVATION,  # the PostToolUse hook that only records
+        NESTED_SKILLS_OBSERVATION,  # read from the stream and the sub-agent transcripts
+        TOOL_CALLS_OBSERVATION,  # read from the stream
+        HOST_HOOKS_OBSERVATION,  # the hook executions, with hooks.nativeGoal
+    }
+)
+"""Observers a candidate offers as instrumentation: each only records what the agent did, so
+none changes execution (Claude runs ``passive`` only). Each id is also the observation that
+shows it was applied."""
 _HOOKS_ONLY = "the Claude host runs only its own passive skill-activation hook"
 _FILE_TOOLS = ("Edit", "Write")
 _QUIET_ENV = {
@@ -267,6 +280,15 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     def native_goal(self) -> bool:
         """``hooks.nativeGoal`` for the candidate (a judge never runs a goal)."""
         return self.runtime is not None and self.runtime.native_goal and not self.judge
+
+    @property
+    def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
+        """What an extension may request (docs/hosts/claude.md#instrumentation): the passive
+        observers this configuration runs; a judge runs none."""
+        if self.judge:
+            return ()
+        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
+        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
 
     def check_case(self, case: Case) -> None:
         """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused

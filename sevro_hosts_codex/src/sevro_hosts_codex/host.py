@@ -24,6 +24,7 @@ from sevro_core.api import (
     NATIVE_GOAL_OBSERVATION,
     NO_HOST_PREPARATION,
     SKILL_ACTIVATIONS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
@@ -41,6 +42,7 @@ from sevro_core.api import (
     HostRequest,
     HostResult,
     HostSetting,
+    InstrumentationOffer,
     InvocationError,
     IsolationError,
     JsonValue,
@@ -106,6 +108,17 @@ _TOOL_ITEMS = (
     "web_search",
     "collab_tool_call",
 )
+PASSIVE_INSTRUMENTATION = frozenset(
+    {
+        SKILL_ACTIVATIONS_OBSERVATION,  # the PostToolUse hook that only records
+        NATIVE_CALLS_OBSERVATION,  # read from the event stream
+        TOOL_CALLS_OBSERVATION,  # read from the event stream
+        HOST_HOOKS_OBSERVATION,  # plugin hooks' digests and sandboxed runs, with a marketplace
+    }
+)
+"""Observers a candidate offers as instrumentation: each only records what the agent did, so
+none changes execution (Codex runs ``passive`` only). Each id is also the observation that
+shows it was applied."""
 
 
 class CodexHost(AgentCliHost[CodexConfig]):
@@ -279,6 +292,15 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
             "codexState marks the project untrusted and Codex does not send an untrusted "
             "project's AGENTS.md"
         )
+
+    @property
+    def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
+        """What an extension may request (docs/hosts/codex.md#instrumentation): the passive
+        observers this configuration runs; a judge runs none."""
+        if self.judge:
+            return ()
+        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
+        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
 
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration,
