@@ -257,8 +257,14 @@ def test_a_declared_plugin_directory_is_loaded_and_its_skill_invoked_explicitly(
     assert ("Tidy k3." in first) is declared  # Claude Code expanded /acme:tidy
     assert ("<command-name>/acme:tidy</command-name>" in first) is declared
     document = trial(sevro_project)
-    if not declared:
-        assert plugin_ids(document) == set()
+    if not declared:  # the receipts are always there (advertised), naming no plugin
+        assert plugin_ids(document) == {
+            "sevro.claude.plugin-dirs",
+            "sevro.claude.explicit-invocation",
+        }
+        assert observation(document, "sevro.claude.plugin-dirs")["data"] == {"plugins": []}
+        invoked = observation(document, "sevro.claude.explicit-invocation")
+        assert invoked["data"] == {"invocation": None}
         return
     dirs = observation(document, "sevro.claude.plugin-dirs")
     assert dirs["completeness"] == "complete"

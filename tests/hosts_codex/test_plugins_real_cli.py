@@ -204,11 +204,12 @@ def test_repository_invocation_receipt_and_its_linked_skill_negative_control(
             os.symlink(root / "elsewhere.md", skills / "SKILL.md")
         server = mock_model([reply(Message("tidied"))])
         configured = configure(codex, server, None)
-        assert "sevro.codex.explicit-invocation" not in configured.capabilities
+        # advertised without a marketplace too (a case source may declare one), its receipt
+        # then names no invocation: no plugin is installed
+        assert "sevro.codex.explicit-invocation" in configured.capabilities
         result = run(configured, workspace, root, "Use $tidy on the repo, then $HOME stays.")
         assert result.error is None, result.error
-        ids = {o.id for o in result.observations}
-        assert "sevro.codex.explicit-invocation" not in ids
+        assert observed(result, "sevro.codex.explicit-invocation") == ("complete", None)
         seen[label] = observed(result, "sevro.codex.repository-invocation")
         if label == "plain":
             assert "TIDY-MARKER-3k" in json.dumps(server.requests[0].json()["input"])

@@ -146,6 +146,11 @@ from sevro_core.plugin.casesources import (
 )
 from sevro_core.plugin.hookspecs import hookimpl
 from sevro_core.plugin.hostruntime import HostRuntime
+from sevro_core.plugin.instrumentation import (
+    InstrumentationOffer,
+    host_capabilities_of,
+    instrumentation_of,
+)
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.preparation import (
     NO_HOST_PREPARATION,
@@ -303,6 +308,10 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TrialJudges",
     "TrialView",
     "Usage",
+    # ---- instrumentation: what a configured host offers an extension (its `instrumentation`)
+    "InstrumentationOffer",
+    "host_capabilities_of",
+    "instrumentation_of",
     # ---- states
     "CheckStatus",
     "Completeness",

@@ -20,6 +20,11 @@ MAX_EXTENSION_STDOUT_BYTES = 8388608
 """One response on stdout; beyond it the process group is killed and the call is an error."""
 MAX_EXTENSION_STDERR_BYTES = 65536
 """Stderr kept from one call, for diagnostics only; the rest is dropped."""
+MAX_INSTRUMENTATION_REQUESTS = 64
+"""Items in ``prepare``'s ``requestedInstrumentation`` (the response schema's ``maxItems``)."""
+MAX_INSTRUMENTATION_CONFIGURATION_BYTES = 65536
+"""One requested instrumentation's ``configuration``, as compact JSON; it is retained in
+evidence with the request."""
 EXTENSION_TIMEOUT_MS = 30000
 """Default time one method call may take before its process group is killed."""
 MAX_EVALUATE_DETAIL_CHARS = 4096

@@ -136,7 +136,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     return ClaudeConfig(
         base_url=url,
         max_retries=retries,
-        plugin_dirs=_plugin_dirs(config.get("pluginDirs")),
+        plugin_dirs=plugin_dirs(config.get("pluginDirs")),
         allow_write=settings.get(ALLOW_WRITE) == "true",
         project_settings=settings.get(PROJECT_SETTINGS) == "true",
         discovery=found,
@@ -144,7 +144,7 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> Clau
     )
 
 
-def _plugin_dirs(value: Any) -> tuple[str, ...]:
+def plugin_dirs(value: Any) -> tuple[str, ...]:
     """``pluginDirs``: 1 to ``MAX_PLUGIN_DIRS`` unique, non-overlapping workspace-relative
     directories (no ``.``, ``..`` or empty part), as Sevro requires of ``claudePluginDirs``."""
     if value is None:

@@ -24,7 +24,9 @@ from sevro_core.api import (
     DEFAULT_PATH,
     HOST_HOOKS_OBSERVATION,
     NATIVE_GOAL_OBSERVATION,
+    NO_HOST_PREPARATION,
     SKILL_ACTIVATIONS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
@@ -40,8 +42,10 @@ from sevro_core.api import (
     Host,
     HostFailure,
     HostOptions,
+    HostPreparation,
     HostRequest,
     HostSetting,
+    InstrumentationOffer,
     InvocationError,
     JsonValue,
     MountedSkill,
@@ -98,6 +102,17 @@ _PLUGIN_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 _PLUGIN_SLASH_RE = re.compile(r"^/([a-z][a-z0-9-]*):([A-Za-z0-9._-]+)(?:\s|$)")
 _SLASH_RE = re.compile(r"^/([A-Za-z0-9._-]+)(?:\s|$)")
 _EXIT_RE = re.compile(r"^Exit code (\d+)")
+PASSIVE_INSTRUMENTATION = frozenset(
+    {
+        SKILL_ACTIVATIONS_OBSERVATION,  # the PostToolUse hook that only records
+        NESTED_SKILLS_OBSERVATION,  # read from the stream and the sub-agent transcripts
+        TOOL_CALLS_OBSERVATION,  # read from the stream
+        HOST_HOOKS_OBSERVATION,  # the hook executions, with hooks.nativeGoal
+    }
+)
+"""Observers a candidate offers as instrumentation: each only records what the agent did, so
+none changes execution (Claude runs ``passive`` only). Each id is also the observation that
+shows it was applied."""
 _HOOKS_ONLY = "the Claude host runs only its own passive skill-activation hook"
 _FILE_TOOLS = ("Edit", "Write")
 _QUIET_ENV = {
@@ -203,8 +218,8 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
             extra |= {NATIVE_GOAL_OBSERVATION, HOST_HOOKS_OBSERVATION}
         if config.project_settings:
             extra.add(REPOSITORY_INVOCATION_OBSERVATION)
-        if config.plugin_dirs:
-            extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
+        # a case source's preparation may declare plugin roots and a /plugin:skill invocation
+        extra |= {PLUGIN_DIRS_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
         return evolve(configured, capabilities=configured.capabilities | extra)
 
     def prerequisites(self) -> Mapping[str, Any]:
@@ -231,11 +246,49 @@ class ClaudeHost(AgentCliHost[ClaudeConfig]):
 @frozen(kw_only=True)
 class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     bwrap: str
+    declared: HostPreparation = NO_HOST_PREPARATION
+    """A case source's declarations: plugin roots (in ``config.plugin_dirs`` too) and an
+    explicit invocation, checked before Claude Code starts."""
+
+    def prepared(self, preparation: HostPreparation) -> ConfiguredClaudeHost:
+        """This host honouring a case source's declarations (exit 64 for one it cannot): the
+        plugin roots become ``--plugin-dir`` roots, and the declarations enter the redacted
+        configuration, so the evaluation identity changes with them."""
+        from sevro_hosts_claude.declarations import merged_plugin_dirs
+
+        config = self.config
+        merged = merged_plugin_dirs(
+            preparation,
+            judge=self.judge,
+            configured=config.plugin_dirs,
+            project_settings=config.project_settings,
+        )
+        if preparation == NO_HOST_PREPARATION:
+            return self
+        return evolve(self, config=evolve(config, plugin_dirs=merged), declared=preparation)
+
+    def redacted_configuration(self) -> JsonValue:
+        """The skeleton's, with the declarations when a case source made any."""
+        base = super().redacted_configuration()
+        if self.declared == NO_HOST_PREPARATION or not isinstance(base, dict):
+            return base
+        from sevro_hosts_claude.declarations import identity
+
+        return {**base, "preparation": identity(self.declared)}
 
     @property
     def native_goal(self) -> bool:
         """``hooks.nativeGoal`` for the candidate (a judge never runs a goal)."""
         return self.runtime is not None and self.runtime.native_goal and not self.judge
+
+    @property
+    def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
+        """What an extension may request (docs/hosts/claude.md#instrumentation): the passive
+        observers this configuration runs; a judge runs none."""
+        if self.judge:
+            return ()
+        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
+        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
 
     def check_case(self, case: Case) -> None:
         """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused
@@ -391,6 +444,26 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             for directory in host.config.plugin_dirs:
                 self.plugins.append((directory, self._plugin_name(directory)))
             self.plugin_invocation = self._plugin_invocation()
+            self._declared_invocation()
+
+    def _declared_invocation(self) -> None:
+        """A declared invocation must open the first prompt and name a skill that exists (a
+        declared plugin's, or the workspace's ``.claude/skills``), or the trial fails before
+        Claude Code starts: Claude Code dispatches only a slash command opening the prompt."""
+        declared = self.host.declared.invocation
+        if declared is None:
+            return
+        if declared.kind == "claude-plugin":
+            token = f"/{declared.plugin_name}:{declared.skill_name}"
+            ok = self.plugin_invocation == (declared.plugin_name, declared.skill_name)
+        else:
+            token = f"/{declared.skill_name}"
+            ok = self._repository_invocation() == declared.skill_name
+        if not ok:
+            raise HostFailure(
+                f"the declared invocation {token} does not open the first prompt or names no "
+                "skill of a declared plugin directory or of .claude/skills"
+            )
 
     def _stop_hook(self) -> dict[str, Any] | None:
         """sevro's Stop hook for a native goal: its runner-owned script written privately."""
@@ -643,7 +716,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             extra.append(self._continuation(turns))
         if self.host.config.project_settings and not self.judge:
             extra.append(self._invocation_receipt(turns.get(1)))
-        if self.host.config.plugin_dirs and not self.judge:
+        if not self.judge:  # advertised always: no declared plugin gives an empty receipt
             extra += self._plugin_receipts(turns.get(1))
         if not self.judge:
             numbers = range(1, len(self.request.prompts) + 1)

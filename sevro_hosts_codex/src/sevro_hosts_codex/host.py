@@ -22,7 +22,9 @@ from sevro_core.api import (
     DEFAULT_PATH,
     HOST_HOOKS_OBSERVATION,
     NATIVE_GOAL_OBSERVATION,
+    NO_HOST_PREPARATION,
     SKILL_ACTIVATIONS_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Case,
@@ -36,9 +38,11 @@ from sevro_core.api import (
     Host,
     HostFailure,
     HostOptions,
+    HostPreparation,
     HostRequest,
     HostResult,
     HostSetting,
+    InstrumentationOffer,
     InvocationError,
     IsolationError,
     JsonValue,
@@ -73,6 +77,7 @@ from sevro_hosts_codex.configuration import (
     render_config_toml,
 )
 from sevro_hosts_codex.continuation import CONTINUATION_OBSERVATION, ContinuationRecorder
+from sevro_hosts_codex.declarations import PLUGIN_MARKETPLACE_CAPABILITY
 from sevro_hosts_codex.events import Turn, parse_turn
 from sevro_hosts_codex.invocation import (
     EXPLICIT_INVOCATION_OBSERVATION,
@@ -103,6 +108,17 @@ _TOOL_ITEMS = (
     "web_search",
     "collab_tool_call",
 )
+PASSIVE_INSTRUMENTATION = frozenset(
+    {
+        SKILL_ACTIVATIONS_OBSERVATION,  # the PostToolUse hook that only records
+        NATIVE_CALLS_OBSERVATION,  # read from the event stream
+        TOOL_CALLS_OBSERVATION,  # read from the event stream
+        HOST_HOOKS_OBSERVATION,  # plugin hooks' digests and sandboxed runs, with a marketplace
+    }
+)
+"""Observers a candidate offers as instrumentation: each only records what the agent did, so
+none changes execution (Codex runs ``passive`` only). Each id is also the observation that
+shows it was applied."""
 
 
 class CodexHost(AgentCliHost[CodexConfig]):
@@ -181,12 +197,13 @@ class CodexHost(AgentCliHost[CodexConfig]):
         marketplace = None if configured.judge else load(configured.config.marketplace)
         entrypoint = entrypoint_of(options)
         extra = set()
-        if not configured.judge:
-            extra.add(REPOSITORY_INVOCATION_OBSERVATION)
+        if not configured.judge:  # what a case source's preparation may declare (Sevro's ids)
+            extra |= {REPOSITORY_INVOCATION_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION}
+            extra.add(PLUGIN_MARKETPLACE_CAPABILITY)
         if entrypoint == "app-server" and not configured.judge:
             extra.add(NATIVE_GOAL_OBSERVATION)
         if marketplace is not None:
-            extra |= {EXPLICIT_INVOCATION_OBSERVATION, HOST_HOOKS_OBSERVATION}
+            extra.add(HOST_HOOKS_OBSERVATION)
         return evolve(
             configured,
             agent_threads=imported_agent_threads(options.config_root),
@@ -222,6 +239,25 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     """``exec`` or ``app-server`` (a judge always answers through ``exec``)."""
     hook_plugins: tuple[str, ...] = ()
     """The marketplace plugins whose command hooks run (sandboxed), from ``hooks.plugins``."""
+    declared: HostPreparation = NO_HOST_PREPARATION
+    """A case source's declarations (a marketplace in the workspace, an explicit invocation)."""
+
+    def prepared(self, preparation: HostPreparation) -> ConfiguredCodexHost:
+        """This host honouring a case source's declarations (exit 64 for one it cannot): they
+        enter the redacted configuration, so the evaluation identity changes with them."""
+        from sevro_hosts_codex.declarations import check
+
+        check(preparation, judge=self.judge, configured=self.marketplace)
+        if preparation == NO_HOST_PREPARATION:
+            return self
+        extra = {HOST_HOOKS_OBSERVATION} if preparation.codex_marketplace is not None else set()
+        return evolve(self, declared=preparation, capabilities=self.capabilities | extra)
+
+    @property
+    def installs_plugins(self) -> bool:
+        """A candidate trial installs a marketplace (configured or declared)."""
+        declared = self.declared.codex_marketplace is not None
+        return not self.judge and (self.marketplace is not None or declared)
 
     def redacted_configuration(self) -> JsonValue:
         """The skeleton's, with the imported setting (``null``: Codex's default) and the
@@ -234,6 +270,10 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
             extra["marketplace"] = self.marketplace.identity()
         if self.entrypoint != "exec":  # absent for exec, so earlier evaluations keep their digest
             extra["entrypoint"] = self.entrypoint
+        if self.declared != NO_HOST_PREPARATION:
+            from sevro_hosts_codex.declarations import identity
+
+            extra["preparation"] = identity(self.declared)
         return {**base, "configRoot": {AGENT_THREADS_KEY: self.agent_threads}, **extra}
 
     @property
@@ -252,6 +292,15 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
             "codexState marks the project untrusted and Codex does not send an untrusted "
             "project's AGENTS.md"
         )
+
+    @property
+    def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
+        """What an extension may request (docs/hosts/codex.md#instrumentation): the passive
+        observers this configuration runs; a judge runs none."""
+        if self.judge:
+            return ()
+        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
+        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
 
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration,
@@ -308,6 +357,9 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     """The plugins installed in this trial's private home (None: not, or not yet)."""
     invocations: dict[str, Any] | None = None
     """Each invocation receipt's verified mention, found before the first turn."""
+    marketplace: Marketplace | None = None
+    """The marketplace this trial installed from: the configured one, or the declared one as
+    the workspace held it (None: none, or not read yet)."""
 
     @cached_property
     def layout(self) -> TrialLayout:
@@ -434,7 +486,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
         """The runtime policy's grants, and with a marketplace the private plugin cache for
         reading (commands may read installed plugins' files, nothing else of CODEX_HOME)."""
         read, write = self.runtime_grants()
-        if self.host.marketplace is None or self.judge:
+        if not self.host.installs_plugins:
             return read, write
         cache = self.layout.codex_home / "plugins" / "cache"
         cache.mkdir(parents=True, mode=0o700)
@@ -443,22 +495,45 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
     def _plugins_and_invocations(self) -> None:
         """Install the marketplace into the private home, then find the explicit mentions the
         receipts verify (before the model is asked anything)."""
+        from sevro_hosts_codex.declarations import read_declared
         from sevro_hosts_codex.invocation import find
         from sevro_hosts_codex.plugins import install
 
         if self.judge:
             return
-        marketplace, request, layout = self.host.marketplace, self.request, self.layout
+        request, layout = self.request, self.layout
         prompts, workspace = request.prompts, request.workspace
+        marketplace = self.host.marketplace or read_declared(self.host.declared, workspace)
+        self.marketplace = marketplace
         found: dict[str, Any] = {REPOSITORY_INVOCATION_OBSERVATION: find(prompts, workspace, None)}
+        paths: dict[str, Path] = {}
         if marketplace is not None:
             places = (request.private_root / "marketplace", layout.codex_home, layout.tmp)
             native = self.host.binary.native
             self.installed = install(marketplace, native, places, self.env, request.cancel)
             paths = {p.name: p.path for p in self.installed}
             self._wrap_plugin_hooks(paths)
-            found[EXPLICIT_INVOCATION_OBSERVATION] = find(prompts, workspace, paths)
+        found[EXPLICIT_INVOCATION_OBSERVATION] = find(prompts, workspace, paths)
         self.invocations = found
+        self._declared_invocation(found)
+
+    def _declared_invocation(self, found: Mapping[str, Any]) -> None:
+        """A declared invocation must be the verified mention its receipt records, or the trial
+        fails before the model is asked anything (the skill is missing, linked or unnamed)."""
+        declared = self.host.declared.invocation
+        if declared is None:
+            return
+        plugin = declared.kind == "codex-plugin"
+        ident = EXPLICIT_INVOCATION_OBSERVATION if plugin else REPOSITORY_INVOCATION_OBSERVATION
+        mention = found.get(ident)
+        skill = declared.skill_name
+        token = f"${declared.plugin_name}:{skill}" if plugin else f"${skill}"
+        if mention is None or mention.token != token:
+            where = "an installed plugin" if plugin else ".agents/skills"
+            raise HostFailure(
+                f"the declared invocation {token} names no skill of {where} that the prompts "
+                "mention (a regular SKILL.md reached through no link)"
+            )
 
     def _script(self, number: int) -> Path:
         return self.plugin_hooks_dir / "bin" / f"handler-{number}.sh"
@@ -631,19 +706,16 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
             return base
         completed = {r.number: r.turn.completed for r in parsed if r.turn is not None}
         found, host = self.invocations, self.host.route.host
-        ids = [REPOSITORY_INVOCATION_OBSERVATION]
-        if self.host.marketplace is not None:
-            ids.append(EXPLICIT_INVOCATION_OBSERVATION)
+        ids = [REPOSITORY_INVOCATION_OBSERVATION, EXPLICIT_INVOCATION_OBSERVATION]
         extra = [receipt(i, host, found is not None, (found or {}).get(i), completed) for i in ids]
-        if self.host.marketplace is not None:
+        if self.host.installs_plugins:
             extra.append(self._hooks_observation())
         return (*base, *extra, *self._native_observations(parsed))
 
     def _hooks_observation(self) -> Observation:
         """``sevro.host.hooks``: each plugin's digests and selection, and the sandboxed
         executions (unavailable when the plugins were never installed)."""
-        marketplace = self.host.marketplace
-        assert marketplace is not None
+        marketplace = self.marketplace or self.host.marketplace
         plugins: list[JsonValue] = [
             {
                 "name": p.name,
@@ -652,7 +724,7 @@ class CodexTrial(AgentCliTrial[ConfiguredCodexHost, Turn]):
                 "selected": p.name in self.host.hook_plugins,
                 "commandHandlers": len(p.handlers),
             }
-            for p in marketplace.plugins
+            for p in (marketplace.plugins if marketplace is not None else ())
         ]
         found: list[JsonValue] = []
         completeness = Completeness.UNAVAILABLE

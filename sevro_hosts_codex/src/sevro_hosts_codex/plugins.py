@@ -134,7 +134,7 @@ def parse_setting(value: Any) -> MarketplaceSetting | None:
 # -- reading the source ------------------------------------------------------------------------
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A marketplace tree that cannot be trusted as written; the message says why."""
 
 
@@ -143,13 +143,13 @@ def _read(path: Path, limit: int) -> bytes:
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        raise _Refused(f"{path} is unreadable or a link: {exc.strerror}") from None
+        raise Refused(f"{path} is unreadable or a link: {exc.strerror}") from None
     with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise _Refused(f"{path} is not a regular file")
+            raise Refused(f"{path} is not a regular file")
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise _Refused(f"{path} exceeds {limit} bytes")
+        raise Refused(f"{path} exceeds {limit} bytes")
     return data
 
 
@@ -161,9 +161,9 @@ def _real_dir(path: Path, below: Path) -> None:
         try:
             mode = os.lstat(current).st_mode
         except OSError as exc:
-            raise _Refused(f"{current} is missing or unreadable: {exc.strerror}") from None
+            raise Refused(f"{current} is missing or unreadable: {exc.strerror}") from None
         if not stat.S_ISDIR(mode):
-            raise _Refused(f"{current} is a link or no directory")
+            raise Refused(f"{current} is a link or no directory")
 
 
 def tree(root: Path, budget: list[int]) -> dict[tuple[str, ...], bytes]:
@@ -176,11 +176,11 @@ def tree(root: Path, budget: list[int]) -> dict[tuple[str, ...], bytes]:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            raise _Refused(f"{directory} is unreadable: {exc.strerror}") from None
+            raise Refused(f"{directory} is unreadable: {exc.strerror}") from None
         for entry in entries:
             budget[0] -= 1
             if budget[0] < 0:
-                raise _Refused(f"more than {MAX_CODEX_MARKETPLACE_FILES} entries")
+                raise Refused(f"more than {MAX_CODEX_MARKETPLACE_FILES} entries")
             if entry.is_dir(follow_symlinks=False):
                 pending.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False):
@@ -188,7 +188,7 @@ def tree(root: Path, budget: list[int]) -> dict[tuple[str, ...], bytes]:
                 budget[1] -= len(data)
                 found[Path(entry.path).relative_to(root).parts] = data
             else:
-                raise _Refused(f"{entry.path} is a link or special file")
+                raise Refused(f"{entry.path} is a link or special file")
     return found
 
 
@@ -204,9 +204,9 @@ def _json(data: bytes, what: str) -> dict[str, Any]:
     try:
         document = json.loads(data)
     except ValueError as exc:
-        raise _Refused(f"{what} is not JSON: {exc}") from None
+        raise Refused(f"{what} is not JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise _Refused(f"{what} is not a JSON object")
+        raise Refused(f"{what} is not a JSON object")
     return document
 
 
@@ -215,10 +215,10 @@ def _source(entry: Any, index: int) -> tuple[str, ...]:
     if isinstance(source, dict) and source.get("source") == "local":
         source = source.get("path")
     if not isinstance(source, str) or not source.startswith("./"):
-        raise _Refused(f"plugins[{index}] needs a local source ./<dir> (no remote source)")
+        raise Refused(f"plugins[{index}] needs a local source ./<dir> (no remote source)")
     parts = tuple(p for p in source[2:].split("/") if p != "")
     if not parts or any(p in (".", "..") for p in parts):
-        raise _Refused(f"plugins[{index}] source {source!r} must stay inside the marketplace")
+        raise Refused(f"plugins[{index}] source {source!r} must stay inside the marketplace")
     return parts
 
 
@@ -230,7 +230,7 @@ def _supported(
     shipped = sorted({rel[0] for rel in found if rel[0] in UNSUPPORTED_FILES})
     if declared or shipped:
         what = ", ".join([*declared, *shipped])
-        raise _Refused(
+        raise Refused(
             f"plugin {at} has {what}: MCP/LSP servers and apps are not supported "
             "(only skills, command hooks and plain files are)"
         )
@@ -239,26 +239,26 @@ def _supported(
 def read_marketplace(
     setting: MarketplaceSetting,
 ) -> tuple[Marketplace, dict[tuple[str, ...], bytes]]:
-    """Verify the marketplace as the module docstring says; ``_Refused`` names the problem.
+    """Verify the marketplace as the module docstring says; ``Refused`` names the problem.
     The files returned are those to install: each plugin's hook declarations curated out."""
     root = setting.path
     try:
         mode = os.lstat(root).st_mode
     except OSError as exc:
-        raise _Refused(f"{root} is missing or unreadable: {exc.strerror}") from None
+        raise Refused(f"{root} is missing or unreadable: {exc.strerror}") from None
     if not stat.S_ISDIR(mode) or os.path.realpath(root) != str(root):
-        raise _Refused(f"{root} must be a directory reached through no link")
+        raise Refused(f"{root} must be a directory reached through no link")
     _real_dir(root.joinpath(*MANIFEST[:-1]), root)
     manifest_bytes = _read(root.joinpath(*MANIFEST), MAX_CODEX_PLUGIN_MANIFEST_BYTES)
     manifest = _json(manifest_bytes, "marketplace.json")
     name, entries = manifest.get("name"), manifest.get("plugins")
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise _Refused(f"marketplace.json name must match {NAME_RE.pattern}")
+        raise Refused(f"marketplace.json name must match {NAME_RE.pattern}")
     if not isinstance(entries, list):
-        raise _Refused("marketplace.json has no plugins list")
+        raise Refused("marketplace.json has no plugins list")
     listed = [e.get("name") if isinstance(e, dict) else None for e in entries]
     if sorted(map(str, listed)) != sorted(setting.plugins) or len(listed) != len(setting.plugins):
-        raise _Refused(
+        raise Refused(
             f"marketplace.json must list exactly the configured plugins {list(setting.plugins)}, "
             f"not {listed}"
         )
@@ -280,7 +280,7 @@ def read_marketplace(
             or not isinstance(version, str)
             or not _VERSION_RE.match(version)
         ):
-            raise _Refused(
+            raise Refused(
                 f"{'/'.join(parts)}/.codex-plugin/plugin.json must name {entry['name']!r} "
                 "and give a version"
             )
@@ -288,7 +288,7 @@ def read_marketplace(
         try:
             curated, handlers = curate(entry["name"], plugin, found)
         except HookRefused as exc:
-            raise _Refused(f"plugin {'/'.join(parts)}: {exc}") from None
+            raise Refused(f"plugin {'/'.join(parts)}: {exc}") from None
         effective = digest(curated)
         plugins.append(Plugin(entry["name"], version, parts, digest(found), effective, handlers))
         files.update({(*parts, *rel): data for rel, data in found.items()})
@@ -303,7 +303,7 @@ def load(setting: MarketplaceSetting | None) -> Marketplace | None:
         return None
     try:
         return read_marketplace(setting)[0]
-    except _Refused as exc:
+    except Refused as exc:
         raise InvocationError(f"Codex plugin marketplace {setting.path}: {exc}") from None
 
 
@@ -332,7 +332,7 @@ def install(
     setting = MarketplaceSetting(marketplace.root, tuple(p.name for p in marketplace.plugins))
     try:
         current, files = read_marketplace(setting)
-    except _Refused as exc:
+    except Refused as exc:
         raise HostFailure(f"Codex plugin marketplace: {exc}") from None
     if current.digest != marketplace.digest:
         raise HostFailure(
@@ -369,7 +369,7 @@ def _install_one(
     try:
         _real_dir(expected, codex_home)
         installed = tree(expected, [MAX_CODEX_MARKETPLACE_FILES, MAX_CODEX_MARKETPLACE_BYTES])
-    except _Refused as exc:
+    except Refused as exc:
         raise HostFailure(
             f"codex plugin add {selector}: install receipt unverified: {exc}"
         ) from None

@@ -22,6 +22,7 @@ from sevro_core.api import (
     CONTINUATION_CAPABILITY,
     FILE_READS_OBSERVATION,
     FILES_CHANGED_OBSERVATION,
+    NO_HOST_PREPARATION,
     SKILLS_OBSERVATION,
     UNKNOWN_USAGE,
     Case,
@@ -33,6 +34,7 @@ from sevro_core.api import (
     DoctorRequest,
     Host,
     HostOptions,
+    HostPreparation,
     HostRequest,
     HostResult,
     HostSetting,
@@ -225,6 +227,16 @@ class ConfiguredScriptedHost:
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)  # holds no secrets: it is the script itself
+
+    def prepared(self, preparation: HostPreparation) -> ConfiguredScriptedHost:
+        """Only an empty preparation: the script, not a plugin or an explicit invocation,
+        decides what the trial reads, so honouring a declaration would be a pretence."""
+        if preparation != NO_HOST_PREPARATION:
+            raise InvocationError(
+                "the scripted host honours no preparation declarations (plugins or explicit "
+                "skill invocations); run the case on a host that advertises them"
+            )
+        return self
 
     def _script_for(self, case_id: str) -> _Script | None:
         return self.scripts.get(case_id, self.default)
