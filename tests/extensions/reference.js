@@ -84,7 +84,10 @@ function prepare() {
           contentBase64: content.toString("base64"),
         },
       ],
-      requestedInstrumentation: [],
+      // configuration "sevro-test.instrument" lists the instrumentation ids to request
+      requestedInstrumentation: (params.configuration["sevro-test.instrument"] || []).map(
+        (id) => ({ id, configuration: {} }),
+      ),
       extensionData: { [`${ID}.prepared`]: { condition: params.condition } },
     },
   });
