@@ -59,7 +59,7 @@ function describe() {
       extension: { id: ID, version: "1.0.0" },
       protocols: ["sevro.extension.v1"],
       requiredCapabilities: ["sevro.host.exec"],
-      optionalCapabilities: ["sevro.codex.skill-reads", "sevro.claude.tool-calls"],
+      optionalCapabilities: ["sevro.codex.skill-reads", "sevro.claude.tool-calls", "sevro.tool-calls"],
       graders: [`${ID}.answer`],
       taskVerdictPolicies: [`${ID}.strict`],
     },
@@ -84,7 +84,10 @@ function prepare() {
           contentBase64: content.toString("base64"),
         },
       ],
-      requestedInstrumentation: [],
+      // configuration "sevro-test.instrument" lists the instrumentation ids to request
+      requestedInstrumentation: (params.configuration["sevro-test.instrument"] || []).map(
+        (id) => ({ id, configuration: {} }),
+      ),
       extensionData: { [`${ID}.prepared`]: { condition: params.condition } },
     },
   });

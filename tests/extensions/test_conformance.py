@@ -294,6 +294,26 @@ def test_the_configuration_reaches_every_request(sevro_project: SevroProject, no
     assert done.exit_code == 0, done.stdout + done.stderr
 
 
+def test_instrumentation_requests_are_counted_not_negotiated(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """A host offers instrumentation only once configured for a run, so the check says so."""
+    configuration = sevro_project.write_json(
+        "configuration.json", {"sevro-test.instrument": ["sevro.tool-calls"]}
+    )
+    done = check(
+        sevro_project,
+        [node, REFERENCE],
+        [REFERENCE],
+        *("--case-id", "greets", "--extension-configuration-file", configuration),
+    )
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert (
+        "ok   prepare: 1 artifact, 1 instrumentation requests (negotiated only in sevro run), "
+        "answered alike twice"
+    ) in done.stdout.splitlines()
+
+
 def test_negotiation_uses_the_chosen_host(sevro_project: SevroProject, node: str) -> None:
     """The optional sevro.codex.native-calls is kept only against the Codex host."""
     argv = [node, FAULTY, "none"]

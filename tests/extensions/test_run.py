@@ -329,3 +329,22 @@ def test_a_registered_verdict_policy_wins_over_the_extension(
     assert run["verdictPolicy"]["id"] == "sevro.verdict.default"
     assert run["extension"]["replacements"]["taskVerdictPolicy"] is None
     assert "taskVerdictPolicy" not in _trial(result)
+
+
+def test_instrumentation_the_scripted_host_does_not_offer_exits_64(
+    sevro_project: SevroProject, node: str
+) -> None:
+    """The scripted host offers no instrumentation: a request is refused before any trial."""
+    config = sevro_project.write_json(
+        "extension/private.json", {"sevro-test.instrument": ["sevro.claude.tool-calls"]}
+    )
+    result = _run(
+        sevro_project,
+        node,
+        SAYS_HELLO,
+        *("--extension-configuration-file", str(config)),
+        *("--extension-redacted-configuration-file", str(config)),
+    )
+    assert result.exit_code == 64, result.stderr
+    assert "sevro.claude.tool-calls" in result.stderr and "does not offer" in result.stderr
+    assert not (sevro_project.results / "cases").exists()

@@ -396,10 +396,15 @@ def _prepare(session: _Session, state: dict[str, Any]) -> str:
         negotiated=state["negotiated"].capabilities,
         host_capabilities=request.host_capabilities,
         sources=request.case_sources,
+        # a host offers instrumentation only once configured for a run: sevro run negotiates it
+        instrumentation_negotiated=True,
     )
     state["prepared"] = prepared
     count = len(prepared.artifacts)
     note = f"{count} artifact" + ("s" if count != 1 else "")
+    requested = len(result["requestedInstrumentation"])
+    if requested:
+        note += f", {requested} instrumentation requests (negotiated only in sevro run)"
     declared = [key for key in DECLARATIONS if key in result]
     if declared:
         note += f", declares {', '.join(declared)}"

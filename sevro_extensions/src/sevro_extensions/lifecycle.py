@@ -47,6 +47,11 @@ from sevro_extensions.evaluation import (
     check_evaluation,
     evaluate_params,
 )
+from sevro_extensions.instrumentation import (
+    NO_INSTRUMENTATION,
+    InstrumentationAgreement,
+    negotiate_instrumentation,
+)
 from sevro_extensions.limits import EXTENSION_TIMEOUT_MS, MAX_EXTENSION_CONFIGURATION_BYTES
 from sevro_extensions.negotiation import Negotiated
 from sevro_extensions.policy import check_replacements, extension_checks
@@ -235,6 +240,7 @@ def _opened(
                 "extension": negotiated,
                 "extensionData": dict(preparation.extension_data),
             },
+            "instrumentation": preparation.instrumentation.record(),
         },
         configuration=record,
         preparations={case.id: preparation},
@@ -264,6 +270,12 @@ class ExtensionEvaluator:
             configuration=session.configuration,
         )
         declared = extension_checks(self.case.checks, described.graders)
+        unapplied = self.preparation.instrumentation.unapplied(trial.observations)
+        if unapplied:  # requested and applied differ: never a pass (Sevro's mismatch)
+            return EvaluationResult(
+                error=f"instrumentation {unapplied[0]} was requested, but the trial shows no "
+                "sign of it (sevro.instrumentation.mismatch)"
+            )
         try:
             options = session.options
             if trial.cancel is not None:  # the run's interruption ends the call at once
@@ -298,6 +310,8 @@ class ExtensionPreparation:
     checked: Preparation
     extension_data: Mapping[str, JsonValue]
     """The case's ``extensionData`` from ``resolve`` merged with ``prepare``'s."""
+    instrumentation: InstrumentationAgreement = NO_INSTRUMENTATION
+    """What ``prepare`` requested of the host and what it applies (the same, or refused)."""
 
     @property
     def host(self) -> HostPreparation:
@@ -305,7 +319,7 @@ class ExtensionPreparation:
 
     @property
     def record(self) -> Mapping[str, JsonValue]:
-        return self.checked.record
+        return {**self.checked.record, "instrumentation": self.instrumentation.record()}
 
     def install(
         self,
@@ -335,6 +349,12 @@ def _prepared(
     params = _prepare_params(session, declared, request)
     result = _step("prepare", lambda: session.call("prepare", params))
     fixture = declared["fixture"]
+    agreement = negotiate_instrumentation(
+        result.get("requestedInstrumentation") or [],
+        request.instrumentation,
+        request.condition,
+        negotiated=session.negotiated.capabilities,
+    )
     checked = check_preparation(
         result,
         case=case,
@@ -343,10 +363,11 @@ def _prepared(
         negotiated=session.negotiated.capabilities,
         host_capabilities=request.host_capabilities,
         sources=request.case_sources,
+        instrumentation_negotiated=True,
     )
     data = {**declared["extensionData"], **checked.extension_data}
     prompts = evolve(case, prompt=checked.prompt, follow_up_prompt=checked.follow_up_prompt)
-    return prompts, ExtensionPreparation(checked, data)
+    return prompts, ExtensionPreparation(checked, data, agreement)
 
 
 def checked_evaluation(

@@ -66,7 +66,9 @@ def evaluation_identity(inputs: IdentityInputs) -> dict[str, Any]:
         "requiredEvidenceDigest": hash_json([c["requiredEvidence"] for c in cases]),
         "evaluatorDigest": hash_json(dict(inputs.evaluator)),
         "graderDigest": hash_json([dict(g) for g in inputs.graders_active]),
-        "instrumentationDigest": hash_json({"requested": [], "applied": []}),
+        "instrumentationDigest": hash_json(
+            (extension or {}).get("instrumentation") or {"requested": [], "applied": []}
+        ),
         "routeDigest": hash_json(inputs.route.to_json()),
         "condition": inputs.condition,
         "trialCount": inputs.trials,

@@ -56,6 +56,7 @@ from sevro_core.plugin.casesources import (
     ExtensionFlags,
     OpenedCaseSource,
 )
+from sevro_core.plugin.instrumentation import host_capabilities_of, instrumentation_of
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
     NETWORK_NONE,
@@ -355,9 +356,14 @@ def _open_case_source(
         host_id=route.host,
         model=route.model,
         effort=route.effort,
-        host_capabilities=host.capabilities,
+        host_capabilities=frozenset(),
         case_sources=settings.case_sources,
     )
+    try:  # a host's malformed offers are its plugin's bug, named before anything runs
+        capabilities, offers = host_capabilities_of(host), instrumentation_of(host)
+        request = evolve(request, host_capabilities=capabilities, instrumentation=offers)
+    except ConfigurationError as exc:
+        raise InvocationError(f"host {route.host}: {exc.message}") from None
     return plugin.open(request, CancelToken())
 
 

@@ -29,6 +29,7 @@ from sevro_core.store.evidence import RUN_FORMAT
 
 if TYPE_CHECKING:  # `sevro report` imports this module and must not load the planner
     from sevro_core.experiments.comparison import ComparatorJudging
+    from sevro_core.plugin.casesources import OpenedCaseSource
     from sevro_core.run.planning import RunPlan
     from sevro_core.store.evidence import EvidenceStore
 
@@ -190,8 +191,8 @@ def run_document(
         "condition": {
             "requested": settings.condition,
             "actual": settings.condition if not settings.dry else "unknown",
-            "requestedInstrumentation": [],
-            "appliedInstrumentation": [],
+            "requestedInstrumentation": _instrumentation(source, "requested"),
+            "appliedInstrumentation": _instrumentation(source, "applied"),
         },
         "graders": {
             "active": [dict(g) for g in plan.graders_active],
@@ -232,6 +233,12 @@ def run_document(
         **_experiment_parts(plan, statistics),
         **_judge_calibration(plan),
     }
+
+
+def _instrumentation(source: OpenedCaseSource | None, which: str) -> list[Any]:
+    """What the case source's preparation requested of the host, or what the host applies."""
+    record = source.identity.get("instrumentation") if source is not None else None
+    return list(record[which]) if isinstance(record, dict) else []
 
 
 def _experiment_parts(plan: RunPlan, statistics: Mapping[str, Any] | None) -> dict[str, Any]:
