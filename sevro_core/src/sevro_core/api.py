@@ -150,6 +150,7 @@ from sevro_core.plugin.instrumentation import (
     InstrumentationOffer,
     host_capabilities_of,
     instrumentation_of,
+    passive_offers,
 )
 from sevro_core.plugin.manager import Registry, load_plugins
 from sevro_core.plugin.preparation import (
@@ -314,6 +315,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "InstrumentationOffer",
     "host_capabilities_of",
     "instrumentation_of",
+    "passive_offers",
     # ---- states
     "CheckStatus",
     "Completeness",

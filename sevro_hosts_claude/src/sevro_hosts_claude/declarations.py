@@ -65,9 +65,5 @@ def identity(preparation: HostPreparation) -> JsonValue:
         found["claudePluginDirs"] = list(preparation.claude_plugin_dirs)
     invocation = preparation.invocation
     if invocation is not None:
-        found["invocation"] = {
-            "kind": invocation.kind,
-            "pluginName": invocation.plugin_name,
-            "skillName": invocation.skill_name,
-        }
+        found["invocation"] = invocation.record()
     return found

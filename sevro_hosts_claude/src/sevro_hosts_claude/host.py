@@ -63,6 +63,7 @@ from sevro_core.api import (
     hookimpl,
     inside,
     line_count,
+    passive_offers,
     read_confined,
     roots_to_hide,
     snapshot,
@@ -285,10 +286,7 @@ class ConfiguredClaudeHost(ConfiguredAgentCliHost[ClaudeConfig]):
     def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
         """What an extension may request (docs/hosts/claude.md#instrumentation): the passive
         observers this configuration runs; a judge runs none."""
-        if self.judge:
-            return ()
-        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
-        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
+        return () if self.judge else passive_offers(PASSIVE_INSTRUMENTATION & self.capabilities)
 
     def check_case(self, case: Case) -> None:
         """Without ``hooks.nativeGoal`` a candidate prompt opening with ``/goal`` is refused

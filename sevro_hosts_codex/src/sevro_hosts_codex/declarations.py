@@ -90,11 +90,7 @@ def identity(preparation: HostPreparation) -> JsonValue:
         }
     invocation = preparation.invocation
     if invocation is not None:
-        found["invocation"] = {
-            "kind": invocation.kind,
-            "pluginName": invocation.plugin_name,
-            "skillName": invocation.skill_name,
-        }
+        found["invocation"] = invocation.record()
     return found
 
 

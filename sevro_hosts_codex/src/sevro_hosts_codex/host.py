@@ -59,6 +59,7 @@ from sevro_core.api import (
     hookimpl,
     inside,
     join_pointer,
+    passive_offers,
     protected_executable,
     roots_to_hide,
     write_private,
@@ -297,10 +298,7 @@ class ConfiguredCodexHost(ConfiguredAgentCliHost[CodexConfig]):
     def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
         """What an extension may request (docs/hosts/codex.md#instrumentation): the passive
         observers this configuration runs; a judge runs none."""
-        if self.judge:
-            return ()
-        probes = sorted(PASSIVE_INSTRUMENTATION & self.capabilities)
-        return tuple(InstrumentationOffer(probe, changes_execution=False) for probe in probes)
+        return () if self.judge else passive_offers(PASSIVE_INSTRUMENTATION & self.capabilities)
 
     def check_case(self, case: Case) -> None:
         """Refuse (exit 64) a candidate fixture that declares a ``.codex`` configuration,

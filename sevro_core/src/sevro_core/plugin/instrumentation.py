@@ -10,6 +10,7 @@ none offers none), so the core names no host. The ids count as host capabilities
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from attrs import field, frozen
 
@@ -59,3 +60,8 @@ def host_capabilities_of(configured: ConfiguredHost) -> frozenset[str]:
     instrumentation ids (Sevro's host capability registry)."""
     offered = {offer.id for offer in instrumentation_of(configured)}
     return frozenset(configured.capabilities) | offered
+
+
+def passive_offers(observers: Iterable[str]) -> tuple[InstrumentationOffer, ...]:
+    """Offers of observers that only watch (none changes execution), sorted by id."""
+    return tuple(InstrumentationOffer(o, changes_execution=False) for o in sorted(set(observers)))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
+from sevro_core.formats.jsonio import JsonValue
+
 
 @frozen
 class CodexMarketplace:
@@ -28,6 +30,10 @@ class SkillInvocation:
     kind: str
     plugin_name: str | None
     skill_name: str
+
+    def record(self) -> dict[str, JsonValue]:
+        """The invocation as a host's redacted configuration records it (it enters identity)."""
+        return {"kind": self.kind, "pluginName": self.plugin_name, "skillName": self.skill_name}
 
 
 @frozen
