@@ -127,65 +127,70 @@ def run_bounded(
         start_new_session=True,
         close_fds=True,
     )
-    if stdin is not None and process.stdin is not None:
-        threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
-    out, err = _Sink(output_limit), _Sink(stderr_limit)
-    pipes: list[tuple[IO[bytes], _Sink]] = []
-    if process.stdout is not None:
-        pipes.append((process.stdout, out))
-    if process.stderr is not None:
-        pipes.append((process.stderr, err))
-    timed_out = cancelled = overflowed = stalled = False
-    deadline = started + timeout_s
-    last_progress = started
-    with selectors.DefaultSelector() as selector:
-        for pipe, sink in pipes:
-            selector.register(pipe, selectors.EVENT_READ, sink)
-        open_streams = len(pipes)
-        quiet_after_exit: float | None = None
-        while open_streams and not overflowed:
-            if cancel.cancelled:
-                cancelled = True
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = process.poll() is None
-                break
-            if quiet_after_exit is None and process.poll() is not None:
-                # The command is done; whatever it left holding the pipes gets a moment, then
-                # dies with the group below.
-                quiet_after_exit = now + _DRAIN_AFTER_EXIT_SECONDS
-            if quiet_after_exit is not None and now >= quiet_after_exit:
-                break
-            if stall_s is not None and quiet_after_exit is None and now - last_progress >= stall_s:
-                stalled = True
-                break
-            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    open_streams -= 1
-                    continue
-                key.data.add(chunk)
-                if key.data is out:
-                    last_progress = time.monotonic()
-                if kill_on_overflow and key.data is out and out.total > output_limit:
-                    overflowed = True
+    try:
+        if stdin is not None and process.stdin is not None:
+            threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True).start()
+        out, err = _Sink(output_limit), _Sink(stderr_limit)
+        pipes: list[tuple[IO[bytes], _Sink]] = []
+        if process.stdout is not None:
+            pipes.append((process.stdout, out))
+        if process.stderr is not None:
+            pipes.append((process.stderr, err))
+        timed_out = cancelled = overflowed = stalled = False
+        deadline = started + timeout_s
+        last_progress = started
+        with selectors.DefaultSelector() as selector:
+            for pipe, sink in pipes:
+                selector.register(pipe, selectors.EVENT_READ, sink)
+            open_streams = len(pipes)
+            quiet_after_exit: float | None = None
+            while open_streams and not overflowed:
+                if cancel.cancelled:
+                    cancelled = True
                     break
-    if overflowed:
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = process.poll() is None
+                    break
+                if quiet_after_exit is None and process.poll() is not None:
+                    # The command is done; whatever it left holding the pipes gets a moment, then
+                    # dies with the group below.
+                    quiet_after_exit = now + _DRAIN_AFTER_EXIT_SECONDS
+                if quiet_after_exit is not None and now >= quiet_after_exit:
+                    break
+                silent = now - last_progress
+                if stall_s is not None and quiet_after_exit is None and silent >= stall_s:
+                    stalled = True
+                    break
+                for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        open_streams -= 1
+                        continue
+                    key.data.add(chunk)
+                    if key.data is out:
+                        last_progress = time.monotonic()
+                    if kill_on_overflow and key.data is out and out.total > output_limit:
+                        overflowed = True
+                        break
+        if overflowed:
+            kill_group(process.pid)
+        elif timed_out or cancelled or stalled:
+            terminate_group(process, kill_grace_s)
+        else:
+            while process.poll() is None:
+                if cancel.wait(0.02):
+                    cancelled = True
+                    terminate_group(process, kill_grace_s)
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    terminate_group(process, kill_grace_s)
+                    break
+    except BaseException:  # an interrupt (SIGINT outside a run) or a bug: the group dies too
         kill_group(process.pid)
-    elif timed_out or cancelled or stalled:
-        terminate_group(process, kill_grace_s)
-    else:
-        while process.poll() is None:
-            if cancel.wait(0.02):
-                cancelled = True
-                terminate_group(process, kill_grace_s)
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                terminate_group(process, kill_grace_s)
-                break
+        raise
     kill_group(process.pid)  # whatever the command left running in its group dies with it
     for pipe, _sink in pipes:
         pipe.close()
