@@ -43,6 +43,7 @@ from sevro_core.fixtures.probe import GIT_FIXTURE_CAPABILITIES, GitProbe
 from sevro_core.fixtures.workspace import (
     WorkspaceEscapeError,
     list_confined,
+    open_directory,
     read_confined,
     write_confined,
 )
@@ -392,6 +393,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "check_git_path",
     "check_relative_path",
     "list_confined",
+    "open_directory",
     "read_confined",
     "snapshot",
     "write_confined",

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-import errno
 import hashlib
 import os
 import re
@@ -40,8 +38,10 @@ from sevro_core.api import (
     InvocationError,
     JsonValue,
     SkillInvocation,
+    WorkspaceEscapeError,
     check_collisions,
     check_git_path,
+    open_directory,
 )
 from sevro_extensions.errors import one_line
 from sevro_extensions.fixturesetup import (
@@ -83,7 +83,6 @@ CLAUDE_PLUGIN_MANIFEST = ".claude-plugin/plugin.json"
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _SKILL = re.compile(r"^[A-Za-z0-9._-]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
 
@@ -572,45 +571,25 @@ def _record(
     if setup is not None:
         record["fixtureSetupDigest"] = setup.digest
     if host.codex_marketplace is not None:
-        market = host.codex_marketplace
-        record["codexMarketplace"] = {
-            "artifactRoot": market.artifact_root,
-            "marketplaceName": market.marketplace_name,
-            "pluginNames": list(market.plugin_names),
-        }
+        record["codexMarketplace"] = host.codex_marketplace.record()
     if host.claude_plugin_dirs:
         record["claudePluginDirs"] = list(host.claude_plugin_dirs)
     if host.invocation is not None:
-        record["skillInvocation"] = {
-            "kind": host.invocation.kind,
-            "pluginName": host.invocation.plugin_name,
-            "skillName": host.invocation.skill_name,
-        }
+        record["skillInvocation"] = host.invocation.record()
     return record
 
 
 def _open_parent(workspace: Path, parts: Sequence[str], what: str) -> int:
     """A descriptor of ``workspace/parts[:-1]``, creating directories, following no link."""
-    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the engine's own
     try:
-        for depth, part in enumerate(parts[:-1], start=1):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(part, 0o755, dir_fd=fd)
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                where = "/".join(parts[:depth])
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise FixtureFailure(
-                        f"{what}: {where} in the workspace is a symlink or not a directory"
-                    ) from None
-                raise FixtureFailure(f"{what}: cannot open {where} ({exc.strerror})") from None
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+        return open_directory(workspace, parts[:-1], create=True, mode=0o755)
+    except WorkspaceEscapeError as exc:
+        raise FixtureFailure(
+            f"{what}: {exc.where} in the workspace is a symlink or not a directory"
+        ) from None
+    except OSError as exc:
+        where = "/".join(parts[:-1])
+        raise FixtureFailure(f"{what}: cannot open {where} ({exc.strerror})") from None
 
 
 def write_artifact(workspace: Path, artifact: PreparedArtifact) -> None:

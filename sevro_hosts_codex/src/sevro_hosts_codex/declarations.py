@@ -83,11 +83,7 @@ def identity(preparation: HostPreparation) -> JsonValue:
     found: dict[str, JsonValue] = {}
     market = preparation.codex_marketplace
     if market is not None:
-        found["codexMarketplace"] = {
-            "artifactRoot": market.artifact_root,
-            "marketplaceName": market.marketplace_name,
-            "pluginNames": list(market.plugin_names),
-        }
+        found["codexMarketplace"] = market.record()
     invocation = preparation.invocation
     if invocation is not None:
         found["invocation"] = invocation.record()

@@ -21,6 +21,14 @@ class CodexMarketplace:
     marketplace_name: str
     plugin_names: tuple[str, ...]
 
+    def record(self) -> dict[str, JsonValue]:
+        """The declaration as evidence and a host's redacted configuration record it."""
+        return {
+            "artifactRoot": self.artifact_root,
+            "marketplaceName": self.marketplace_name,
+            "pluginNames": list(self.plugin_names),
+        }
+
 
 @frozen
 class SkillInvocation:
@@ -32,7 +40,7 @@ class SkillInvocation:
     skill_name: str
 
     def record(self) -> dict[str, JsonValue]:
-        """The invocation as a host's redacted configuration records it (it enters identity)."""
+        """The invocation as evidence and a host's redacted configuration record it."""
         return {"kind": self.kind, "pluginName": self.plugin_name, "skillName": self.skill_name}
 
 
