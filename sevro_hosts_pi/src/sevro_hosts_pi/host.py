@@ -133,7 +133,9 @@ class PiHost(AgentCliHost[PiConfig]):
         """The shared three, and node, the wire API and the upstream model endpoint."""
         return (
             *super().settings,
-            HostSetting(NODE, "--pi-node", "Node.js (>= 20.6) that runs pi (default: node).", "path"),
+            HostSetting(
+                NODE, "--pi-node", "Node.js (>= 20.6) that runs pi (default: node).", "path"
+            ),
             HostSetting(
                 API,
                 "--pi-api",
@@ -288,9 +290,11 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         except ValueError as exc:
             raise HostFailure(str(exc)) from None
         assert host.model is not None
-        write_private(layout.models_file, models_json(config, host.model, bridges.BRIDGE_PORT).encode())
+        write_private(
+            layout.models_file, models_json(config, host.model, bridges.BRIDGE_PORT).encode()
+        )
         write_private(layout.settings_file, settings_json().encode())
-        for source in (bridges.preload_path(), observer.extension_path()):
+        for source in (bridges.preload_path(), observer.observer_source()):
             write_private(layout.sevro / source.name, source.read_bytes())
         self.extensions = profiles.copy_bundles(self.runtime, layout.bundles)
         self.env = self._environment()
@@ -347,7 +351,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         env[bridges.SOCKET_VARIABLE] = str(SANDBOX_BRIDGE_DIR / _SOCKET)
         env[bridges.PORT_VARIABLE] = str(bridges.BRIDGE_PORT)
         if self.profile.observe_context:
-            env[observer.CONTEXT_VARIABLE] = "1"
+            env[observer.OBSERVE_CONTEXT_ENV] = "1"
         return env
 
     def _hidden(self, mounted: Sequence[Path]) -> list[Path]:
@@ -363,7 +367,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
 
     def argv(self, number: int) -> list[str]:
         layout, host = self.layout, self.host
-        self.env[observer.OBSERVE_VARIABLE] = str(layout.observe_file(number))
+        self.env[observer.OBSERVE_ENV] = str(layout.observe_file(number))
         argv = [str(host.pi.node), "--import", str(layout.sevro / bridges.preload_path().name)]
         argv += [str(host.pi.script), "--mode", "json", "--provider", PROVIDER]
         argv += ["--model", str(host.model), *FIXED_FLAGS]
@@ -374,14 +378,11 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
             argv += ["--tools", ",".join(self.tools)]
             for entry in self.extensions:
                 argv += ["-e", str(entry)]
-        argv += ["-e", str(layout.sevro / observer.extension_path().name)]  # always last
+        argv += ["-e", str(layout.sevro / observer.observer_source().name)]  # always last
         return [*self.wrapper, *argv]
 
     def parse(self, stream: bytes) -> events.Turn:
-        try:
-            turn = events.parse_turn(stream, session_id=self.session)
-        except events.StreamError as exc:
-            raise StreamError(str(exc)) from None
+        turn = events.parse_turn(stream, session_id=self.session)
         if self.session is None:
             self.session = turn.session_id
         return turn
@@ -396,17 +397,16 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
     def _observation(self, number: int) -> observer.TurnObservation | None:
         try:
             return observer.read_observations(self.layout.observe_file(number))
-        except (events.StreamError, OSError):
+        except (StreamError, OSError):
             return None
 
-    def _turn_problem(
-        self, number: int, turn: events.Turn, outcome: ProcessOutcome
-    ) -> str | None:
+    def _turn_problem(self, number: int, turn: events.Turn, outcome: ProcessOutcome) -> str | None:
         """The skeleton's reasons, and an extension error pi reported only on stderr (it goes
         on without the extension, so the run is not what was asked for)."""
         problem = super()._turn_problem(number, turn, outcome)
         if problem is None and _EXTENSION_ERROR in outcome.stderr:
-            problem = f"turn {number}: pi reported an extension error; stderr: {self.tail(outcome.stderr)}"
+            tail = self.tail(outcome.stderr)
+            problem = f"turn {number}: pi reported an extension error; stderr: {tail}"
         return problem
 
     def continuity_error(self, number: int, turn: events.Turn) -> str | None:
@@ -463,7 +463,9 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
                 command = str(call.arguments.get("command", ""))
                 code = entry["exitCode"]
                 output = call.result_text or ""
-                into.command(offered, at, (command, output, code if isinstance(code, int) else None))
+                into.command(
+                    offered, at, (command, output, code if isinstance(code, int) else None)
+                )
             elif call.name == "read":
                 read = self._read_tool(call, into)
                 if read is not None:
