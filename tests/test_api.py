@@ -25,6 +25,7 @@ PACKAGES: tuple[tuple[str, Path], ...] = (
     ("sevro_core.builtins", ROOT / "sevro_core" / "src" / "sevro_core" / "builtins"),
     ("sevro_hosts_codex", ROOT / "sevro_hosts_codex" / "src" / "sevro_hosts_codex"),
     ("sevro_hosts_claude", ROOT / "sevro_hosts_claude" / "src" / "sevro_hosts_claude"),
+    ("sevro_hosts_pi", ROOT / "sevro_hosts_pi" / "src" / "sevro_hosts_pi"),
     ("sevro_judges", ROOT / "sevro_judges" / "src" / "sevro_judges"),
     ("sevro_extensions", ROOT / "sevro_extensions" / "src" / "sevro_extensions"),
 )

@@ -13,7 +13,13 @@ def test_version_names_sevro_and_installed_plugins(sevro_project: SevroProject) 
     assert done.exit_code == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"sevro {metadata.version('sevro-core')}"
-    for dist in ("sevro-graders", "sevro-sandbox", "sevro-hosts-codex", "sevro-hosts-claude"):
+    for dist in (
+        "sevro-graders",
+        "sevro-sandbox",
+        "sevro-hosts-codex",
+        "sevro-hosts-claude",
+        "sevro-hosts-pi",
+    ):
         assert f"  {dist} {metadata.version(dist)}" in lines
     assert lines[-1].startswith("  python ")
     assert sevro_project.sevro("-V").stdout == done.stdout

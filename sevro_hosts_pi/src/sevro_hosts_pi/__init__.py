@@ -1,0 +1,1 @@
+"""The pi coding agent host for sevro (``sevro.host.pi``)."""
