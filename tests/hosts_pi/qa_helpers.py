@@ -55,9 +55,7 @@ def run_pi(
 def tool_outputs(server: MockModelServer) -> list[str]:
     """What the model was shown of each tool call: the last request's call outputs, in order."""
     items: list[dict[str, Any]] = server.requests[-1].json()["input"]
-    return [
-        _text(item["output"]) for item in items if item.get("type") == "function_call_output"
-    ]
+    return [_text(item["output"]) for item in items if item.get("type") == "function_call_output"]
 
 
 def _text(output: Any) -> str:
