@@ -96,7 +96,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
     evidence = document["evidence"]
     (command,) = observation(document, "sevro.commands")["data"]["commands"]
     assert command["command"].startswith("printf") and command["exitCode"] == 3
-    assert command["status"] == "failed" and command["turn"] == 1
+    assert command["status"] == "failed" and command["turn"] == 1 and command["ordinal"] == 1
     (call,) = observation(document, "sevro.tool-calls")["data"]["calls"]
     assert call["tool"] == "bash" and call["kind"] == "command_execution"
     changed = observation(document, "sevro.files-changed")
