@@ -374,3 +374,31 @@ def test_a_mutating_extension_is_seen_by_the_comparison_and_the_last_loaded_obse
     system = mutated[0].json()["input"][0]["content"]
     assert system.endswith("\nMUTATED")
     assert read_observations(path).system_prompt == system  # the chained, final prompt
+
+
+def test_the_observer_stops_before_its_file_would_pass_its_bound(tmp_path: Path) -> None:
+    def last_record(room: int) -> tuple[Record, int]:
+        root = tmp_path / str(room)
+        root.mkdir()
+        path = root / "observe.jsonl"
+        with path.open("wb") as prefill:  # sparse: the bytes an earlier writer left
+            prefill.truncate(limits.MAX_PI_OBSERVE_FILE_BYTES - room)
+        run_observer(root, [["before_provider_request", {"payload": {}}, None]])
+        size = path.stat().st_size
+        with path.open("rb") as tail:
+            tail.seek(limits.MAX_PI_OBSERVE_FILE_BYTES - room)
+            record: Record = json.loads(tail.read())
+        return record, size
+
+    record, size = last_record(8192)
+    assert record == {"kind": "tools", "request": 1, "names": None}
+    stopped, size = last_record(4096)
+    assert stopped["kind"] == "unobserved" and "bound" in stopped["reason"]
+    assert size <= limits.MAX_PI_OBSERVE_FILE_BYTES
+
+
+def test_an_event_the_observer_cannot_read_makes_the_turn_partial(tmp_path: Path) -> None:
+    unreadable, later = {"messages": 5}, {"messages": []}
+    run_observer(tmp_path, [["context", unreadable, None], ["context", later, None]])
+    observed = read_observations(tmp_path / "observe.jsonl")
+    assert observed.truncated and observed.contexts == ()
