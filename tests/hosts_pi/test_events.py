@@ -90,6 +90,29 @@ def test_the_read_tool_and_a_custom_extension_tool() -> None:
     )
 
 
+def test_parallel_tools_interleave_and_a_failed_tool_is_no_failed_turn() -> None:
+    turn = parse_turn(capture("anthropic_parallel_tools.jsonl"))
+    assert turn.completed and turn.final_message == "both done"
+    assert [(t.call_id, t.result_text, t.is_error, t.ordinal) for t in turn.tools] == [
+        ("toolu_mock_1_0", "a\n", False, 0),
+        ("toolu_mock_1_1", "b\n", False, 1),
+        (
+            "toolu_mock_1_2",
+            "ENOENT: no such file or directory, access '/tmp/h-events/two/ws/nope.txt'",
+            True,
+            2,
+        ),
+    ]
+
+    def result_during_tools(stream: list[Event]) -> None:
+        result = stream.pop(index(stream, "message_start", 2))
+        stream.insert(index(stream, "tool_execution_end"), result)
+
+    rejects(
+        edited(result_during_tools, "anthropic_parallel_tools.jsonl"), "while a tool is running"
+    )
+
+
 def test_a_second_turn_must_continue_the_expected_session() -> None:
     stream = capture("second_turn.jsonl")
     expected = "01a2436d-7931-75fc-8fe6-242891794455"
