@@ -197,6 +197,21 @@ def test_update_lines_are_still_decoded_and_placed() -> None:
     rejects(edited(stray_tool_update), "tool_execution_update of no running tool")
 
 
+def test_update_bodies_are_not_needed() -> None:
+    """A stream whose updates were stripped of their repeated partial bodies (the quadratic
+    part) parses to the same turn: only their place in the stream is checked."""
+
+    def strip(stream: list[Event]) -> None:
+        for i, event in enumerate(stream):
+            if event["type"] == "message_update":
+                stream[i] = {"type": "message_update"}
+            elif event["type"] == "tool_execution_update":
+                stream[i] = {"type": "tool_execution_update", "toolCallId": event["toolCallId"]}
+
+    name = "anthropic_parallel_tools.jsonl"
+    assert parse_turn(edited(strip, name)) == parse_turn(capture(name))
+
+
 def test_line_and_stream_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = capture("responses_bash.jsonl")
     longest = max(len(line) for line in stream.splitlines())
