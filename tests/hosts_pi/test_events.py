@@ -254,7 +254,23 @@ def test_nothing_but_bookkeeping_follows_agent_end() -> None:
 
     assert parse_turn(edited(compaction)).completed
     rejects(edited(lambda s: compaction(s) or s.pop(-2)), "ended during a compaction")
-    rejects(edited(lambda s: s.pop(0) and s.insert(0, s[0])), "before the session header")
+
+    custom = {"role": "custom", "customType": "probe", "content": "note", "display": True}
+
+    def idle_message(stream: list[Event]) -> None:
+        stream.append({"type": "message_start", "message": custom})
+        stream.append({"type": "message_end", "message": custom})
+        stream.append({"type": "thinking_level_changed", "level": "low"})
+
+    assert parse_turn(edited(idle_message)).final_message == "done: made.txt written"
+    rejects(edited(lambda s: idle_message(s) or s.pop(-2)), "ended during a compaction or custom")
+    rejects(edited(lambda s: idle_message(s) or s.pop(-3)), "unpaired custom message_end")
+
+    def idle_user_message(stream: list[Event]) -> None:
+        idle_message(stream)
+        stream[-3]["message"] = {**custom, "role": "user"}
+
+    rejects(edited(idle_user_message), "message_start outside an agent run")
 
 
 def _retried(stream: list[Event]) -> None:
