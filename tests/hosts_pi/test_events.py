@@ -282,6 +282,21 @@ def _retried(stream: list[Event]) -> None:
     ]
 
 
+def test_real_retries_recovered_and_exhausted() -> None:
+    """pi with retry on (captured): a 500, then ``auto_retry_start`` and a second agent run."""
+    recovered = parse_turn(capture("anthropic_retry_recovered.jsonl"))
+    assert recovered.completed and recovered.final_message == "recovered"
+    assert recovered.requests == 2
+    exhausted = parse_turn(capture("anthropic_retry_exhausted.jsonl"))
+    assert not exhausted.completed and exhausted.requests == 3
+    assert exhausted.failure is not None and "500" in exhausted.failure
+
+    def no_retry(stream: list[Event]) -> None:
+        stream.pop(index(stream, "auto_retry_start"))
+
+    rejects(edited(no_retry, "anthropic_retry_recovered.jsonl"), "second agent_start without")
+
+
 def test_a_retry_opens_one_more_run_and_its_success_decides() -> None:
     turn = parse_turn(edited(_retried))
     assert turn.completed and turn.final_message == "done: made.txt written"
