@@ -78,6 +78,68 @@ class CalibrationVariant:
 
 
 @frozen
+class ExtensionBundle:
+    """A skill-eval runtime extension bundle, snapshotted once at load (bytes in memory), so
+    an edit after load can neither change what runs nor go unrecorded."""
+
+    entry: str
+    """The entry file's relative POSIX path (``extensions/probe.mjs``)."""
+    files: Mapping[str, bytes]
+    """Every file of the entry and its resources, by relative POSIX path (entry included)."""
+    digest: str
+    """``sha256:<hex>`` of the canonical JSON list ``[[path, sha256hex], ...]`` sorted by path."""
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """What evidence and identity record: never the bytes."""
+        return {"entry": self.entry, "digest": self.digest, "files": sorted(self.files)}
+
+
+@frozen
+class RuntimeProfile:
+    """skill-eval ``runtime``: shared by both arms; a host that cannot honour it refuses the
+    case rather than run it without."""
+
+    host: str
+    """skill-eval's runtime host name (``pi``)."""
+    session: bool = False
+    extensions: tuple[ExtensionBundle, ...] = ()
+    literal: Mapping[str, str] = field(factory=dict)
+    """``environment.literal``: non-secret values, recorded."""
+    inherit: tuple[str, ...] = ()
+    """``environment.inherit``: names only; the values are never persisted."""
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "host": self.host,
+            "session": self.session,
+            "extensions": [b.to_json() for b in self.extensions],
+            "environment": {
+                "literal": {k: self.literal[k] for k in sorted(self.literal)},
+                "inherit": list(self.inherit),
+            },
+        }
+
+
+@frozen
+class HostProfile:
+    """What a case asks of the host beyond its prompts (skill-eval ``tools``, ``runtime``,
+    context observation); a host that cannot honour a part refuses the case."""
+
+    tools: tuple[str, ...] | None = None
+    """The declared tool list; None: the host's default tools."""
+    runtime: RuntimeProfile | None = None
+    observe_context: bool = False
+    """The case has context-text checks: the host records ``sevro.host.context``."""
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "tools": None if self.tools is None else list(self.tools),
+            "runtime": None if self.runtime is None else self.runtime.to_json(),
+            "observeContext": self.observe_context,
+        }
+
+
+@frozen
 class Case:
     """A case as declared (templates unrendered), with where it came from for diagnostics."""
 
@@ -103,6 +165,9 @@ class Case:
     calibration: tuple[CalibrationVariant, ...] = ()
     """Reference results for ``sevro calibrate`` (docs/oracle-calibration.md); never run by
     ``sevro run`` and not in the case digest."""
+    host_profile: HostProfile | None = None
+    """What the case asks of the host beyond its prompts (skill-eval groups); in the case
+    digest only when set, so the identities of cases without one are unchanged."""
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -477,6 +542,9 @@ class HostRequest:
     turn_settled: Callable[[int, str | None], None] | None = None
     """Hosts call it when a turn settled (its number and reply) and before the next starts:
     the engine snapshots the workspace then, so a check can grade what was true after it."""
+
+    profile: HostProfile | None = None
+    """The case's host profile (declared tools, runtime, context observation), or None."""
 
     def settle(self, turn: int, reply: str | None) -> None:
         """Report turn ``turn`` settled (a no-op when the engine asked for nothing)."""

@@ -52,6 +52,16 @@ NATIVE_TRANSCRIPTS_OBSERVATION = "sevro.host.native-transcripts"
 """Agent-CLI hosts, with the runtime key ``nativeTranscripts``: the candidate's retained native
 transcript tree (status, entry count, raw and encoded bytes, the bundle's sha256, a reason when
 it is not retained). Also the capability a host advertises when it retains the tree."""
+CONTEXT_OBSERVATION = "sevro.host.context"
+"""Hosts that honour a host profile's ``observe_context``: per turn, the system prompt and each
+model request's provider context rendered as text (``{turns: [{turn, systemPrompt,
+requests: [{request, text}]}]}``); ``partial`` when a bound cut any text."""
+RUNTIME_PROFILE_OBSERVATION = "sevro.host.runtime-profile"
+"""Hosts that honour a skill-eval runtime profile: what was applied (host, session, the tools
+declared and offered per request, each extension bundle's digest before and after, the
+environment's literal values and inherited names); ``partial`` unless every bundle is unchanged
+and every request offered exactly the declared tools. Also the capability such a host
+advertises."""
 
 # ---- artifacts -------------------------------------------------------------------------------
 

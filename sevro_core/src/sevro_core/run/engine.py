@@ -448,6 +448,7 @@ def _run_candidate(
         fixture_bin_dir=fixture.bin_dir,
         isolation=isolation,
         turn_settled=run.turns.settle,
+        profile=case.host_profile,
     )
     result, execution, error = _run_host(run.plan.host_for(run.planned), request)
     if result is not None and run.planned.arm is not None:

@@ -17,6 +17,7 @@ from sevro_core.errors import ConfigurationError, GradingError, InvocationError,
 from sevro_core.experiments.arms import ResolvedArm
 from sevro_core.experiments.design import ExperimentDesign
 from sevro_core.formats.canonical import hash_json
+from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.protection import (
     CONFIG_ROOT,
     EVALUATOR_ROOT,
@@ -748,7 +749,7 @@ def _plan_case(
     if preparation is not None:
         fixture_identity["preparation"] = dict(preparation.record)
     digests = {
-        "case": hash_json(case.declaration()),
+        "case": hash_json(_case_identity(case)),
         "fixture": hash_json(fixture_identity),
         "checks": _checks_digest(case),
         "requiredEvidence": hash_json(list(case.required_evidence)),
@@ -761,6 +762,15 @@ def _plan_case(
         checks=tuple(checks),
         digests=digests,
     )
+
+
+def _case_identity(case: Case) -> dict[str, JsonValue]:
+    """The case digest's input: the declaration, plus the host profile only when there is one
+    (cases without one keep the identities they always had)."""
+    declared = case.declaration()
+    if case.host_profile is not None:
+        declared["hostProfile"] = case.host_profile.to_json()
+    return declared
 
 
 @frozen

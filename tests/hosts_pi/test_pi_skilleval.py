@@ -1,0 +1,212 @@
+"""skill-eval groups end to end with `--host pi` (the real pi against the mock model).
+
+The seed's body group as written (tests/skilleval/test_skilleval_real_clis.py runs it on Codex
+and Claude Code): both variants mount their skills in `.agents/skills` and their context in
+`AGENTS.md`, the second turn continues the first turn's session, and the turn-scoped checks
+grade turn 2. And a runtime-profile group (seed 004's "Runtime Profile"): an extension bundle
+that registers a custom tool and appends to the system prompt, `environment.literal` read by
+that tool, and `context-text` expectations over the system prompt and the provider context of
+the first, last and second request, each with a passing and a failing control.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import CliResult, SevroProject, require_sandbox
+from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_hosts_pi.testing import require_pi
+from tests.e2e.helpers import assert_valid_evidence
+from tests.hosts_pi.qa_helpers import run_pi
+from tests.skilleval import seed
+from tests.skilleval.test_skilleval_real_clis import GROUP, assert_seed_body_group
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def pi() -> str:
+    require_sandbox()
+    return require_pi()
+
+
+def test_pi_runs_the_seed_body_group(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    """Per arm (baseline first, --jobs 1): read the target on turn 1, write on turn 2, with the
+    group's declared tools only (read, write, edit: pi is offered no bash)."""
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    one_arm = [
+        reply(ToolCall("read", {"path": ".agents/skills/target/SKILL.md"})),
+        reply(Message("ready")),
+        reply(ToolCall("write", {"path": "result.json", "content": '{"status": "complete"}'})),
+        reply(Message("done")),
+    ]
+    server = mock_model(one_arm * 2)
+    done = run_pi(project, pi, server, GROUP, "--jobs", "1", "--trials", "1")
+    assert_seed_body_group(done)
+    assert len(server.requests) == 8 and not server.unexpected
+    for request in server.requests:
+        assert sorted(request.tools or ()) == ["edit", "read", "write"], request.tools
+    # turn 2 continued turn 1's session: its first request carries turn 1's prompt and reply
+    second_turn = json.dumps(server.requests[2].json()["input"])
+    assert "Inspect the task and prepare the work." in second_turn and "ready" in second_turn
+    # the context file reached pi as project instructions
+    assert "Contract: status is complete." in json.dumps(server.requests[0].json()["input"])
+
+
+PROBE = """\
+import { suffix } from "./lib/suffix.mjs";
+
+export default function (pi) {
+  pi.registerTool({
+    name: "probe_tool",
+    label: "Probe",
+    description: "Returns a probe value.",
+    parameters: {
+      type: "object",
+      properties: { value: { type: "string" } },
+      required: ["value"],
+    },
+    async execute(_id, params) {
+      const text = `probe:${process.env.PROBE_MODE}:${params.value}`;
+      return { content: [{ type: "text", text }], details: {} };
+    },
+  });
+  pi.on("before_agent_start", (event) => ({ systemPrompt: event.systemPrompt + suffix }));
+}
+"""
+SUFFIX = 'export const suffix = "\\n\\nPROBE-SYSTEM-MARKER\\n";\n'
+PROMPT = "Call the probe tool with the value abc."
+RESULT = "probe:injection-test:abc"
+
+
+def context(
+    check_id: str, expect: str, value: str, variant: str = "candidate", **fields: Any
+) -> dict[str, Any]:
+    return {
+        "id": check_id,
+        "kind": "context-text",
+        "variant": variant,
+        "expect": expect,
+        "value": value,
+        **fields,
+    }
+
+
+PROVIDER = {"surface": "provider-context"}
+EXPECTATIONS: list[tuple[dict[str, Any], str]] = [
+    # (expectation, the status it must get): each kind of check passes and fails once
+    (context("sys-has-probe", "contains", "PROBE-SYSTEM-MARKER"), "passed"),
+    (context("sys-has-absent", "contains", "NOT-IN-ANY-PROMPT-41"), "failed"),
+    (context("sys-lacks-absent", "not-contains", "NOT-IN-ANY-PROMPT-41"), "passed"),
+    (context("sys-lacks-probe", "not-contains", "PROBE-SYSTEM-MARKER"), "failed"),
+    (context("sys-equals-x", "equals", "x", surface="system-prompt"), "failed"),
+    (context("first-has-task", "contains", PROMPT, request="first", **PROVIDER), "passed"),
+    (context("first-has-result", "contains", RESULT, request="first", **PROVIDER), "failed"),
+    (context("last-has-result", "contains", RESULT, request="last", **PROVIDER), "passed"),
+    (context("second-lacks-result", "not-contains", RESULT, request=2, **PROVIDER), "failed"),
+    (context("first-equals-task", "equals", PROMPT, request="first", **PROVIDER), "passed"),
+    (context("third-missing", "contains", PROMPT, request=3, **PROVIDER), "unavailable"),
+    (
+        {
+            "id": "probe-succeeded",
+            "kind": "tool-call",
+            "variant": "candidate",
+            "tool": "probe_tool",
+            "expect": "succeeded",
+        },
+        "passed",
+    ),
+    (
+        {
+            "id": "write-called",
+            "kind": "tool-call",
+            "variant": "candidate",
+            "tool": "write",
+            "expect": "called",
+        },
+        "failed",
+    ),
+    (context("base-sys-has-probe", "contains", "PROBE-SYSTEM-MARKER", "baseline"), "passed"),
+    (context("base-last-lacks", "not-contains", RESULT, "baseline", **PROVIDER), "failed"),
+]
+
+
+def runtime_group() -> dict[str, Any]:
+    variant = {"source": {"kind": "working-tree"}, "skills": [], "target": None, "context": []}
+    return {
+        "schema_version": 1,
+        "kind": "group",
+        "id": "runtime-probe",
+        "type": "body",
+        "input": {"prompt": PROMPT},
+        "fixture": None,
+        "tools": ["read", "write", "edit", "probe_tool"],
+        "variants": {"baseline": dict(variant), "candidate": dict(variant)},
+        "expectations": [expectation for expectation, _ in EXPECTATIONS],
+        "review_questions": [],
+        **seed.RUNTIME,
+    }
+
+
+def _run_runtime_group(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> tuple[CliResult, Any, Path]:
+    root = tmp_path / "defs"
+    (root / "extensions" / "lib").mkdir(parents=True)
+    (root / "extensions" / "probe.mjs").write_text(PROBE)
+    (root / "extensions" / "lib" / "suffix.mjs").write_text(SUFFIX)
+    group = seed.write_json(root / "groups" / "runtime.json", runtime_group())
+    project = SevroProject(root.resolve())
+    one_arm = [reply(ToolCall("probe_tool", {"value": "abc"})), reply(Message("probed"))]
+    server = mock_model(one_arm * 2)
+    done = run_pi(project, pi, server, group, "--jobs", "1", "--trials", "1")
+    return done, server, root
+
+
+def test_a_runtime_profile_group_runs_its_extension_environment_and_context_checks(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    done, server, root = _run_runtime_group(tmp_path, pi, mock_model)
+    run = assert_valid_evidence(done.json())
+    assert len(server.requests) == 4 and not server.unexpected
+    # the declared tools, custom one included, were offered to the model and nothing else
+    for request in server.requests:
+        assert sorted(request.tools or ()) == ["edit", "probe_tool", "read", "write"]
+    # the literal reached the extension's tool (else it would say probe:undefined:abc)
+    assert RESULT in json.dumps(server.requests[1].json()["input"])
+    expected = {e["id"]: (e["variant"], status) for e, status in EXPECTATIONS}
+    results = Path(done.json()["evidencePath"]).parent
+    seen: dict[str, str] = {}
+    for trial in run["trials"]:
+        evidence = json.loads((results / trial["path"]).read_text())["evidence"]
+        for check in evidence["checks"]:
+            assert expected[check["id"]][0] == trial["arm"], check
+            seen[check["id"]] = check["status"]
+        profile = _observation(evidence, "sevro.host.runtime-profile")
+        assert profile["completeness"] == "complete", profile
+        data = profile["data"]
+        assert data["host"] == "pi" and data["session"] is False
+        assert data["environment"] == {"literal": {"PROBE_MODE": "injection-test"}, "inherit": []}
+        (bundle,) = data["extensions"]
+        assert bundle["entry"] == "extensions/probe.mjs" and bundle["unchanged"] is True
+        assert bundle["digest"] == bundle["digestAfter"]
+        assert data["tools"]["declared"] == ["read", "write", "edit", "probe_tool"]
+        contexts = _observation(evidence, "sevro.host.context")["data"]["turns"]
+        (turn,) = contexts
+        assert "PROBE-SYSTEM-MARKER" in turn["systemPrompt"]
+        assert [r["request"] for r in turn["requests"]] == [1, 2]
+    assert seen == {check: status for check, (_, status) in expected.items()}, seen
+    # the bundle in the definition root is untouched, byte for byte
+    assert (root / "extensions" / "probe.mjs").read_text() == PROBE
+
+
+def _observation(evidence: dict[str, Any], obs_id: str) -> dict[str, Any]:
+    (found,) = [o for o in evidence["observations"] if o["id"] == obs_id]
+    return dict(found)
