@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sevro_core.testing import require_agent_cli, require_sandbox, require_tool
+from sevro_core.testing import require_sandbox, require_tool
 from sevro_core.testing.mockmodel import Message as Say
 from sevro_core.testing.mockmodel import (
     MockModelServer,
@@ -37,6 +37,7 @@ from sevro_hosts_pi.bridge import (
     free_port,
     preload_path,
 )
+from sevro_hosts_pi.testing import require_pi
 
 SECRET = "sk-sevro-held-secret"
 SANDBOX_KEY = "sk-what-the-sandbox-sent"
@@ -429,7 +430,7 @@ def test_the_preload_fails_closed_on_half_a_setting(tmp_path: Path) -> None:
 
 def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None:
     node = _node()
-    cli = Path(require_agent_cli("pi", "SEVRO_PI_BIN", "pi")).resolve()
+    cli = Path(require_pi()).resolve()
     agent, ws = tmp_path / "agent", tmp_path / "ws"
     agent.mkdir()
     ws.mkdir()
