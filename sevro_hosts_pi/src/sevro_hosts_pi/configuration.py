@@ -206,11 +206,18 @@ class SandboxMounts:
 
 
 def sandbox_argv(
-    bwrap: str, *, workspace: Path, layout: TrialLayout, bridge_dir: Path, mounts: SandboxMounts
+    bwrap: str,
+    *,
+    workspace: Path,
+    layout: TrialLayout,
+    bridge_dir: Path,
+    mounts: SandboxMounts,
+    judge: bool = False,
 ) -> list[str]:
     """bubblewrap arguments that run pi seeing only what a trial needs, with no network but
     loopback: the private root writable with sevro's files and pi's configuration read-only on
-    top, the workspace writable, the bridge's socket directory at ``SANDBOX_BRIDGE_DIR``."""
+    top, the workspace writable (read-only for a judge), the bridge's socket directory at
+    ``SANDBOX_BRIDGE_DIR``."""
     for path in (workspace, layout.root, *mounts.read, *mounts.write):
         if inside(path, SANDBOX_BRIDGE_DIR) or inside(SANDBOX_BRIDGE_DIR, path):
             raise HostFailure(f"{path} overlaps {SANDBOX_BRIDGE_DIR}: choose another root")
@@ -225,7 +232,7 @@ def sandbox_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for extra in mounts.write:
         argv += ["--bind", str(extra), str(extra)]
-    argv += ["--bind", str(workspace), str(workspace)]
+    argv += ["--ro-bind" if judge else "--bind", str(workspace), str(workspace)]
     argv += ["--bind", str(bridge_dir), str(SANDBOX_BRIDGE_DIR)]
     for path in mounts.hidden:
         if path.is_dir():
