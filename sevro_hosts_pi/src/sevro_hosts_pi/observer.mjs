@@ -88,7 +88,7 @@ class Sink {
     if (this.closed) return;
     const line = `${JSON.stringify(record)}\n`;
     const size = Buffer.byteLength(line);
-    const reserve = 1024; // room for the closing "unobserved" record
+    const reserve = 4096; // room for the closing "unobserved" record (512 chars, escaped)
     if (size > MAX_PI_OBSERVE_LINE_BYTES || this.bytes + size + reserve > MAX_PI_OBSERVE_FILE_BYTES) {
       this.stop("an observer record would pass its bound");
       return;
