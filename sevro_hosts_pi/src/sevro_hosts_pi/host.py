@@ -203,18 +203,9 @@ class ConfiguredPiHost(ConfiguredAgentCliHost[PiConfig]):
         return self.binary
 
     def check_case(self, case: Case) -> None:
-        """A host profile pi cannot honour is refused before anything runs (exit 64): an
-        unknown tool (pi would silently drop it), another runtime host, a judge with one."""
-        profile = case.host_profile
-        if profile is None:
-            return
-        runtime = profile.runtime
+        """A host profile pi cannot honour is refused before anything runs (exit 64)."""
         try:
-            if runtime is not None and runtime.host != "pi":
-                raise ValueError(f"runtime host {runtime.host!r} is not pi")
-            if self.judge and (runtime is not None or profile.tools is not None):
-                raise ValueError("a judge runs with no tools and no runtime profile")
-            check_tools(profile.tools, bundles=len(runtime.extensions) if runtime else 0)
+            check_profile(case.host_profile, judge=self.judge)
         except ValueError as exc:
             raise InvocationError(str(exc), source=case.source, pointer=case.pointer) from None
 
@@ -581,6 +572,19 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         starts = call.arguments.get("offset") in (None, 0, 1)
         exact = text is not None and call.result_text == text
         return FileRead(path, not call.is_error and starts and exact, "read")
+
+
+def check_profile(profile: HostProfile | None, *, judge: bool) -> None:
+    """``ValueError`` for a profile pi cannot honour: an unknown tool (pi would silently drop
+    it), another runtime host, a judge asked to run one."""
+    if profile is None:
+        return
+    runtime = profile.runtime
+    if runtime is not None and runtime.host != "pi":
+        raise ValueError(f"runtime host {runtime.host!r} is not pi")
+    if judge and (runtime is not None or profile.tools is not None):
+        raise ValueError("a judge runs with no tools and no runtime profile")
+    check_tools(profile.tools, bundles=len(runtime.extensions) if runtime else 0)
 
 
 def _usage(turns: Sequence[events.Turn], all_turns: bool) -> Usage:
