@@ -60,6 +60,21 @@ def test_pi_runs_the_seed_body_group(
     assert "Inspect the task and prepare the work." in second_turn and "ready" in second_turn
     # the context file reached pi as project instructions
     assert "Contract: status is complete." in json.dumps(server.requests[0].json()["input"])
+    # the same evidence, with the same meaning, as on Codex and Claude Code: ordinals count a
+    # turn's tool calls from 1, and the target's whole read on turn 1 is a read
+    for trial in assert_valid_evidence(done.json())["trials"]:
+        evidence = json.loads(
+            (Path(done.json()["evidencePath"]).parent / trial["path"]).read_text()
+        )
+        calls = _observation(evidence["evidence"], "sevro.tool-calls")["data"]["calls"]
+        assert [(c["turn"], c["ordinal"], c["tool"]) for c in calls] == [
+            (1, 1, "read"),
+            (2, 1, "write"),
+        ], calls
+        skills = _observation(evidence["evidence"], "sevro.skills")["data"]
+        assert sorted(s["name"] for s in skills["offered"]) == ["support", "target"]
+        assert skills["reads"] == [{"skill": "target", "turn": 1, "ordinal": 1, "status": "read"}]
+        assert skills["read"] == ["target"]
 
 
 PROBE = """\
