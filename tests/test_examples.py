@@ -28,8 +28,11 @@ from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from sevro_graders.context_text_grader import ContextTextGrader
 from sevro_hosts_claude.testing import require_claude
 from sevro_hosts_codex.testing import require_codex
+from sevro_hosts_pi.testing import require_pi
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import run_codex, shell
+from tests.hosts_pi.qa_helpers import bash as pi_bash
+from tests.hosts_pi.qa_helpers import run_pi
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -185,6 +188,7 @@ REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
     "docs/hosts/codex.md#installs-no-skill",
     "docs/hosts/claude.md#release-notes",
+    "docs/hosts/pi.md#release-notes",
     "docs/expectations.md#runs-a-command",
     "docs/expectations.md#writes-the-changelog",
 }
@@ -431,6 +435,23 @@ def test_the_claude_example_checks_what_it_claims(
     ]
     server = mock_model([*(work if works else []), reply(Message("done"))], protocols=PROTOCOLS)
     done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("works", [True, False], ids=["does-it", "only-replies"])
+def test_the_pi_example_checks_what_it_claims(
+    works: bool, sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    pi = require_pi()
+    require_sandbox()
+    case = documented_cases()["docs/hosts/pi.md#release-notes"]
+    work = [
+        reply(ToolCall("read", {"path": ".agents/skills/release-notes/SKILL.md"})),
+        reply(pi_bash(NOTES)),
+    ]
+    server = mock_model([*(work if works else []), reply(Message("done"))])
+    done = run_pi(sevro_project, pi, server, sevro_project.write_json("case.json", case))
     _assert_release_notes(done, works)
 
 
