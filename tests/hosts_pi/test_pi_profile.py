@@ -176,3 +176,29 @@ def test_a_judge_gets_no_tool_no_skill_and_no_session(
     assert not sent.tools  # pi offers no tool at all
     assert "greet" not in json.dumps(sent.json()["input"][0])  # and lists no skill
     assert not list((tmp_path / "private" / "sessions").iterdir())
+
+
+BROKEN = {
+    "load": (b'throw new Error("broken bundle");\n', "broken bundle"),
+    "handler": (
+        b"export default function (pi) {\n"
+        b'  pi.on("before_agent_start", () => { throw new Error("handler broke"); });\n}\n',
+        "pi reported an extension error",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BROKEN))
+def test_an_extension_that_fails_fails_the_turn(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path, how: str
+) -> None:
+    # a bundle that cannot load stops pi (exit 1, no stream); a handler that throws is only
+    # reported on stderr ("Extension error (...)") while pi goes on: never a pass either way
+    source, reason = BROKEN[how]
+    files = {"extensions/broken.mjs": source}
+    broken = ExtensionBundle("extensions/broken.mjs", files, files_digest(files))
+    server = mock_model([reply(Message("done"))])
+    runtime = RuntimeProfile("pi", False, (broken,), {}, ())
+    result = run_pi(pi, server, tmp_path, HostProfile(runtime=runtime))
+    assert result.execution_failed and not result.complete
+    assert result.error is not None and reason in result.error, result.error
