@@ -11,10 +11,12 @@ import copy
 import hashlib
 import json
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from sevro_core.api import RUNTIME_PROFILE_OBSERVATION, ExtensionBundle, HostProfile
 from sevro_core.errors import InvocationError
@@ -369,6 +371,23 @@ def test_every_case_gets_a_host_profile_and_a_runtime_requires_its_evidence(repo
     assert profile.tools == ("read", "probe_tool")
     assert profile.runtime is definition.groups[0].runtime
     assert profile.observe_context is False  # no context-text check: nothing observed
+
+
+def test_run_json_records_the_runtime_only_when_declared(repo: Path) -> None:
+    definition = load(repo, runtime_group())
+    (group,) = skilleval_run(definition, Selection(), 1, False).design.origin["groups"]
+    assert group["runtime"] == definition.groups[0].runtime.to_json()
+    schema = json.loads(
+        (resources.files("sevro_core") / "schemas" / "run-evidence.v1.schema.json").read_text()
+    )
+    experiment = schema["properties"]["experiment"]["properties"]
+    item = experiment["skillEval"]["properties"]["groups"]["items"]
+    assert list(Draft202012Validator(item).iter_errors(group)) == []
+    broken = {**group, "runtime": {**group["runtime"], "secretValues": {}}}
+    assert list(Draft202012Validator(item).iter_errors(broken)) != []
+    plain = load_definition(repo / "groups" / "body-behavior.json", repo)
+    (group,) = skilleval_run(plain, Selection(), 1, False).design.origin["groups"]
+    assert "runtime" not in group
 
 
 def test_a_group_without_runtime_gets_a_profile_and_requires_nothing(repo: Path) -> None:
