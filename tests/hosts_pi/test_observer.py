@@ -291,11 +291,17 @@ MUTATOR = """export default function (pi) {
 
 
 def run_pi(
-    root: Path, with_observer: bool, extensions: tuple[Path, ...] = ()
+    root: Path,
+    with_observer: bool,
+    extensions: tuple[Path, ...] = (),
+    preload: Path | None = None,
 ) -> tuple[list[RecordedRequest], bytes, Path]:
     """One pi turn in ``root/ws`` against a fresh mock (so call ids and paths repeat);
-    ``extensions`` load before the observer."""
+    ``extensions`` load before the observer, ``preload`` is given to node's ``--import``."""
     pi = require_agent_cli("pi", "SEVRO_PI_BIN", "pi")
+    launcher = [pi]
+    if preload is not None:
+        launcher = [require_tool("node"), "--import", str(preload), os.path.realpath(pi)]
     replies = [reply(ToolCall("bash", COMMAND)), reply(Message("done"))]
     agent, home, ws = root / "agent", root / "home", root / "ws"
     for directory in (agent, home, ws):
@@ -322,7 +328,8 @@ def run_pi(
             "SEVRO_PI_OBSERVE": str(observe),
             "SEVRO_PI_OBSERVE_CONTEXT": "1",
         }
-        argv = [pi, "--mode", "json", "--provider", "mock", "--model", "mock-model"]
+        argv = [*launcher, "--mode", "json"]
+        argv += ["--provider", "mock", "--model", "mock-model"]
         argv += ["--no-session", "--no-extensions", "--no-prompt-templates", "--no-themes"]
         argv += ["--no-skills", "--no-context-files"]
         for extension in extensions:
