@@ -78,9 +78,11 @@ def attempts(paths: dict[str, Path], ports: dict[str, int], marker: str) -> str:
             f"cat {p['home']}/.pi/agent/auth.json && {escaped('home')}",
             f"cat {p['home']}/.agents/skills/greet/SKILL.md && {escaped('home-skill')}",
             f"cat {p['workspaces']}/sevro-case-peer/notes.txt && {escaped('peer')}",
-            f"ls {p['workspaces']}",
+            f"echo \"peers:$(ls -a {p['workspaces']} 2>&1 | tr '\\n' ' ')\"",
             f"echo pwned > {p['project']}/pwned.txt && {escaped('write-project')}",
-            f"echo pwned > {p['outside']} && {escaped('write-outside')}",
+            # bubblewrap made this file's parents in the sandbox's own /tmp (a tmpfs, gone with
+            # the sandbox) to mount the workspace: the write may succeed there, never outside
+            f"echo pwned > {p['outside']}",
             # the network: the host's loopback and the model server itself are out of reach
             f"(exec 3<>/dev/tcp/127.0.0.1/{ports['listener']}) && {escaped('net-host')}",
             f"curl -sS -m 5 -o /dev/null http://127.0.0.1:{ports['listener']}/ "
@@ -137,7 +139,7 @@ def test_escape_attempts_fail_and_nothing_leaks(
     tools = [
         ToolCall("read", {"path": secret_file}),
         ToolCall("read", {"path": f"{workspaces}/sevro-case-peer/notes.txt"}),
-        ToolCall("write", {"path": str(outside), "content": "pwned"}),
+        ToolCall("write", {"path": f"{workspaces}/sevro-case-peer/notes.txt", "content": "pwned"}),
         ToolCall("edit", {"path": secret_file, "edits": [{"oldText": "P", "newText": "X"}]}),
     ]
     decoy = mock_model([reply(Message("decoy"))])
@@ -169,14 +171,19 @@ def test_escape_attempts_fail_and_nothing_leaks(
     # What the model saw: every tool result went back to it in the next request.
     seen = b"".join(r.body for r in server.requests)
     assert b"ESCAPED-" not in seen, shell
-    assert "sevro-case-peer" not in shell  # other trials are not even listed
+    (peers,) = [line for line in shell.splitlines() if line.startswith("peers:")]
+    assert "sevro-case" in peers and "sevro-case-peer" not in peers  # only its own is listed
     for name, secret in SECRETS.items():
         assert secret.encode() not in seen, name
     # The credential reached the model only in the header sevro's bridge set.
     assert API_KEY.encode() not in seen
     assert server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
-    # pi's file tools failed too: nothing read, written or edited outside the workspace.
-    assert all("Error" in text or "ENOENT" in text or "denied" in text for text in outputs[1:])
+    # pi's file tools found nothing outside the workspace to read or edit; the write landed in
+    # the sandbox's own /tmp (bubblewrap made the peer's parents there), never in the peer.
+    reads, write, edit = outputs[1:3], outputs[3], outputs[4]
+    assert all(text.startswith("ENOENT") for text in reads), reads
+    assert "ENOENT" in edit, edit
+    assert (workspaces / "sevro-case-peer" / "notes.txt").read_text() == SECRETS["peer"], write
     assert not outside.exists()
     assert not (sevro_project.root / "pwned.txt").exists()
     assert (sevro_project.root / "secret.txt").read_text() == SECRETS["project"]

@@ -203,18 +203,9 @@ class ConfiguredPiHost(ConfiguredAgentCliHost[PiConfig]):
         return self.binary
 
     def check_case(self, case: Case) -> None:
-        """A host profile pi cannot honour is refused before anything runs (exit 64): an
-        unknown tool (pi would silently drop it), another runtime host, a judge with one."""
-        profile = case.host_profile
-        if profile is None:
-            return
-        runtime = profile.runtime
+        """A host profile pi cannot honour is refused before anything runs (exit 64)."""
         try:
-            if runtime is not None and runtime.host != "pi":
-                raise ValueError(f"runtime host {runtime.host!r} is not pi")
-            if self.judge and (runtime is not None or profile.tools is not None):
-                raise ValueError("a judge runs with no tools and no runtime profile")
-            check_tools(profile.tools, bundles=len(runtime.extensions) if runtime else 0)
+            check_profile(case.host_profile, judge=self.judge)
         except ValueError as exc:
             raise InvocationError(str(exc), source=case.source, pointer=case.pointer) from None
 
@@ -456,7 +447,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         offered = self.offered_skills(skills, [])[0]
         for call in turn.tools:
             into.calls.append(self._call(number, call))
-            at = (number, call.ordinal)
+            at = (number, _ordinal(call))
             if call.name == "bash":
                 entry = self._command(number, call)
                 into.commands.append(entry)
@@ -545,7 +536,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         kind = {"bash": "command_execution", "edit": "file_change", "write": "file_change"}
         entry: dict[str, JsonValue] = {
             "turn": turn,
-            "ordinal": call.ordinal,
+            "ordinal": _ordinal(call),
             "kind": kind.get(call.name, "tool_call"),
             "tool": call.name[:256],
             "status": "failed" if call.is_error else "completed",
@@ -567,7 +558,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         elif match := _EXIT_RE.search(output):
             code = int(match.group(1))
         status = "failed" if call.is_error else "completed"
-        return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
+        return command_entry(turn, _ordinal(call), self.scrub(command), output, code, status)
 
     def _read_tool(self, call: events.ToolExecution, into: TurnEvidence) -> FileRead | None:
         """A ``read`` of a workspace file: complete when it succeeded, started at the first
@@ -581,6 +572,25 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         starts = call.arguments.get("offset") in (None, 0, 1)
         exact = text is not None and call.result_text == text
         return FileRead(path, not call.is_error and starts and exact, "read")
+
+
+def _ordinal(call: events.ToolExecution) -> int:
+    """The call's place in its turn counted from 1, as the Codex and Claude hosts count it (the
+    parser counts from 0)."""
+    return call.ordinal + 1
+
+
+def check_profile(profile: HostProfile | None, *, judge: bool) -> None:
+    """``ValueError`` for a profile pi cannot honour: an unknown tool (pi would silently drop
+    it), another runtime host, a judge asked to run one."""
+    if profile is None:
+        return
+    runtime = profile.runtime
+    if runtime is not None and runtime.host != "pi":
+        raise ValueError(f"runtime host {runtime.host!r} is not pi")
+    if judge and (runtime is not None or profile.tools is not None):
+        raise ValueError("a judge runs with no tools and no runtime profile")
+    check_tools(profile.tools, bundles=len(runtime.extensions) if runtime else 0)
 
 
 def _usage(turns: Sequence[events.Turn], all_turns: bool) -> Usage:

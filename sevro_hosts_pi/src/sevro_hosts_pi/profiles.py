@@ -143,7 +143,7 @@ def runtime_observation_data(
         offered.append(list(offer.tools[0]))
         if declared is not None and any(set(t) != set(declared) for t in offer.tools):
             complete = False
-        if any(t != offer.tools[0] for t in offer.tools):
+        if any(set(t) != set(offer.tools[0]) for t in offer.tools):
             complete = False
     env = runtime.to_json()["environment"]
     data: dict[str, JsonValue] = {

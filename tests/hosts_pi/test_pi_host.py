@@ -1,0 +1,191 @@
+"""The pi host against the real pi CLI (0.73.1), pointed at the mock model through sevro's bridge.
+
+A handful of real runs (each takes seconds): a bash round trip with every shared observation,
+a two-turn session, skill activations with their controls, model failures that must never pass,
+and the credential kept out of everything retained.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.testing import CliResult, SevroProject
+from sevro_core.testing.mockmodel import (
+    AnthropicMessages,
+    Message,
+    MockModelServer,
+    OpenAIResponses,
+    ToolCall,
+    reply,
+)
+from sevro_hosts_pi.testing import require_pi
+from tests.hosts_codex.helpers import observation, retained_bytes, trial
+
+pytestmark = pytest.mark.slow
+
+API_KEY_ENV = "SEVRO_TEST_PI_HOST_KEY"
+API_KEY = "sk-sevro-pi-host-0123456789abcdef"  # a planted credential: must reach only headers
+LEAKS = 'env; cat "$PI_CODING_AGENT_DIR"/*.json; echo made'
+"""What the agent's commands could show of pi's environment and configuration."""
+READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
+SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
+
+
+@pytest.fixture
+def pi() -> str:
+    return require_pi()
+
+
+def bash(command: str, call_id: str | None = None) -> ToolCall:
+    return ToolCall("bash", {"command": command}, call_id=call_id)
+
+
+def run_pi(
+    project: SevroProject,
+    pi: str,
+    server: MockModelServer,
+    case: Path,
+    *args: str,
+    api: str = "openai-responses",
+) -> CliResult:
+    base = server.base_url if api != "anthropic-messages" else server.origin
+    config = project.write_json(
+        "pi-host.json", {"format": "sevro.pi-host.v1", "turnTimeoutSeconds": 90}
+    )
+    return project.run(
+        case,
+        "--host",
+        "pi",
+        "--host-config",
+        str(config),
+        "--model",
+        "mock-model",
+        "--pi-bin",
+        pi,
+        "--pi-api",
+        api,
+        "--pi-base-url",
+        base,
+        "--pi-api-key-env",
+        API_KEY_ENV,
+        *args,
+        env={API_KEY_ENV: API_KEY},
+        timeout=240,
+    )
+
+
+def test_a_bash_round_trip_with_every_shared_observation(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model(
+        [
+            reply(bash(f"printf 'x\\n' > made.txt && {LEAKS} && exit 3", "call_1")),
+            reply(Message("ready")),
+        ]
+    )
+    case = sevro_project.case(checks=[READY])
+    result = run_pi(sevro_project, pi, server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+    document = trial(sevro_project)
+    evidence = document["evidence"]
+    (command,) = observation(document, "sevro.commands")["data"]["commands"]
+    assert command["command"].startswith("printf") and command["exitCode"] == 3
+    assert command["status"] == "failed" and command["turn"] == 1 and command["ordinal"] == 1
+    (call,) = observation(document, "sevro.tool-calls")["data"]["calls"]
+    assert call["tool"] == "bash" and call["kind"] == "command_execution"
+    changed = observation(document, "sevro.files-changed")
+    assert "made.txt" in json.dumps(changed["data"]) and changed["completeness"] == "complete"
+    usage = evidence["usage"]
+    assert usage["inputTokens"] == 200 and usage["cachedInputTokens"] == 40
+    assert usage["outputTokens"] == 20
+    # pi reports no reasoning tokens and prices a custom model at 0: unknown, so not complete
+    assert usage["reasoningTokens"] is None and usage["costUsd"] is None
+    assert usage["complete"] is False
+    # two model requests, both through the bridge with the credential set outside the sandbox
+    assert len(server.requests) == 2
+    shown = server.requests[1].body  # the command's output went back to the model
+    assert b"sevro-bridge-injects-the-credential" in shown and b"PI_CODING_AGENT_DIR=" in shown
+    assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
+    for request in server.requests:
+        assert request.headers["authorization"] == f"Bearer {API_KEY}"
+        assert request.tools is not None and sorted(request.tools) == sorted(
+            ["read", "bash", "edit", "write"]
+        )
+    turns = observation(document, "sevro.pi.turns")["data"]["turns"]
+    assert turns[0]["requests"] == 2 and turns[0]["toolCalls"] == 1
+    assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.pi.events"]
+    assert API_KEY.encode() not in retained_bytes(sevro_project)
+
+
+def test_a_follow_up_continues_the_same_session(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("first answer")), reply(Message("ready"))])
+    case = sevro_project.case(prompt="First prompt.", followUpPrompt="Second.", checks=[READY])
+    result = run_pi(sevro_project, pi, server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["task"]["verdict"] == "passed", result.stdout
+    document = trial(sevro_project)
+    turns = observation(document, "sevro.pi.turns")["data"]["turns"]
+    assert [t["turn"] for t in turns] == [1, 2]
+    assert turns[0]["sessionId"] == turns[1]["sessionId"]
+    # the second turn's request carries the first turn's history
+    second = json.dumps(server.requests[1].json()["input"])
+    assert "First prompt." in second and "first answer" in second and "Second." in second
+    refs = [a["id"] for a in document["evidence"]["artifactRefs"]]
+    assert refs == ["sevro.pi.events", "sevro.pi.follow-up-events"]  # no session kept
+
+
+READS = {
+    "whole": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md"}), ["greet"]),
+    "paged": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md", "limit": 2}), []),
+    "offset": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md", "offset": 2}), []),
+    "none": (None, []),
+}
+
+
+@pytest.mark.parametrize("how", sorted(READS))
+def test_a_whole_read_of_a_mounted_skill_activates_it(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], how: str
+) -> None:
+    call, expected = READS[how]
+    server = mock_model([*([reply(call)] if call else []), reply(Message("ready"))])
+    case = sevro_project.case(fixture={"files": {".agents/skills/greet/SKILL.md": SKILL}})
+    result = run_pi(sevro_project, pi, server, case)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    skills = observation(trial(sevro_project), "sevro.skills")
+    assert skills["completeness"] == "complete"
+    assert [s["name"] for s in skills["data"]["offered"]] == ["greet"]
+    assert skills["data"]["read"] == expected
+    statuses = [r["status"] for r in skills["data"]["reads"]]
+    assert statuses == {"whole": ["read"], "none": []}.get(how, ["partial"])
+    # pi listed the mounted skill to the model, at its place in the workspace
+    system = json.dumps(server.requests[0].json()["input"][0])
+    assert "<name>greet</name>" in system and ".agents/skills/greet/SKILL.md" in system
+
+
+@pytest.mark.parametrize("api", ["openai-responses", "anthropic-messages"])
+def test_a_model_failure_is_an_execution_failure_never_a_pass(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str
+) -> None:
+    # pi exits 0 on a model error; only the stream's stopReason tells. On OpenAI Responses an
+    # HTTP 500, on Anthropic Messages a stream cut before message_stop (which pi detects there).
+    if api == "openai-responses":
+        server = mock_model([reply(Message("ready"), status=500)], protocols=(OpenAIResponses(),))
+    else:
+        server = mock_model([reply(Message("ready"), cut=True)], protocols=(AnthropicMessages(),))
+    case = sevro_project.case(checks=[READY])
+    result = run_pi(sevro_project, pi, server, case, api=api)
+    out = result.json()
+    assert out["execution"]["status"] == "failed", result.stdout
+    assert out["task"]["verdict"] == "not_assessed"
+    assert len(server.requests) == 1  # retries are off: one request, one failure
+    message = trial(sevro_project)["evidence"]["execution"]["message"]
+    assert message.startswith("turn 1 failed"), message
+    assert API_KEY.encode() not in retained_bytes(sevro_project)

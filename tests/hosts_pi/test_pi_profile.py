@@ -1,0 +1,156 @@
+"""A host profile applied by the real pi CLI, driven through the host directly (no loader).
+
+One run with everything a skill-eval runtime can ask of pi: a declared tool list with a custom
+tool an extension bundle registers, ``environment.literal``, a retained session and context
+observation; a control run with the built-ins only. The mock records what pi really offered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sevro_core.api import ExtensionBundle, HostProfile, RuntimeProfile
+from sevro_core.models import CancelToken, HostRequest, HostResult
+from sevro_core.plugin.protocols import HostOptions
+from sevro_core.testing.mockmodel import Message, MockModelServer, ToolCall, reply
+from sevro_hosts_pi.host import PiHost
+from sevro_hosts_pi.profiles import files_digest
+from sevro_hosts_pi.testing import require_pi
+
+pytestmark = pytest.mark.slow
+
+API_KEY_ENV = "SEVRO_TEST_PI_PROFILE_KEY"
+API_KEY = "sk-sevro-pi-profile-0123456789abcdef"
+PROBE = """export default function (pi) {
+  pi.registerTool({
+    name: "probe_tool",
+    label: "Probe",
+    description: "Echo a value with the profile's literal variable.",
+    parameters: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+    async execute(_id, params) {
+      const text = `probe:${params.value}:${process.env.PROBE_MODE}`;
+      return { content: [{ type: "text", text }], details: {} };
+    },
+  });
+}
+"""
+
+
+def bundle() -> ExtensionBundle:
+    files = {"extensions/probe.mjs": PROBE.encode()}
+    return ExtensionBundle("extensions/probe.mjs", files, files_digest(files))
+
+
+def run_pi(
+    pi: str, server: MockModelServer, tmp_path: Path, profile: HostProfile, prompts: int = 1
+) -> HostResult:
+    settings = {
+        "pi.bin": pi,
+        "pi.apiKeyEnv": API_KEY_ENV,
+        "pi.baseUrl": server.base_url,
+    }
+    options = HostOptions(config=None, model="mock-model", settings=settings)
+    configured = PiHost().configure(options)
+    workspace, private = tmp_path / "ws", tmp_path / "private"
+    workspace.mkdir()
+    private.mkdir(mode=0o700)
+    request = HostRequest(
+        case_id="profile",
+        trial=1,
+        prompts=tuple(f"Prompt {n}." for n in range(1, prompts + 1)),
+        workspace=workspace,
+        condition="passive",
+        cancel=CancelToken(),
+        private_root=private,
+        profile=profile,
+    )
+    return configured.run(request)
+
+
+def observed(result: HostResult, obs_id: str) -> Any:
+    (found,) = [o for o in result.observations if o.id == obs_id]
+    return found
+
+
+@pytest.fixture
+def pi(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(API_KEY_ENV, API_KEY)
+    return require_pi()
+
+
+def test_a_runtime_profile_with_a_custom_tool_literal_session_and_context(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = mock_model(
+        [
+            reply(ToolCall("probe_tool", {"value": "abc"}, call_id="call_1")),
+            reply(Message("first")),
+            reply(Message("second")),
+        ]
+    )
+    runtime = RuntimeProfile("pi", True, (bundle(),), {"PROBE_MODE": "on"}, ())
+    profile = HostProfile(tools=("read", "probe_tool"), runtime=runtime, observe_context=True)
+    result = run_pi(pi, server, tmp_path, profile, prompts=2)
+    assert result.error is None and not result.execution_failed, result.error
+    for request in server.requests:
+        assert request.tools is not None and sorted(request.tools) == ["probe_tool", "read"]
+    tool_output = json.dumps(server.requests[1].json()["input"])
+    assert "probe:abc:on" in tool_output  # the bundle ran, with the literal variable
+    runtime_seen = observed(result, "sevro.host.runtime-profile")
+    assert runtime_seen.completeness.value == "complete", runtime_seen.data
+    data = runtime_seen.data
+    assert data["tools"]["declared"] == ["read", "probe_tool"]
+    assert [sorted(names) for names in data["tools"]["offered"]] == [["probe_tool", "read"]] * 2
+    (extension,) = data["extensions"]
+    assert extension["unchanged"] is True and extension["digestAfter"] == extension["digest"]
+    assert data["environment"] == {"literal": {"PROBE_MODE": "on"}, "inherit": []}
+    assert data["session"] is True
+    context = observed(result, "sevro.host.context")
+    assert context.completeness.value == "complete"
+    turns = context.data["turns"]
+    assert [t["turn"] for t in turns] == [1, 2]
+    sent_system = server.requests[0].json()["input"][0]["content"]
+    assert turns[0]["systemPrompt"] == sent_system  # what pi sent, as pi sent it
+    assert [r["request"] for r in turns[0]["requests"]] == [1, 2]
+    assert "probe_tool(" in turns[0]["requests"][1]["text"]
+    assert "Prompt 1." in turns[1]["requests"][0]["text"]  # turn 2 continues the session
+    (session,) = [a for a in result.artifacts if a.id == "sevro.pi.session"]
+    assert b"probe:abc:on" in session.content and API_KEY.encode() not in session.content
+
+
+def test_without_a_profile_pi_offers_its_default_tools_and_keeps_no_session(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = mock_model([reply(Message("done"))])
+    result = run_pi(pi, server, tmp_path, HostProfile())
+    assert result.error is None and not result.execution_failed, result.error
+    assert sorted(server.requests[0].tools or ()) == ["bash", "edit", "read", "write"]
+    ids = {o.id for o in result.observations}
+    assert "sevro.host.runtime-profile" not in ids and "sevro.host.context" not in ids
+    assert [a.id for a in result.artifacts] == ["sevro.pi.events"]
+    assert not (tmp_path / "private" / "sessions" / "session.jsonl").exists()
+
+
+def test_a_declared_tool_no_bundle_registers_leaves_the_profile_partial(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    # pi silently drops a --tools name nothing registers: the observer's offered list shows it
+    files = {"extensions/empty.mjs": b"export default function (pi) {}\n"}
+    empty = ExtensionBundle("extensions/empty.mjs", files, files_digest(files))
+    server = mock_model([reply(Message("done"))])
+    runtime = RuntimeProfile("pi", False, (empty,), {}, ())
+    result = run_pi(
+        pi, server, tmp_path, HostProfile(tools=("read", "probe_tool"), runtime=runtime)
+    )
+    assert result.error is None and not result.execution_failed, result.error
+    assert server.requests[0].tools == ("read",)
+    seen = observed(result, "sevro.host.runtime-profile")
+    assert seen.completeness.value == "partial"
+    assert seen.data["tools"]["offered"] == [["read"]]
+    assert seen.data["extensions"][0]["unchanged"] is True
+    assert "sevro.host.context" not in {o.id for o in result.observations}
