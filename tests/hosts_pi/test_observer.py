@@ -270,6 +270,10 @@ def test_the_observer_cuts_text_and_stops_at_its_request_bound(tmp_path: Path) -
     assert observed.system_prompt == "x" * (limits.MAX_PI_OBSERVED_TEXT_CHARS - 1)
     assert len(observed.offered_tools) == limits.MAX_PI_OBSERVED_REQUESTS
     assert observed.truncated
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    run_observer(lone, [["before_agent_start", {"systemPrompt": "a\ud800b"}, None]])
+    assert read_observations(lone / "observe.jsonl") == TurnObservation("a\ufffdb", (), (), True)
     exact = tmp_path / "exact"
     exact.mkdir()
     whole = "y" * limits.MAX_PI_OBSERVED_TEXT_CHARS
