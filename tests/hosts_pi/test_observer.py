@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.api import StreamError
-from sevro_core.testing import require_agent_cli, require_tool
+from sevro_core.testing import require_tool
 from sevro_core.testing.mockmodel import (
     Message,
     MockModelServer,
@@ -26,6 +26,7 @@ from sevro_core.testing.mockmodel import (
 from sevro_hosts_pi import limits, observer
 from sevro_hosts_pi.events import parse_turn
 from sevro_hosts_pi.observer import TurnObservation, observer_source, read_observations
+from sevro_hosts_pi.testing import require_pi
 
 Record = dict[str, Any]
 
@@ -302,7 +303,7 @@ def run_pi(
 ) -> tuple[list[RecordedRequest], bytes, Path]:
     """One pi turn in ``root/ws`` against a fresh mock (so call ids and paths repeat);
     ``extensions`` load before the observer, ``preload`` is given to node's ``--import``."""
-    pi = require_agent_cli("pi", "SEVRO_PI_BIN", "pi")
+    pi = require_pi()
     launcher = [pi]
     if preload is not None:
         launcher = [require_tool("node"), "--import", str(preload), os.path.realpath(pi)]
