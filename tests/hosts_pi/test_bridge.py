@@ -326,6 +326,12 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path) -> None:
     ModelBridge(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)), "http://h", None)  # fits
 
 
+def test_the_preload_mirrors_the_connection_bound() -> None:
+    text = preload_path().read_text()
+    assert f"const MAX_CONNECTIONS = {limits.MAX_BRIDGE_CONNECTIONS};" in text
+    assert f"process.env.{SOCKET_VARIABLE}" in text and f"process.env.{PORT_VARIABLE}" in text
+
+
 def test_the_base_url_keeps_the_upstream_path() -> None:
     assert bridge_base_url("http://127.0.0.1:5555/v1") == f"http://127.0.0.1:{BRIDGE_PORT}/v1"
     assert bridge_base_url("https://api.example.com/") == f"http://127.0.0.1:{BRIDGE_PORT}"
