@@ -72,6 +72,7 @@ def exchange(path: Path, raw: bytes) -> bytes:
         sock.settimeout(10)
         sock.connect(str(path))
         sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)  # nothing more: the bridge must answer what it has
         chunks = []
         while data := sock.recv(65536):
             chunks.append(data)
@@ -180,6 +181,8 @@ def test_ambiguous_or_malformed_requests_are_refused_before_the_model(
 ) -> None:
     with ModelBridge(sock, model.base_url, ("authorization", f"Bearer {SECRET}")) as bridge:
         statuses = [status_of(exchange(sock, raw)) for _, raw in BAD_REQUESTS]
+        assert exchange(sock, b"") == b""  # a bare connect and close: no answer, no error
+        assert status_of(exchange(sock, b"\r\n")) == 400  # but an empty request line is one
         # The positive control: the same bridge forwards a well-formed request.
         good = b"POST /v1/responses HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
         assert status_of(exchange(sock, good)) == 200
