@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
-from sevro_core.testing import SevroProject, require_sandbox, require_tool
+from sevro_core.api import CONTEXT_OBSERVATION, Completeness, Observation
+from sevro_core.testing import SevroProject, require_sandbox, require_tool, trial_view
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_graders.context_text_grader import ContextTextGrader
 from sevro_hosts_claude.testing import require_claude
 from sevro_hosts_codex.testing import require_codex
 from sevro_hosts_pi.testing import require_pi
@@ -193,10 +196,13 @@ REAL_CLI = {
 
 JUDGED = {"docs/graders.md#explains-ci-failure", "docs/judges.md#explains-the-fix"}
 """Cases whose checks need a judge: controlled by their own test, with the scripted host judging."""
+OBSERVED = {"docs/expectations.md#guidance-reaches-the-model"}
+"""Cases whose checks read what only a host that honours host profiles observes (the model's
+context): controlled by grading the example's own checks on that observation, both ways."""
 
 
 def test_every_documented_case_has_controls() -> None:
-    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI | JUDGED
+    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI | JUDGED | OBSERVED
     assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
@@ -877,3 +883,41 @@ def test_the_skill_creator_evals_example_grades_each_expectation(
     for arm in ("baseline", "candidate"):
         assert outcomes["eval-1", arm] == ["passed", "passed"]
         assert outcomes["eval-2", arm] == ["failed"]
+
+
+# ---- the sevro.context-text example, graded on the context observation both ways ------------
+
+CONTEXT_DOES = {
+    "turns": [
+        {"turn": 1, "systemPrompt": "Agent. PROBE_MODE=injection-test",
+         "requests": [{"request": 1, "text": "Inspect the task."}]},
+        {"turn": 2, "systemPrompt": "Agent.",
+         "requests": [{"request": 1, "text": "Complete it."},
+                      {"request": 2, "text": 'Complete it.\n\nread({"path":"TASK.md"})'}]},
+    ]
+}  # fmt: skip
+
+
+def _context_outcomes(data: dict[str, Any]) -> dict[str, str]:
+    case = documented_cases()["docs/expectations.md#guidance-reaches-the-model"]
+    found = Observation(CONTEXT_OBSERVATION, "host", Completeness.COMPLETE, data)
+    final = evolve(trial_view("done", observations=[found]), prompts=tuple(case["turns"]))
+    outcomes = {}
+    for check in case["checks"]:
+        view = final if "turn" not in check else evolve(final, turn=check["turn"])
+        outcome = ContextTextGrader().compile(check["configuration"]).grade(check["id"], view)
+        outcomes[check["id"]] = outcome.status.value
+    return outcomes
+
+
+def test_the_context_text_example_checks_what_it_claims() -> None:
+    assert set(_context_outcomes(CONTEXT_DOES).values()) == {"passed"}
+    does_not = copy.deepcopy(CONTEXT_DOES)
+    does_not["turns"][0]["systemPrompt"] = "Agent."
+    does_not["turns"][1]["requests"][1]["text"] = "Complete it."
+    does_not["turns"][1]["requests"][0]["text"] = "key sk-123"
+    assert _context_outcomes(does_not) == {
+        "mode-in-system-prompt": "failed",
+        "task-read-before-last-request": "failed",
+        "no-leak-in-first-request": "failed",
+    }

@@ -90,6 +90,29 @@ def test_the_read_tool_and_a_custom_extension_tool() -> None:
     )
 
 
+def test_parallel_tools_interleave_and_a_failed_tool_is_no_failed_turn() -> None:
+    turn = parse_turn(capture("anthropic_parallel_tools.jsonl"))
+    assert turn.completed and turn.final_message == "both done"
+    assert [(t.call_id, t.result_text, t.is_error, t.ordinal) for t in turn.tools] == [
+        ("toolu_mock_1_0", "a\n", False, 0),
+        ("toolu_mock_1_1", "b\n", False, 1),
+        (
+            "toolu_mock_1_2",
+            "ENOENT: no such file or directory, access '/tmp/h-events/two/ws/nope.txt'",
+            True,
+            2,
+        ),
+    ]
+
+    def result_during_tools(stream: list[Event]) -> None:
+        result = stream.pop(index(stream, "message_start", 2))
+        stream.insert(index(stream, "tool_execution_end"), result)
+
+    rejects(
+        edited(result_during_tools, "anthropic_parallel_tools.jsonl"), "while a tool is running"
+    )
+
+
 def test_a_second_turn_must_continue_the_expected_session() -> None:
     stream = capture("second_turn.jsonl")
     expected = "01a2436d-7931-75fc-8fe6-242891794455"
@@ -174,6 +197,21 @@ def test_update_lines_are_still_decoded_and_placed() -> None:
     rejects(edited(stray_tool_update), "tool_execution_update of no running tool")
 
 
+def test_update_bodies_are_not_needed() -> None:
+    """A stream whose updates were stripped of their repeated partial bodies (the quadratic
+    part) parses to the same turn: only their place in the stream is checked."""
+
+    def strip(stream: list[Event]) -> None:
+        for i, event in enumerate(stream):
+            if event["type"] == "message_update":
+                stream[i] = {"type": "message_update"}
+            elif event["type"] == "tool_execution_update":
+                stream[i] = {"type": "tool_execution_update", "toolCallId": event["toolCallId"]}
+
+    name = "anthropic_parallel_tools.jsonl"
+    assert parse_turn(edited(strip, name)) == parse_turn(capture(name))
+
+
 def test_line_and_stream_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = capture("responses_bash.jsonl")
     longest = max(len(line) for line in stream.splitlines())
@@ -216,7 +254,23 @@ def test_nothing_but_bookkeeping_follows_agent_end() -> None:
 
     assert parse_turn(edited(compaction)).completed
     rejects(edited(lambda s: compaction(s) or s.pop(-2)), "ended during a compaction")
-    rejects(edited(lambda s: s.pop(0) and s.insert(0, s[0])), "before the session header")
+
+    custom = {"role": "custom", "customType": "probe", "content": "note", "display": True}
+
+    def idle_message(stream: list[Event]) -> None:
+        stream.append({"type": "message_start", "message": custom})
+        stream.append({"type": "message_end", "message": custom})
+        stream.append({"type": "thinking_level_changed", "level": "low"})
+
+    assert parse_turn(edited(idle_message)).final_message == "done: made.txt written"
+    rejects(edited(lambda s: idle_message(s) or s.pop(-2)), "ended during a compaction or custom")
+    rejects(edited(lambda s: idle_message(s) or s.pop(-3)), "unpaired custom message_end")
+
+    def idle_user_message(stream: list[Event]) -> None:
+        idle_message(stream)
+        stream[-3]["message"] = {**custom, "role": "user"}
+
+    rejects(edited(idle_user_message), "message_start outside an agent run")
 
 
 def _retried(stream: list[Event]) -> None:
@@ -226,6 +280,21 @@ def _retried(stream: list[Event]) -> None:
         *first[1:],
         {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 1},
     ]
+
+
+def test_real_retries_recovered_and_exhausted() -> None:
+    """pi with retry on (captured): a 500, then ``auto_retry_start`` and a second agent run."""
+    recovered = parse_turn(capture("anthropic_retry_recovered.jsonl"))
+    assert recovered.completed and recovered.final_message == "recovered"
+    assert recovered.requests == 2
+    exhausted = parse_turn(capture("anthropic_retry_exhausted.jsonl"))
+    assert not exhausted.completed and exhausted.requests == 3
+    assert exhausted.failure is not None and "500" in exhausted.failure
+
+    def no_retry(stream: list[Event]) -> None:
+        stream.pop(index(stream, "auto_retry_start"))
+
+    rejects(edited(no_retry, "anthropic_retry_recovered.jsonl"), "second agent_start without")
 
 
 def test_a_retry_opens_one_more_run_and_its_success_decides() -> None:

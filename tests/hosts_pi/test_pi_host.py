@@ -30,6 +30,8 @@ pytestmark = pytest.mark.slow
 
 API_KEY_ENV = "SEVRO_TEST_PI_HOST_KEY"
 API_KEY = "sk-sevro-pi-host-0123456789abcdef"  # a planted credential: must reach only headers
+LEAKS = 'env; cat "$PI_CODING_AGENT_DIR"/*.json; echo made'
+"""What the agent's commands could show of pi's environment and configuration."""
 READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
 SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
 
@@ -82,7 +84,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
 ) -> None:
     server = mock_model(
         [
-            reply(bash("printf 'x\\n' > made.txt && echo made && exit 3", "call_1")),
+            reply(bash(f"printf 'x\\n' > made.txt && {LEAKS} && exit 3", "call_1")),
             reply(Message("ready")),
         ]
     )
@@ -94,7 +96,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
     evidence = document["evidence"]
     (command,) = observation(document, "sevro.commands")["data"]["commands"]
     assert command["command"].startswith("printf") and command["exitCode"] == 3
-    assert command["status"] == "failed" and command["turn"] == 1
+    assert command["status"] == "failed" and command["turn"] == 1 and command["ordinal"] == 1
     (call,) = observation(document, "sevro.tool-calls")["data"]["calls"]
     assert call["tool"] == "bash" and call["kind"] == "command_execution"
     changed = observation(document, "sevro.files-changed")
@@ -107,6 +109,9 @@ def test_a_bash_round_trip_with_every_shared_observation(
     assert usage["complete"] is False
     # two model requests, both through the bridge with the credential set outside the sandbox
     assert len(server.requests) == 2
+    shown = server.requests[1].body  # the command's output went back to the model
+    assert b"sevro-bridge-injects-the-credential" in shown and b"PI_CODING_AGENT_DIR=" in shown
+    assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
     for request in server.requests:
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
         assert request.tools is not None and sorted(request.tools) == sorted(

@@ -309,12 +309,11 @@ class ModelBridge:
         with self._lock:
             full = len(self._slots) >= limits.MAX_BRIDGE_CONNECTIONS
             admitted = not full and not self._stopping.is_set()
-            if admitted:
+            if admitted:  # started under the lock: close never joins an unstarted thread
                 slot.thread = threading.Thread(target=self._serve, args=(slot,), daemon=True)
                 self._slots.add(slot)
+                slot.thread.start()
         if admitted:
-            assert slot.thread is not None
-            slot.thread.start()
             return
         client.settimeout(1.0)
         if full:
@@ -333,6 +332,7 @@ class ModelBridge:
             self._forward(slot, request)
         except _Refusal as refusal:
             self._refuse(client, refusal.status, refusal.reason)
+            _drain(client)
         except (OSError, ValueError) as error:  # the sandbox side went away, or timed out
             self._note(f"connection from the sandbox failed: {_describe(error)}")
         finally:
@@ -457,6 +457,23 @@ def _finish(client: socket.socket) -> None:
     with contextlib.suppress(OSError):
         client.shutdown(socket.SHUT_WR)
     client.close()
+
+
+def _drain(client: socket.socket) -> None:
+    """After a refusal, read and drop what the sandbox still sends (bounded in time and bytes),
+    so it reads the refusal instead of failing to write the rest of a refused request."""
+    deadline = time.monotonic() + limits.BRIDGE_REFUSAL_DRAIN_SECONDS
+    dropped = 0
+    with contextlib.suppress(OSError):
+        client.shutdown(socket.SHUT_WR)
+        while (
+            dropped <= limits.MAX_BRIDGE_REQUEST_BYTES and (left := deadline - time.monotonic()) > 0
+        ):
+            client.settimeout(left)
+            data = client.recv(_CHUNK_BYTES)
+            if not data:
+                return
+            dropped += len(data)
 
 
 def _clean_path(target: str) -> bool:

@@ -447,7 +447,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         offered = self.offered_skills(skills, [])[0]
         for call in turn.tools:
             into.calls.append(self._call(number, call))
-            at = (number, call.ordinal)
+            at = (number, _ordinal(call))
             if call.name == "bash":
                 entry = self._command(number, call)
                 into.commands.append(entry)
@@ -536,7 +536,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         kind = {"bash": "command_execution", "edit": "file_change", "write": "file_change"}
         entry: dict[str, JsonValue] = {
             "turn": turn,
-            "ordinal": call.ordinal,
+            "ordinal": _ordinal(call),
             "kind": kind.get(call.name, "tool_call"),
             "tool": call.name[:256],
             "status": "failed" if call.is_error else "completed",
@@ -558,7 +558,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         elif match := _EXIT_RE.search(output):
             code = int(match.group(1))
         status = "failed" if call.is_error else "completed"
-        return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
+        return command_entry(turn, _ordinal(call), self.scrub(command), output, code, status)
 
     def _read_tool(self, call: events.ToolExecution, into: TurnEvidence) -> FileRead | None:
         """A ``read`` of a workspace file: complete when it succeeded, started at the first
@@ -572,6 +572,12 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         starts = call.arguments.get("offset") in (None, 0, 1)
         exact = text is not None and call.result_text == text
         return FileRead(path, not call.is_error and starts and exact, "read")
+
+
+def _ordinal(call: events.ToolExecution) -> int:
+    """The call's place in its turn counted from 1, as the Codex and Claude hosts count it (the
+    parser counts from 0)."""
+    return call.ordinal + 1
 
 
 def check_profile(profile: HostProfile | None, *, judge: bool) -> None:

@@ -42,6 +42,10 @@ BRIDGE_UPSTREAM_IDLE_SECONDS = 900
 """Seconds the upstream model may stay silent (before its headers or between chunks) before the
 model bridge gives up on the request (the turn's own stall and turn timeouts usually fire first)."""
 
+BRIDGE_REFUSAL_DRAIN_SECONDS = 2
+"""Seconds the model bridge keeps reading (and dropping) a refused request's remaining bytes, so
+the sandbox reads the refusal instead of a broken pipe."""
+
 BRIDGE_CLOSE_JOIN_SECONDS = 5
 """Seconds closing the model bridge waits for its threads after shutting their sockets down."""
 
