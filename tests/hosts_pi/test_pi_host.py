@@ -25,6 +25,8 @@ from sevro_core.testing.mockmodel import (
 )
 from sevro_hosts_pi.testing import require_pi
 from tests.hosts_codex.helpers import observation, retained_bytes, trial
+from tests.skilleval import seed
+from tests.skilleval.test_skilleval_real_clis import GROUP
 
 pytestmark = pytest.mark.slow
 
@@ -189,3 +191,18 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
     message = trial(sevro_project)["evidence"]["execution"]["message"]
     assert message.startswith("turn 1 failed"), message
     assert API_KEY.encode() not in retained_bytes(sevro_project)
+
+
+def test_an_unknown_declared_tool_is_refused_before_pi_runs(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    # pi would silently drop the name (`--tools read,bogus` offers only read): refused, exit 64
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    group = json.loads((project.root / GROUP).read_text())
+    group["tools"] = ["read", "bogus"]
+    bad = project.write_json("groups/bad-tools.json", group)
+    server = mock_model([reply(Message("ready"))])
+    done = run_pi(project, pi, server, bad)
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert "'bogus'" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr and server.requests == []

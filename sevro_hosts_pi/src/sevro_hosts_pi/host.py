@@ -52,7 +52,9 @@ from sevro_core.api import (
     NativeBinary,
     Observation,
     ProcessOutcome,
+    RuntimeProfile,
     SkillPlaces,
+    Snapshot,
     StreamError,
     TurnEvidence,
     TurnRecord,
@@ -249,7 +251,8 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         self.session_bytes: bytes | None = None
 
     @property
-    def runtime(self) -> Any:
+    def runtime(self) -> RuntimeProfile | None:
+        """The case's skill-eval runtime profile (None without one)."""
         return self.profile.runtime
 
     # -- set-up ---------------------------------------------------------------------------
@@ -469,7 +472,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         self,
         parsed: Sequence[TurnRecord[events.Turn]],
         skills: tuple[Sequence[MountedSkill], bool],
-        snapshots: tuple[Any, Any],
+        snapshots: tuple[Snapshot, Snapshot],
     ) -> tuple[Observation, ...]:
         """The shared observations, then the context and runtime-profile receipts."""
         extra: list[Observation] = []
