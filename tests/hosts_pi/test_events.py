@@ -5,15 +5,18 @@ must reject and a near-identical one it must accept."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from sevro_core.api import StreamError, Usage
 from sevro_hosts_pi import events
 from sevro_hosts_pi.events import ToolExecution, parse_turn
+from tests.hosts_pi.test_observer import run_pi
 
 DATA = Path(__file__).parent / "data"
 SESSION = "01a2436d-2a26-7446-99bd-b14c394e7c68"
@@ -440,3 +443,28 @@ def test_a_result_without_content_is_unknown_text() -> None:
         stream[index(stream, "tool_execution_end")]["result"] = {"details": {}}
 
     assert parse_turn(edited(bare)).tools[0].result_text is None
+
+
+# --- the stdout filter, with the real pi -----------------------------------------------------
+
+FILTER = Path(events.__file__).with_name("events_filter.mjs")
+STUBS = {b'{"type":"message_update"}'}
+
+
+def test_the_stdout_filter_stubs_updates_and_changes_no_turn(tmp_path: Path) -> None:
+    """pi under ``node --import events_filter.mjs`` prints each update as a stub holding its
+    place (the stream then grows linearly); the turn it parses to is the unfiltered one's."""
+    _, plain, _ = run_pi(tmp_path / "plain", with_observer=False)
+    _, filtered, _ = run_pi(tmp_path / "filtered", with_observer=False, preload=FILTER)
+
+    def updates(stream: bytes) -> list[bytes]:
+        return [line for line in stream.splitlines() if b'_update"' in line[:40]]
+
+    assert len(updates(filtered)) == len(updates(plain)) >= 3
+    assert updates(plain) != updates(filtered)
+    tool_stub = re.compile(rb'\{"type":"tool_execution_update","toolCallId":"[^"]+"\}')
+    assert all(line in STUBS or tool_stub.fullmatch(line) for line in updates(filtered))
+    assert any(tool_stub.fullmatch(line) for line in updates(filtered))
+    others = [line for line in filtered.splitlines() if line not in updates(filtered)]
+    assert len(others) == len(plain.splitlines()) - len(updates(plain))
+    assert evolve(parse_turn(filtered), session_id="") == evolve(parse_turn(plain), session_id="")

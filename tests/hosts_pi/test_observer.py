@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.api import StreamError
-from sevro_core.testing import require_agent_cli, require_tool
+from sevro_core.testing import require_tool
 from sevro_core.testing.mockmodel import (
     Message,
     MockModelServer,
@@ -26,6 +26,7 @@ from sevro_core.testing.mockmodel import (
 from sevro_hosts_pi import limits, observer
 from sevro_hosts_pi.events import parse_turn
 from sevro_hosts_pi.observer import TurnObservation, observer_source, read_observations
+from sevro_hosts_pi.testing import require_pi
 
 Record = dict[str, Any]
 
@@ -270,6 +271,10 @@ def test_the_observer_cuts_text_and_stops_at_its_request_bound(tmp_path: Path) -
     assert observed.system_prompt == "x" * (limits.MAX_PI_OBSERVED_TEXT_CHARS - 1)
     assert len(observed.offered_tools) == limits.MAX_PI_OBSERVED_REQUESTS
     assert observed.truncated
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    run_observer(lone, [["before_agent_start", {"systemPrompt": "a\ud800b"}, None]])
+    assert read_observations(lone / "observe.jsonl") == TurnObservation("a\ufffdb", (), (), True)
     exact = tmp_path / "exact"
     exact.mkdir()
     whole = "y" * limits.MAX_PI_OBSERVED_TEXT_CHARS
@@ -291,11 +296,17 @@ MUTATOR = """export default function (pi) {
 
 
 def run_pi(
-    root: Path, with_observer: bool, extensions: tuple[Path, ...] = ()
+    root: Path,
+    with_observer: bool,
+    extensions: tuple[Path, ...] = (),
+    preload: Path | None = None,
 ) -> tuple[list[RecordedRequest], bytes, Path]:
     """One pi turn in ``root/ws`` against a fresh mock (so call ids and paths repeat);
-    ``extensions`` load before the observer."""
-    pi = require_agent_cli("pi", "SEVRO_PI_BIN", "pi")
+    ``extensions`` load before the observer, ``preload`` is given to node's ``--import``."""
+    pi = require_pi()
+    launcher = [pi]
+    if preload is not None:
+        launcher = [require_tool("node"), "--import", str(preload), os.path.realpath(pi)]
     replies = [reply(ToolCall("bash", COMMAND)), reply(Message("done"))]
     agent, home, ws = root / "agent", root / "home", root / "ws"
     for directory in (agent, home, ws):
@@ -322,7 +333,8 @@ def run_pi(
             "SEVRO_PI_OBSERVE": str(observe),
             "SEVRO_PI_OBSERVE_CONTEXT": "1",
         }
-        argv = [pi, "--mode", "json", "--provider", "mock", "--model", "mock-model"]
+        argv = [*launcher, "--mode", "json"]
+        argv += ["--provider", "mock", "--model", "mock-model"]
         argv += ["--no-session", "--no-extensions", "--no-prompt-templates", "--no-themes"]
         argv += ["--no-skills", "--no-context-files"]
         for extension in extensions:
