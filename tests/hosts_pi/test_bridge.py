@@ -72,6 +72,7 @@ def exchange(path: Path, raw: bytes) -> bytes:
         sock.settimeout(10)
         sock.connect(str(path))
         sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)  # nothing more: the bridge must answer what it has
         chunks = []
         while data := sock.recv(65536):
             chunks.append(data)
@@ -180,6 +181,8 @@ def test_ambiguous_or_malformed_requests_are_refused_before_the_model(
 ) -> None:
     with ModelBridge(sock, model.base_url, ("authorization", f"Bearer {SECRET}")) as bridge:
         statuses = [status_of(exchange(sock, raw)) for _, raw in BAD_REQUESTS]
+        assert exchange(sock, b"") == b""  # a bare connect and close: no answer, no error
+        assert status_of(exchange(sock, b"\r\n")) == 400  # but an empty request line is one
         # The positive control: the same bridge forwards a well-formed request.
         good = b"POST /v1/responses HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
         assert status_of(exchange(sock, good)) == 200
@@ -324,6 +327,12 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path) -> None:
     assert "Bearer a" not in str(caught.value)
     assert len(os.fsencode(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)))) == 107
     ModelBridge(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)), "http://h", None)  # fits
+
+
+def test_the_preload_mirrors_the_connection_bound() -> None:
+    text = preload_path().read_text()
+    assert f"const MAX_CONNECTIONS = {limits.MAX_BRIDGE_CONNECTIONS};" in text
+    assert f"process.env.{SOCKET_VARIABLE}" in text and f"process.env.{PORT_VARIABLE}" in text
 
 
 def test_the_base_url_keeps_the_upstream_path() -> None:

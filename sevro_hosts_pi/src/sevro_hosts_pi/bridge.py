@@ -159,6 +159,10 @@ class _Refusal(Exception):
         self.reason = reason
 
 
+class _Unused(Exception):
+    """The connection closed before its first byte (a probe, or the bridge closing): no answer."""
+
+
 class _Slot:
     """One connection being served: its sockets, so ``close`` can shut them down."""
 
@@ -333,6 +337,8 @@ class ModelBridge:
         except _Refusal as refusal:
             self._refuse(client, refusal.status, refusal.reason)
             _drain(client)
+        except _Unused:
+            pass
         except (OSError, ValueError) as error:  # the sandbox side went away, or timed out
             self._note(f"connection from the sandbox failed: {_describe(error)}")
         finally:
@@ -506,9 +512,11 @@ def _response_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     ]
 
 
-def _line(stream: BinaryIO, limit: int, deadline: float) -> bytes:
+def _line(stream: BinaryIO, limit: int, deadline: float, *, first: bool = False) -> bytes:
     """One CRLF-terminated line of at most ``limit`` bytes, without its CRLF."""
     line = stream.readline(limit + 2)
+    if first and not line:
+        raise _Unused
     if time.monotonic() > deadline:
         raise _Refusal(408, "request took too long")
     if not line.endswith(b"\r\n"):
@@ -522,7 +530,7 @@ def _read_head(stream: BinaryIO, deadline: float) -> list[str]:
     budget = limits.MAX_BRIDGE_HEADER_BYTES
     lines: list[str] = []
     while True:
-        line = _line(stream, budget, deadline)
+        line = _line(stream, budget, deadline, first=not lines)
         budget -= len(line) + 2
         if not line:
             return lines
