@@ -11,16 +11,22 @@ import copy
 import hashlib
 import json
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from sevro_core.api import RUNTIME_PROFILE_OBSERVATION, ExtensionBundle, HostProfile
 from sevro_core.errors import InvocationError
 from sevro_core.experiments.skilleval import load_definition
 from sevro_core.experiments.skillevalmapping import Selection, skilleval_run
-from sevro_core.limits import MAX_SKILLEVAL_EXTENSION_FILES, MAX_SKILLEVAL_EXTENSIONS
+from sevro_core.limits import (
+    MAX_SKILLEVAL_EXTENSION_FILES,
+    MAX_SKILLEVAL_EXTENSIONS,
+    MAX_SKILLEVAL_SNAPSHOT_BYTES,
+)
 from sevro_core.models import Case
 from sevro_core.run.planning import _case_identity
 from sevro_core.testing import SevroProject
@@ -261,6 +267,31 @@ def test_a_bundle_over_its_file_bound_is_refused(repo: Path) -> None:
     assert f"more than {MAX_SKILLEVAL_EXTENSION_FILES} files" in error.message
 
 
+def test_bundles_of_a_suite_are_bounded_together(repo: Path) -> None:
+    """Five groups each snapshotting a 15 MiB bundle pass the per-bundle bound (16 MiB) but
+    not the definition's (64 MiB): the fifth is refused, naming its file and bundle."""
+    big = repo / "big"
+    big.mkdir()
+    (big / "entry.mjs").write_text("export default () => {};\n")
+    (big / "blob.bin").write_bytes(b"\0" * (15 * 1024 * 1024))
+    bundle = {"entry": "big/entry.mjs", "resources": ["big"]}
+    members = []
+    for index in range(5):
+        group = runtime_group(extensions=[bundle]) | {"id": f"g{index}"}
+        seed.write_json(repo / "groups" / f"g{index}.json", group)
+        members.append(f"groups/g{index}.json")
+    suite = {"schema_version": 1, "kind": "suite", "id": "big", "groups": members}
+    seed.write_json(repo / "big-suite.json", suite)
+    with pytest.raises(InvocationError) as caught:
+        load_definition(repo / "big-suite.json", repo, ENV)
+    assert caught.value.source == str(repo / "groups" / "g4.json")
+    assert caught.value.pointer == "/runtime/extensions/0"
+    assert f"more than {MAX_SKILLEVAL_SNAPSHOT_BYTES} bytes together" in caught.value.message
+    four = {**suite, "groups": members[:4]}
+    seed.write_json(repo / "big-suite.json", four)
+    assert len(load_definition(repo / "big-suite.json", repo, ENV).groups) == 4
+
+
 # ---- custom tools need a bundle --------------------------------------------------------------
 
 
@@ -369,6 +400,23 @@ def test_every_case_gets_a_host_profile_and_a_runtime_requires_its_evidence(repo
     assert profile.tools == ("read", "probe_tool")
     assert profile.runtime is definition.groups[0].runtime
     assert profile.observe_context is False  # no context-text check: nothing observed
+
+
+def test_run_json_records_the_runtime_only_when_declared(repo: Path) -> None:
+    definition = load(repo, runtime_group())
+    (group,) = skilleval_run(definition, Selection(), 1, False).design.origin["groups"]
+    assert group["runtime"] == definition.groups[0].runtime.to_json()
+    schema = json.loads(
+        (resources.files("sevro_core") / "schemas" / "run-evidence.v1.schema.json").read_text()
+    )
+    experiment = schema["properties"]["experiment"]["properties"]
+    item = experiment["skillEval"]["properties"]["groups"]["items"]
+    assert list(Draft202012Validator(item).iter_errors(group)) == []
+    broken = {**group, "runtime": {**group["runtime"], "secretValues": {}}}
+    assert list(Draft202012Validator(item).iter_errors(broken)) != []
+    plain = load_definition(repo / "groups" / "body-behavior.json", repo)
+    (group,) = skilleval_run(plain, Selection(), 1, False).design.origin["groups"]
+    assert "runtime" not in group
 
 
 def test_a_group_without_runtime_gets_a_profile_and_requires_nothing(repo: Path) -> None:

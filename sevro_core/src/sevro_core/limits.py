@@ -219,6 +219,8 @@ MAX_SKILLEVAL_EXTENSION_FILES = 1024
 """Files of one extension bundle (its resources and entry), snapshotted into memory at load."""
 MAX_SKILLEVAL_EXTENSION_BYTES = 16 * MIB
 """Bytes of one extension bundle's files, held in memory for the whole run."""
+MAX_SKILLEVAL_SNAPSHOT_BYTES = 64 * MIB
+"""Bytes of every extension bundle one definition (a suite's groups together) snapshots."""
 MAX_SKILLEVAL_ENVIRONMENT = 64
 """Variables of one runtime's ``environment`` (literal and inherited together)."""
 MAX_SKILLEVAL_LITERAL_CHARS = 4096

@@ -23,10 +23,10 @@ from attrs import frozen
 
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.skillevalchecks import check_fields
+from sevro_core.experiments.skillevalruntime import RuntimeContext, load_runtime
 from sevro_core.experiments.skillevalruntime import check_keys as _keys
 from sevro_core.experiments.skillevalruntime import contained as _contained
 from sevro_core.experiments.skillevalruntime import lexical as _lexical
-from sevro_core.experiments.skillevalruntime import load_runtime
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import (
     MAX_CASE_FILE_BYTES,
@@ -184,7 +184,7 @@ def load_definition(path: Path, root: Path, environ: Mapping[str, str] | None = 
 
     ``environ`` (default: this process's) is where a runtime's inherited variables must be set."""
     root = root.resolve()
-    parent = os.environ if environ is None else environ
+    parent = RuntimeContext(os.environ if environ is None else environ)
     where = _contained_file(path, root, path, "")
     document = _read(where, path)
     if document.get("kind") == "suite":
@@ -210,7 +210,7 @@ def _read(path: Path, shown: Path) -> dict[str, Any]:
 
 
 def _suite(
-    document: dict[str, Any], path: Path, shown: Path, root: Path, environ: Mapping[str, str]
+    document: dict[str, Any], path: Path, shown: Path, root: Path, context: RuntimeContext
 ) -> Definition:
     _keys(document, frozenset({"schema_version", "kind", "id", "groups"}), frozenset(), shown, "")
     suite_id = _id(document["id"], shown, "/id")
@@ -242,7 +242,7 @@ def _suite(
             raise InvocationError(
                 "a suite's member must be a group definition", source=member, pointer="/kind"
             )
-        group = _group(member_document, member, member, root, environ)
+        group = _group(member_document, member, member, root, context)
         if group.id in seen_ids:
             raise InvocationError(
                 f"duplicate group id {group.id!r} (also /groups/{seen_ids[group.id]})",
@@ -255,7 +255,7 @@ def _suite(
 
 
 def _group(
-    document: dict[str, Any], path: Path, shown: Path, root: Path, environ: Mapping[str, str]
+    document: dict[str, Any], path: Path, shown: Path, root: Path, context: RuntimeContext
 ) -> Group:
     base = ""
     _keys(document, _GROUP_KEYS, frozenset({"model", "runtime"}), shown, base)
@@ -273,7 +273,7 @@ def _group(
     variants = _variants(document["variants"], root, shown, join_pointer(base, "variants"))
     model, thinking = _model(document.get("model"), shown, join_pointer(base, "model"))
     runtime = (
-        load_runtime(document["runtime"], root, shown, "/runtime", environ)
+        load_runtime(document["runtime"], root, shown, "/runtime", context)
         if "runtime" in document
         else None
     )

@@ -310,6 +310,7 @@ def _origin(
                 "tools": list(group.tools),
                 "comparisons": _comparisons(group),
                 "reviewQuestions": list(group.review_questions),
+                **({"runtime": group.runtime.to_json()} if group.runtime is not None else {}),
             }
             for position, group in enumerate(definition.groups, 1)
         ],

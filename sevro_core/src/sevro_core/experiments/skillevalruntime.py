@@ -28,6 +28,7 @@ from sevro_core.limits import (
     MAX_SKILLEVAL_EXTENSION_FILES,
     MAX_SKILLEVAL_EXTENSIONS,
     MAX_SKILLEVAL_LITERAL_CHARS,
+    MAX_SKILLEVAL_SNAPSHOT_BYTES,
 )
 from sevro_core.models import ExtensionBundle, RuntimeProfile
 
@@ -122,11 +123,31 @@ def contained_path(value: Any, root: Path, shown: Path, pointer: str) -> str:
     return value
 
 
+class RuntimeContext:
+    """What loading one definition shares across its groups' runtimes: the parent environment
+    inherited names must be set in, and the bytes of every bundle snapshotted so far (a suite's
+    bundles stay in memory together, so they are bounded together)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.snapshot_bytes = 0
+
+    def charge(self, bundle: ExtensionBundle, shown: Path, pointer: str) -> None:
+        self.snapshot_bytes += sum(len(data) for data in bundle.files.values())
+        if self.snapshot_bytes > MAX_SKILLEVAL_SNAPSHOT_BYTES:
+            raise InvocationError(
+                f"the definition's extension bundles hold more than "
+                f"{MAX_SKILLEVAL_SNAPSHOT_BYTES} bytes together",
+                source=shown,
+                pointer=pointer,
+            )
+
+
 def load_runtime(
-    value: Any, root: Path, shown: Path, pointer: str, environ: Mapping[str, str]
+    value: Any, root: Path, shown: Path, pointer: str, context: RuntimeContext
 ) -> RuntimeProfile:
-    """The group's ``runtime``; ``environ`` is the parent environment inherited names must be
-    set in (checked now, their values never kept)."""
+    """The group's ``runtime``; inherited names must be set in ``context.environ`` (checked
+    now, their values never kept)."""
     check_keys(
         value,
         frozenset({"host"}),
@@ -153,8 +174,10 @@ def load_runtime(
             pointer=join_pointer(pointer, "session"),
         )
     extensions = _extensions(value.get("extensions", []), root, shown, f"{pointer}/extensions")
+    for index, bundle in enumerate(extensions):
+        context.charge(bundle, shown, f"{pointer}/extensions/{index}")
     literal, inherit = _environment(
-        value.get("environment", {}), shown, f"{pointer}/environment", environ
+        value.get("environment", {}), shown, f"{pointer}/environment", context.environ
     )
     return RuntimeProfile(host, session, extensions, literal, inherit)
 
