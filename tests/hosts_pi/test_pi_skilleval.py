@@ -6,7 +6,8 @@ and Claude Code): both variants mount their skills in `.agents/skills` and their
 grade turn 2. And a runtime-profile group (seed 004's "Runtime Profile"): an extension bundle
 that registers a custom tool and appends to the system prompt, `environment.literal` read by
 that tool, and `context-text` expectations over the system prompt and the provider context of
-the first, last and second request, each with a passing and a failing control.
+the first, last and second request, each with a passing and a failing control. The bundle tries
+to change its own file from inside pi (the sandbox mounts it read-only: EROFS).
 """
 
 from __future__ import annotations
@@ -78,7 +79,18 @@ def test_pi_runs_the_seed_body_group(
 
 
 PROBE = """\
+import { appendFileSync } from "node:fs";
 import { suffix } from "./lib/suffix.mjs";
+
+function bundle() {
+  // extensions are trusted code, but they run in the sandbox: their own files are read-only
+  try {
+    appendFileSync(new URL(import.meta.url), "// changed\\n");
+    return "bundle-writable";
+  } catch (error) {
+    return `bundle-${error.code}`;
+  }
+}
 
 export default function (pi) {
   pi.registerTool({
@@ -92,7 +104,7 @@ export default function (pi) {
     },
     async execute(_id, params) {
       const inherited = (process.env.QA_PROBE_INHERITED || "").length;
-      const text = `probe:${process.env.PROBE_MODE}:${inherited}:${params.value}`;
+      const text = `probe:${process.env.PROBE_MODE}:${inherited}:${params.value}:${bundle()}`;
       return { content: [{ type: "text", text }], details: {} };
     },
   });
@@ -103,7 +115,7 @@ SUFFIX = 'export const suffix = "\\n\\nPROBE-SYSTEM-MARKER\\n";\n'
 PROMPT = "Call the probe tool with the value abc."
 INHERITED = "inherited-value-93b1"
 """Passed to pi by name (`environment.inherit`): the tool reports its length, never the value."""
-RESULT = f"probe:injection-test:{len(INHERITED)}:abc"
+RESULT = f"probe:injection-test:{len(INHERITED)}:abc:bundle-EROFS"
 RUNTIME = copy.deepcopy(seed.RUNTIME)
 RUNTIME["runtime"]["environment"]["inherit"] = ["QA_PROBE_INHERITED"]
 
