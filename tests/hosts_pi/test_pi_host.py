@@ -122,7 +122,10 @@ def test_a_bash_round_trip_with_every_shared_observation(
     turns = observation(document, "sevro.pi.turns")["data"]["turns"]
     assert turns[0]["requests"] == 2 and turns[0]["toolCalls"] == 1
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.pi.events"]
-    assert API_KEY.encode() not in retained_bytes(sevro_project)
+    retained = retained_bytes(sevro_project)
+    assert API_KEY.encode() not in retained
+    # the stream was kept with its updates as stubs (events_filter.mjs): it grows linearly
+    assert b'{"type":"message_update"}\n' in retained
 
 
 def test_a_follow_up_continues_the_same_session(

@@ -99,6 +99,9 @@ SESSION_ARTIFACT = "sevro.pi.session"
 """pi's session file, retained only when the runtime profile asks for the session."""
 JUDGE_FLAGS = ("--no-tools", "--no-skills", "--no-context-files", "--no-session")
 """A judge's pi: no tool, no skill, no AGENTS.md, no session file."""
+EVENTS_FILTER = Path(events.__file__).with_name("events_filter.mjs")
+"""A preload printing pi's update events as place-holding stubs: the stream then grows with
+the reply, not with its square (the final message and results arrive whole anyway)."""
 _EXIT_RE = re.compile(r"Command exited with code (\d+)\s*$")
 _FILE_TOOLS = ("edit", "write")
 _EXTENSION_ERROR = b"Extension error"
@@ -288,7 +291,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
             layout.models_file, models_json(config, host.model, bridges.BRIDGE_PORT).encode()
         )
         write_private(layout.settings_file, settings_json().encode())
-        for source in (bridges.preload_path(), observer.observer_source()):
+        for source in (bridges.preload_path(), EVENTS_FILTER, observer.observer_source()):
             write_private(layout.sevro / source.name, source.read_bytes())
         self.extensions = profiles.copy_bundles(self.runtime, layout.bundles)
         self.env = self._environment()
@@ -363,6 +366,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         layout, host = self.layout, self.host
         self.env[observer.OBSERVE_ENV] = str(layout.observe_file(number))
         argv = [str(host.pi.node), "--import", str(layout.sevro / bridges.preload_path().name)]
+        argv += ["--import", str(layout.sevro / EVENTS_FILTER.name)]
         argv += [str(host.pi.script), "--mode", "json", "--provider", PROVIDER]
         argv += ["--model", str(host.model), *FIXED_FLAGS]
         if self.judge:
