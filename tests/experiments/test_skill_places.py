@@ -18,6 +18,7 @@ from sevro_core.models import CancelToken, HostRequest
 from sevro_core.plugin.protocols import HostOptions, SkillPlaces, skill_places_of
 from sevro_hosts_claude.host import ClaudeHost, ClaudeTrial
 from sevro_hosts_codex.host import CodexHost, CodexTrial
+from sevro_hosts_pi.host import PiHost, PiTrial
 
 SCRIPT = {"format": "sevro.scripted-host.v1", "default": {"turns": [[{"reply": {"text": "x"}}]]}}
 
@@ -27,6 +28,7 @@ SCRIPT = {"format": "sevro.scripted-host.v1", "default": {"turns": [[{"reply": {
     [
         (CodexHost(), SkillPlaces(".agents/skills", "AGENTS.md", ("AGENTS.override.md",))),
         (ClaudeHost(), SkillPlaces(".claude/skills", "CLAUDE.md")),
+        (PiHost(), SkillPlaces(".agents/skills", "AGENTS.md")),
         (ScriptedHost(), SkillPlaces(".agents/skills", "AGENTS.md")),
     ],
 )
@@ -42,7 +44,7 @@ def test_the_configured_scripted_host_keeps_the_declaration_and_discovers_both_d
 
 def test_the_agent_cli_trials_have_no_skills_dir_of_their_own() -> None:
     """``skills_dir`` comes from the plugin's declaration, so the two cannot disagree."""
-    for trial in (CodexTrial, ClaudeTrial):
+    for trial in (CodexTrial, ClaudeTrial, PiTrial):
         assert "skills_dir" not in vars(trial)
 
 
