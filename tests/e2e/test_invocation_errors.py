@@ -115,7 +115,7 @@ def test_bad_grader_configuration(sevro_project: SevroProject, host: Path) -> No
         (
             ["--host", "nope"],
             "--host 'nope' is not installed; available hosts: "
-            "sevro.host.claude, sevro.host.codex, sevro.host.scripted",
+            "sevro.host.claude, sevro.host.codex, sevro.host.pi, sevro.host.scripted",
         ),
         (["--no-such-flag"], "No such option"),
         (["--verdict-policy", "acme.x"], "--verdict-policy 'acme.x' is not installed"),
