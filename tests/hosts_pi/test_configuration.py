@@ -51,6 +51,7 @@ def test_defaults_and_the_upstream_path() -> None:
         (None, {"pi.api": "google"}, "--pi-api must be one of"),
         (None, {"pi.baseUrl": "ftp://host/v1"}, "--pi-base-url must be an http(s) URL"),
         (None, {"pi.baseUrl": "http://host/v1?key=1"}, "without a query"),
+        (None, {"pi.baseUrl": "https://user:sk-1@host/v1"}, "no user, password"),
     ],
 )
 def test_bad_settings_are_refused(

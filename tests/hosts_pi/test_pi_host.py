@@ -131,7 +131,8 @@ def test_a_bash_round_trip_with_every_shared_observation(
 def test_a_follow_up_continues_the_same_session(
     sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
 ) -> None:
-    server = mock_model([reply(Message("first answer")), reply(Message("ready"))])
+    # the second reply reports no usage: pi shows zeros, which is unknown, never a measured 0
+    server = mock_model([reply(Message("first answer")), reply(Message("ready"), usage=None)])
     case = sevro_project.case(prompt="First prompt.", followUpPrompt="Second.", checks=[READY])
     result = run_pi(sevro_project, pi, server, case)
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -143,6 +144,8 @@ def test_a_follow_up_continues_the_same_session(
     # the second turn's request carries the first turn's history
     second = json.dumps(server.requests[1].json()["input"])
     assert "First prompt." in second and "first answer" in second and "Second." in second
+    usage = document["evidence"]["usage"]
+    assert usage["inputTokens"] is None and usage["outputTokens"] is None
     refs = [a["id"] for a in document["evidence"]["artifactRefs"]]
     assert refs == ["sevro.pi.events", "sevro.pi.follow-up-events"]  # no session kept
 

@@ -85,6 +85,9 @@ def parse(config: Mapping[str, Any] | None, settings: Mapping[str, str]) -> PiCo
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
         raise ConfigurationError(f"--pi-base-url must be an http(s) URL without a query: {url}")
+    if "@" in parts.netloc or parts.fragment:
+        # never a credential in a URL: it would enter the identity and the evidence
+        raise ConfigurationError("--pi-base-url must carry no user, password or fragment")
     common = AgentCliConfig.common(config, settings, "pi", CREDENTIALS)
     return PiConfig(node=settings.get(NODE), api=api, base_url=url, **common)
 
