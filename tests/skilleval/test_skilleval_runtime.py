@@ -23,6 +23,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.experiments.skilleval import load_definition
 from sevro_core.experiments.skillevalmapping import Selection, skilleval_run
 from sevro_core.limits import (
+    MAX_SKILLEVAL_BUNDLE_RESOURCES,
     MAX_SKILLEVAL_EXTENSION_FILES,
     MAX_SKILLEVAL_EXTENSIONS,
     MAX_SKILLEVAL_SNAPSHOT_BYTES,
@@ -176,6 +177,10 @@ BAD_RUNTIME: list[tuple[str, dict[str, Any], str, str]] = [
     ("resources-empty", {"runtime": {"host": "pi", "extensions": [
         {"entry": "extensions/probe.mjs", "resources": []}]}},
      "/runtime/extensions/0/resources", "non-empty array"),
+    ("too-many-resources", {"runtime": {"host": "pi", "extensions": [
+        {"entry": "extensions/probe.mjs",
+         "resources": [f"r{i}" for i in range(MAX_SKILLEVAL_BUNDLE_RESOURCES + 1)]}]}},
+     "/runtime/extensions/0/resources", "at most"),
     ("resource-file", {"runtime": {"host": "pi", "extensions": [
         {"entry": "extensions/probe.mjs", "resources": ["extensions/probe.mjs"]}]}},
      "/runtime/extensions/0/resources/0", "not a directory"),
