@@ -23,6 +23,7 @@ from sevro_core.errors import InvocationError
 from sevro_core.experiments.skilleval import load_definition
 from sevro_core.experiments.skillevalmapping import Selection, skilleval_run
 from sevro_core.limits import (
+    MAX_SKILLEVAL_BUNDLE_RESOURCES,
     MAX_SKILLEVAL_EXTENSION_FILES,
     MAX_SKILLEVAL_EXTENSIONS,
     MAX_SKILLEVAL_SNAPSHOT_BYTES,
@@ -176,6 +177,10 @@ BAD_RUNTIME: list[tuple[str, dict[str, Any], str, str]] = [
     ("resources-empty", {"runtime": {"host": "pi", "extensions": [
         {"entry": "extensions/probe.mjs", "resources": []}]}},
      "/runtime/extensions/0/resources", "non-empty array"),
+    ("too-many-resources", {"runtime": {"host": "pi", "extensions": [
+        {"entry": "extensions/probe.mjs",
+         "resources": [f"r{i}" for i in range(MAX_SKILLEVAL_BUNDLE_RESOURCES + 1)]}]}},
+     "/runtime/extensions/0/resources", "at most"),
     ("resource-file", {"runtime": {"host": "pi", "extensions": [
         {"entry": "extensions/probe.mjs", "resources": ["extensions/probe.mjs"]}]}},
      "/runtime/extensions/0/resources/0", "not a directory"),
@@ -504,3 +509,101 @@ def test_piflow_is_refused_by_name_through_the_cli(repo: Path) -> None:
     result = _cli(repo, "validate", path)
     assert result.exit_code == 64
     assert "#/runtime/host: sevro has no piflow host" in result.stderr
+
+
+# ---- the engine hands the profile to a host that honours it ----------------------------------
+
+PROFILE_HOST = """
+import hashlib, json
+from sevro_core.api import (
+    CONTEXT_OBSERVATION, RUNTIME_PROFILE_OBSERVATION, Completeness, HostResult, Observation,
+    Route, SkillPlaces, hookimpl,
+)
+HOST = "acme.host.profiled"
+class Bound:
+    route = Route(HOST, "m", "e")
+    capabilities = frozenset({CONTEXT_OBSERVATION, RUNTIME_PROFILE_OBSERVATION})
+    skill_places = SkillPlaces(".agents/skills", "AGENTS.md")
+    def redacted_configuration(self):
+        return {}
+    def check_case(self, case):
+        pass
+    def run(self, request):
+        profile = request.profile
+        runtime = profile.runtime
+        rehashed = [
+            "sha256:" + hashlib.sha256(json.dumps(
+                [[p, hashlib.sha256(b.files[p]).hexdigest()] for p in sorted(b.files)],
+                separators=(",", ":")).encode()).hexdigest()
+            for b in runtime.extensions
+        ]
+        system = "literal " + json.dumps(dict(runtime.literal), sort_keys=True)
+        context = {"turns": [
+            {"turn": n, "systemPrompt": system, "requests": [{"request": 1, "text": prompt}]}
+            for n, prompt in enumerate(request.prompts, 1)
+        ]}
+        applied = {**profile.to_json(), "rehashed": rehashed}
+        for n, prompt in enumerate(request.prompts, 1):
+            request.settle(n, "done")
+        return HostResult(
+            final_message="done",
+            complete=True,
+            turns_completed=len(request.prompts),
+            observations=(
+                Observation(CONTEXT_OBSERVATION, HOST, Completeness.COMPLETE, context),
+                Observation(RUNTIME_PROFILE_OBSERVATION, HOST, Completeness.COMPLETE, applied),
+            ),
+        )
+class Profiled:
+    id = HOST
+    version = "1"
+    capabilities = Bound.capabilities
+    requires = frozenset()
+    skill_places = Bound.skill_places
+    def configure(self, options):
+        return Bound()
+@hookimpl
+def sevro_register_hosts(register):
+    register(Profiled())
+"""
+
+
+def test_the_engine_passes_the_profile_and_context_checks_grade_both_ways(repo: Path) -> None:
+    """A host that honours profiles (a test plugin) gets the case's profile, snapshot bytes
+    included: the runtime-profile evidence is satisfied and context-text passes and fails on
+    what that host recorded."""
+    from sevro_core.testing import require_sandbox
+
+    require_sandbox()
+    plugin = repo / "profiled_host.py"
+    plugin.write_text(PROFILE_HOST)
+    group = runtime_group() | {"input": {"prompt": "Inspect the task."}}
+    group["expectations"] = [
+        {"id": f"{variant}-{expect}", "kind": "context-text", "variant": variant,
+         "expect": expect, "value": '"PROBE_MODE": "injection-test"'}
+        for variant in ("baseline", "candidate") for expect in ("contains", "not-contains")
+    ]  # fmt: skip
+    path = seed.write_json(repo / "groups" / "runtime.json", group)
+    done = SevroProject(repo).sevro(
+        "run", path, "--plugin", plugin, "--host", "acme.host.profiled", "--trials", "1",
+        "--results-root", repo.parent / "results", "--json", cwd=repo,
+    )  # fmt: skip
+    assert done.exit_code == 1, done.stderr  # the not-contains checks fail, as they must
+    result = json.loads(done.stdout)
+    root = Path(result["evidencePath"]).parent
+    run = json.loads(Path(result["evidencePath"]).read_text())
+    bundle = load(repo, group).groups[0].runtime.extensions[0]
+    for trial in run["trials"]:
+        evidence = json.loads((root / trial["path"]).read_text())["evidence"]
+        statuses = {c["id"]: c["status"] for c in evidence["checks"]}
+        arm = trial["arm"]
+        assert statuses == {f"{arm}-contains": "passed", f"{arm}-not-contains": "failed"}
+        assert evidence["requiredEvidence"] == [
+            {"id": RUNTIME_PROFILE_OBSERVATION, "status": "complete"}
+        ]
+        applied = next(
+            o["data"] for o in evidence["observations"] if o["id"] == RUNTIME_PROFILE_OBSERVATION
+        )
+        assert applied["rehashed"] == [bundle.digest]
+        assert applied["observeContext"] is True
+        assert applied["tools"] == ["read", "write", "edit"]

@@ -215,6 +215,8 @@ MAX_SKILLEVAL_TURNS = 64
 MAX_SKILLEVAL_EXPECTATIONS = 128
 MAX_SKILLEVAL_EXTENSIONS = 16
 """Extension bundles one skill-eval ``runtime`` declares."""
+MAX_SKILLEVAL_BUNDLE_RESOURCES = 64
+"""Directory resources of one extension bundle."""
 MAX_SKILLEVAL_EXTENSION_FILES = 1024
 """Files of one extension bundle (its resources and entry), snapshotted into memory at load."""
 MAX_SKILLEVAL_EXTENSION_BYTES = 16 * MIB

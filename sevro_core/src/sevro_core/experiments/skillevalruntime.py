@@ -23,6 +23,7 @@ from sevro_core.formats.canonical import hash_json, sha256_hex
 from sevro_core.formats.jsonio import JsonValue
 from sevro_core.isolation.runtime import INJECTION, REFUSED_PREFIXES, RUNNER_OWNED, SHELL_STARTUP
 from sevro_core.limits import (
+    MAX_SKILLEVAL_BUNDLE_RESOURCES,
     MAX_SKILLEVAL_ENVIRONMENT,
     MAX_SKILLEVAL_EXTENSION_BYTES,
     MAX_SKILLEVAL_EXTENSION_FILES,
@@ -213,9 +214,10 @@ def _bundle(item: Any, root: Path, shown: Path, pointer: str) -> ExtensionBundle
             pointer=f"{pointer}/entry",
         )
     resources = item["resources"]
-    if not isinstance(resources, list) or not resources:
+    if not isinstance(resources, list) or not 0 < len(resources) <= MAX_SKILLEVAL_BUNDLE_RESOURCES:
         raise InvocationError(
-            "resources is a non-empty array of directories",
+            f"resources is a non-empty array of at most {MAX_SKILLEVAL_BUNDLE_RESOURCES} "
+            "directories",
             source=shown,
             pointer=f"{pointer}/resources",
         )
