@@ -220,6 +220,9 @@ def test_an_unreachable_model_is_a_short_502(sock: Path) -> None:
     message = json.loads(body)["error"]["message"]
     assert message.startswith("sevro model bridge: model endpoint failed: ConnectionRefused")
     assert SECRET not in message and bridge.errors[-1].startswith("502: ")
+    # Any message kept or sent loses the credential, whole or as its bare token.
+    bearer = ModelBridge(sock, "http://h", ("authorization", f"Bearer {SECRET}"))
+    assert bearer._scrub(f"a Bearer {SECRET} b {SECRET}") == "a *** b ***"
 
 
 def test_the_response_streams_and_close_cuts_an_open_stream_promptly(sock: Path) -> None:
@@ -327,6 +330,8 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(BridgeError) as caught:
         ModelBridge(tmp_path / "m.sock", "http://h", ("authorization", "Bearer a\r\nX: y"))
     assert "Bearer a" not in str(caught.value)
+    with pytest.raises(BridgeError, match="empty"):
+        ModelBridge(tmp_path / "m.sock", "http://h", ("authorization", "  "))
     assert len(os.fsencode(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)))) == 107
     ModelBridge(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)), "http://h", None)  # fits
 

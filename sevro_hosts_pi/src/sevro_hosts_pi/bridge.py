@@ -311,9 +311,15 @@ class ModelBridge:
         except OSError:
             pass
 
-    def _note(self, message: str) -> None:
+    def _scrub(self, message: str) -> str:
+        """Without the credential, whole or its token alone (``Bearer <token>``)."""
         if self._auth is not None:
-            message = message.replace(self._auth[1], "***")
+            for secret in (self._auth[1], self._auth[1].split()[-1]):
+                message = message.replace(secret, "***")
+        return message
+
+    def _note(self, message: str) -> None:
+        message = self._scrub(message)
         with self._lock:
             if len(self._errors) < limits.MAX_BRIDGE_ERRORS:
                 self._errors.append(message)
@@ -456,9 +462,7 @@ class ModelBridge:
 
     def _refuse(self, client: socket.socket, status: int, reason: str) -> None:
         self._note(f"{status}: {reason}")
-        message = f"sevro model bridge: {reason}"
-        if self._auth is not None:
-            message = message.replace(self._auth[1], "***")
+        message = self._scrub(f"sevro model bridge: {reason}")
         body = json.dumps({"error": {"message": message}}).encode()
         head = (
             f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
@@ -475,7 +479,7 @@ def _check_auth(auth: tuple[str, str] | None) -> tuple[str, str] | None:
     name, value = auth
     if not _TOKEN.fullmatch(name):
         raise BridgeError(f"the credential header name {name!r} is no HTTP header name")
-    if not value or _BAD_VALUE.search(value) or not value.isascii():
+    if not value.strip() or _BAD_VALUE.search(value) or not value.isascii():
         raise BridgeError(f"the credential for header {name} is empty or holds control characters")
     return name, value
 
