@@ -32,10 +32,10 @@ SHELL_BLOCK = re.compile(
     r"^(?:<!-- sevro-doc-test: skip (?P<reason>[a-z-]+) -->\n)?```sh\n(?P<body>.*?)^```$",
     re.MULTILINE | re.DOTALL,
 )
-CREDENTIAL_FLAGS = ("--codex-api-key-env", "--claude-api-key-env")
+CREDENTIAL_FLAGS = ("--codex-api-key-env", "--claude-api-key-env", "--pi-api-key-env")
 FROM_THE_TEST_RUN = ("SEVRO_", "PYTEST_", "COV_")
 """Variables a reader's shell would not have: the blocks get the login environment otherwise."""
-MOCK_TESTED = {"docs/hosts/codex.md", "docs/hosts/claude.md"}
+MOCK_TESTED = {"docs/hosts/codex.md", "docs/hosts/claude.md", "docs/hosts/pi.md"}
 """Pages whose credential blocks run in tests/test_examples.py with the mock model instead."""
 
 

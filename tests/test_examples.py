@@ -20,13 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
-from sevro_core.testing import SevroProject, require_sandbox, require_tool
+from sevro_core.api import CONTEXT_OBSERVATION, Completeness, Observation
+from sevro_core.testing import SevroProject, require_sandbox, require_tool, trial_view
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
+from sevro_graders.context_text_grader import ContextTextGrader
 from sevro_hosts_claude.testing import require_claude
 from sevro_hosts_codex.testing import require_codex
+from sevro_hosts_pi.testing import require_pi
 from tests.hosts_claude.helpers import PROTOCOLS, bash, run_claude
 from tests.hosts_codex.helpers import run_codex, shell
+from tests.hosts_pi.qa_helpers import bash as pi_bash
+from tests.hosts_pi.qa_helpers import run_pi
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -182,6 +188,7 @@ REAL_CLI = {
     "docs/hosts/codex.md#release-notes",
     "docs/hosts/codex.md#installs-no-skill",
     "docs/hosts/claude.md#release-notes",
+    "docs/hosts/pi.md#release-notes",
     "docs/expectations.md#runs-a-command",
     "docs/expectations.md#writes-the-changelog",
 }
@@ -189,10 +196,13 @@ REAL_CLI = {
 
 JUDGED = {"docs/graders.md#explains-ci-failure", "docs/judges.md#explains-the-fix"}
 """Cases whose checks need a judge: controlled by their own test, with the scripted host judging."""
+OBSERVED = {"docs/expectations.md#guidance-reaches-the-model"}
+"""Cases whose checks read what only a host that honours host profiles observes (the model's
+context): controlled by grading the example's own checks on that observation, both ways."""
 
 
 def test_every_documented_case_has_controls() -> None:
-    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI | JUDGED
+    assert set(documented_cases()) == set(SCRIPTED) | REAL_CLI | JUDGED | OBSERVED
     assert set(CAUGHT_BY) == set(SCRIPTED)
 
 
@@ -425,6 +435,23 @@ def test_the_claude_example_checks_what_it_claims(
     ]
     server = mock_model([*(work if works else []), reply(Message("done"))], protocols=PROTOCOLS)
     done = run_claude(sevro_project, claude, server, sevro_project.write_json("case.json", case))
+    _assert_release_notes(done, works)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("works", [True, False], ids=["does-it", "only-replies"])
+def test_the_pi_example_checks_what_it_claims(
+    works: bool, sevro_project: SevroProject, mock_model: Callable[..., Any]
+) -> None:
+    pi = require_pi()
+    require_sandbox()
+    case = documented_cases()["docs/hosts/pi.md#release-notes"]
+    work = [
+        reply(ToolCall("read", {"path": ".agents/skills/release-notes/SKILL.md"})),
+        reply(pi_bash(NOTES)),
+    ]
+    server = mock_model([*(work if works else []), reply(Message("done"))])
+    done = run_pi(sevro_project, pi, server, sevro_project.write_json("case.json", case))
     _assert_release_notes(done, works)
 
 
@@ -856,3 +883,41 @@ def test_the_skill_creator_evals_example_grades_each_expectation(
     for arm in ("baseline", "candidate"):
         assert outcomes["eval-1", arm] == ["passed", "passed"]
         assert outcomes["eval-2", arm] == ["failed"]
+
+
+# ---- the sevro.context-text example, graded on the context observation both ways ------------
+
+CONTEXT_DOES = {
+    "turns": [
+        {"turn": 1, "systemPrompt": "Agent. PROBE_MODE=injection-test",
+         "requests": [{"request": 1, "text": "Inspect the task."}]},
+        {"turn": 2, "systemPrompt": "Agent.",
+         "requests": [{"request": 1, "text": "Complete it."},
+                      {"request": 2, "text": 'Complete it.\n\nread({"path":"TASK.md"})'}]},
+    ]
+}  # fmt: skip
+
+
+def _context_outcomes(data: dict[str, Any]) -> dict[str, str]:
+    case = documented_cases()["docs/expectations.md#guidance-reaches-the-model"]
+    found = Observation(CONTEXT_OBSERVATION, "host", Completeness.COMPLETE, data)
+    final = evolve(trial_view("done", observations=[found]), prompts=tuple(case["turns"]))
+    outcomes = {}
+    for check in case["checks"]:
+        view = final if "turn" not in check else evolve(final, turn=check["turn"])
+        outcome = ContextTextGrader().compile(check["configuration"]).grade(check["id"], view)
+        outcomes[check["id"]] = outcome.status.value
+    return outcomes
+
+
+def test_the_context_text_example_checks_what_it_claims() -> None:
+    assert set(_context_outcomes(CONTEXT_DOES).values()) == {"passed"}
+    does_not = copy.deepcopy(CONTEXT_DOES)
+    does_not["turns"][0]["systemPrompt"] = "Agent."
+    does_not["turns"][1]["requests"][1]["text"] = "Complete it."
+    does_not["turns"][1]["requests"][0]["text"] = "key sk-123"
+    assert _context_outcomes(does_not) == {
+        "mode-in-system-prompt": "failed",
+        "task-read-before-last-request": "failed",
+        "no-leak-in-first-request": "failed",
+    }

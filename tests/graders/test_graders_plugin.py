@@ -27,6 +27,7 @@ EXPECTED = [
     "sevro.response-text",
     "sevro.resource-read",
     "sevro.verifier",
+    "sevro.context-text",
 ]
 SCHEMAS = [
     *("regex", "json", "schema", "output", "shell", "git-head", "skill-activation"),
@@ -35,6 +36,7 @@ SCHEMAS = [
     "response-text",
     "resource-read",
     "verifier",
+    "context-text",
 ]
 
 

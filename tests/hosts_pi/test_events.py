@@ -5,15 +5,18 @@ must reject and a near-identical one it must accept."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from sevro_core.api import StreamError, Usage
 from sevro_hosts_pi import events
 from sevro_hosts_pi.events import ToolExecution, parse_turn
+from tests.hosts_pi.test_observer import run_pi
 
 DATA = Path(__file__).parent / "data"
 SESSION = "01a2436d-2a26-7446-99bd-b14c394e7c68"
@@ -87,6 +90,29 @@ def test_the_read_tool_and_a_custom_extension_tool() -> None:
             is_error=False,
             ordinal=0,
         ),
+    )
+
+
+def test_parallel_tools_interleave_and_a_failed_tool_is_no_failed_turn() -> None:
+    turn = parse_turn(capture("anthropic_parallel_tools.jsonl"))
+    assert turn.completed and turn.final_message == "both done"
+    assert [(t.call_id, t.result_text, t.is_error, t.ordinal) for t in turn.tools] == [
+        ("toolu_mock_1_0", "a\n", False, 0),
+        ("toolu_mock_1_1", "b\n", False, 1),
+        (
+            "toolu_mock_1_2",
+            "ENOENT: no such file or directory, access '/tmp/h-events/two/ws/nope.txt'",
+            True,
+            2,
+        ),
+    ]
+
+    def result_during_tools(stream: list[Event]) -> None:
+        result = stream.pop(index(stream, "message_start", 2))
+        stream.insert(index(stream, "tool_execution_end"), result)
+
+    rejects(
+        edited(result_during_tools, "anthropic_parallel_tools.jsonl"), "while a tool is running"
     )
 
 
@@ -174,6 +200,21 @@ def test_update_lines_are_still_decoded_and_placed() -> None:
     rejects(edited(stray_tool_update), "tool_execution_update of no running tool")
 
 
+def test_update_bodies_are_not_needed() -> None:
+    """A stream whose updates were stripped of their repeated partial bodies (the quadratic
+    part) parses to the same turn: only their place in the stream is checked."""
+
+    def strip(stream: list[Event]) -> None:
+        for i, event in enumerate(stream):
+            if event["type"] == "message_update":
+                stream[i] = {"type": "message_update"}
+            elif event["type"] == "tool_execution_update":
+                stream[i] = {"type": "tool_execution_update", "toolCallId": event["toolCallId"]}
+
+    name = "anthropic_parallel_tools.jsonl"
+    assert parse_turn(edited(strip, name)) == parse_turn(capture(name))
+
+
 def test_line_and_stream_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = capture("responses_bash.jsonl")
     longest = max(len(line) for line in stream.splitlines())
@@ -216,7 +257,23 @@ def test_nothing_but_bookkeeping_follows_agent_end() -> None:
 
     assert parse_turn(edited(compaction)).completed
     rejects(edited(lambda s: compaction(s) or s.pop(-2)), "ended during a compaction")
-    rejects(edited(lambda s: s.pop(0) and s.insert(0, s[0])), "before the session header")
+
+    custom = {"role": "custom", "customType": "probe", "content": "note", "display": True}
+
+    def idle_message(stream: list[Event]) -> None:
+        stream.append({"type": "message_start", "message": custom})
+        stream.append({"type": "message_end", "message": custom})
+        stream.append({"type": "thinking_level_changed", "level": "low"})
+
+    assert parse_turn(edited(idle_message)).final_message == "done: made.txt written"
+    rejects(edited(lambda s: idle_message(s) or s.pop(-2)), "ended during a compaction or custom")
+    rejects(edited(lambda s: idle_message(s) or s.pop(-3)), "unpaired custom message_end")
+
+    def idle_user_message(stream: list[Event]) -> None:
+        idle_message(stream)
+        stream[-3]["message"] = {**custom, "role": "user"}
+
+    rejects(edited(idle_user_message), "message_start outside an agent run")
 
 
 def _retried(stream: list[Event]) -> None:
@@ -226,6 +283,21 @@ def _retried(stream: list[Event]) -> None:
         *first[1:],
         {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 1},
     ]
+
+
+def test_real_retries_recovered_and_exhausted() -> None:
+    """pi with retry on (captured): a 500, then ``auto_retry_start`` and a second agent run."""
+    recovered = parse_turn(capture("anthropic_retry_recovered.jsonl"))
+    assert recovered.completed and recovered.final_message == "recovered"
+    assert recovered.requests == 2
+    exhausted = parse_turn(capture("anthropic_retry_exhausted.jsonl"))
+    assert not exhausted.completed and exhausted.requests == 3
+    assert exhausted.failure is not None and "500" in exhausted.failure
+
+    def no_retry(stream: list[Event]) -> None:
+        stream.pop(index(stream, "auto_retry_start"))
+
+    rejects(edited(no_retry, "anthropic_retry_recovered.jsonl"), "second agent_start without")
 
 
 def test_a_retry_opens_one_more_run_and_its_success_decides() -> None:
@@ -371,3 +443,28 @@ def test_a_result_without_content_is_unknown_text() -> None:
         stream[index(stream, "tool_execution_end")]["result"] = {"details": {}}
 
     assert parse_turn(edited(bare)).tools[0].result_text is None
+
+
+# --- the stdout filter, with the real pi -----------------------------------------------------
+
+FILTER = Path(events.__file__).with_name("events_filter.mjs")
+STUBS = {b'{"type":"message_update"}'}
+
+
+def test_the_stdout_filter_stubs_updates_and_changes_no_turn(tmp_path: Path) -> None:
+    """pi under ``node --import events_filter.mjs`` prints each update as a stub holding its
+    place (the stream then grows linearly); the turn it parses to is the unfiltered one's."""
+    _, plain, _ = run_pi(tmp_path / "plain", with_observer=False)
+    _, filtered, _ = run_pi(tmp_path / "filtered", with_observer=False, preload=FILTER)
+
+    def updates(stream: bytes) -> list[bytes]:
+        return [line for line in stream.splitlines() if b'_update"' in line[:40]]
+
+    assert len(updates(filtered)) == len(updates(plain)) >= 3
+    assert updates(plain) != updates(filtered)
+    tool_stub = re.compile(rb'\{"type":"tool_execution_update","toolCallId":"[^"]+"\}')
+    assert all(line in STUBS or tool_stub.fullmatch(line) for line in updates(filtered))
+    assert any(tool_stub.fullmatch(line) for line in updates(filtered))
+    others = [line for line in filtered.splitlines() if line not in updates(filtered)]
+    assert len(others) == len(plain.splitlines()) - len(updates(plain))
+    assert evolve(parse_turn(filtered), session_id="") == evolve(parse_turn(plain), session_id="")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sevro_core.api import StreamError
-from sevro_core.testing import require_agent_cli, require_tool
+from sevro_core.testing import require_tool
 from sevro_core.testing.mockmodel import (
     Message,
     MockModelServer,
@@ -26,6 +26,7 @@ from sevro_core.testing.mockmodel import (
 from sevro_hosts_pi import limits, observer
 from sevro_hosts_pi.events import parse_turn
 from sevro_hosts_pi.observer import TurnObservation, observer_source, read_observations
+from sevro_hosts_pi.testing import require_pi
 
 Record = dict[str, Any]
 
@@ -270,6 +271,10 @@ def test_the_observer_cuts_text_and_stops_at_its_request_bound(tmp_path: Path) -
     assert observed.system_prompt == "x" * (limits.MAX_PI_OBSERVED_TEXT_CHARS - 1)
     assert len(observed.offered_tools) == limits.MAX_PI_OBSERVED_REQUESTS
     assert observed.truncated
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    run_observer(lone, [["before_agent_start", {"systemPrompt": "a\ud800b"}, None]])
+    assert read_observations(lone / "observe.jsonl") == TurnObservation("a\ufffdb", (), (), True)
     exact = tmp_path / "exact"
     exact.mkdir()
     whole = "y" * limits.MAX_PI_OBSERVED_TEXT_CHARS
@@ -283,15 +288,31 @@ PROMPT = "Create made.txt please"
 COMMAND = {"command": "echo hi > made.txt && ls"}
 
 
-def run_pi(root: Path, with_observer: bool) -> tuple[list[RecordedRequest], bytes, Path]:
-    """One pi turn in ``root/ws`` against a fresh mock (so call ids and paths repeat)."""
-    pi = require_agent_cli("pi", "SEVRO_PI_BIN", "pi")
+MUTATOR = """export default function (pi) {
+  pi.on("before_agent_start", (event) => ({ systemPrompt: event.systemPrompt + "\\nMUTATED" }));
+}
+"""
+"""A bundle that does change the system prompt: the control that the comparison can fail."""
+
+
+def run_pi(
+    root: Path,
+    with_observer: bool,
+    extensions: tuple[Path, ...] = (),
+    preload: Path | None = None,
+) -> tuple[list[RecordedRequest], bytes, Path]:
+    """One pi turn in ``root/ws`` against a fresh mock (so call ids and paths repeat);
+    ``extensions`` load before the observer, ``preload`` is given to node's ``--import``."""
+    pi = require_pi()
+    launcher = [pi]
+    if preload is not None:
+        launcher = [require_tool("node"), "--import", str(preload), os.path.realpath(pi)]
     replies = [reply(ToolCall("bash", COMMAND)), reply(Message("done"))]
     agent, home, ws = root / "agent", root / "home", root / "ws"
     for directory in (agent, home, ws):
         directory.mkdir(parents=True, exist_ok=True)
     (ws / "made.txt").unlink(missing_ok=True)
-    observe = root / f"observe-{with_observer}.jsonl"
+    observe = root / f"observe-{with_observer}-{len(extensions)}.jsonl"
     with MockModelServer(replies, protocols=(OpenAIResponses(),)) as server:
         provider = {"baseUrl": server.base_url, "api": "openai-responses", "apiKey": "MOCK_KEY"}
         models = [{"id": "mock-model", "reasoning": False}]
@@ -312,9 +333,12 @@ def run_pi(root: Path, with_observer: bool) -> tuple[list[RecordedRequest], byte
             "SEVRO_PI_OBSERVE": str(observe),
             "SEVRO_PI_OBSERVE_CONTEXT": "1",
         }
-        argv = [pi, "--mode", "json", "--provider", "mock", "--model", "mock-model"]
+        argv = [*launcher, "--mode", "json"]
+        argv += ["--provider", "mock", "--model", "mock-model"]
         argv += ["--no-session", "--no-extensions", "--no-prompt-templates", "--no-themes"]
         argv += ["--no-skills", "--no-context-files"]
+        for extension in extensions:
+            argv += ["-e", str(extension)]
         argv += ["-e", str(observer_source())] if with_observer else []
         done = subprocess.run(
             [*argv, PROMPT], cwd=ws, env=env, capture_output=True, timeout=120, check=False
@@ -349,3 +373,44 @@ def test_the_real_pi_observer_records_what_pi_sends_and_changes_nothing(tmp_path
         f"{PROMPT}\n\nbash({json.dumps(COMMAND, separators=(',', ':'))})\n\nmade.txt\n",
     )
     assert not observed.truncated
+
+
+def test_a_mutating_extension_is_seen_by_the_comparison_and_the_last_loaded_observer(
+    tmp_path: Path,
+) -> None:
+    plain, _, _ = run_pi(tmp_path, with_observer=False)
+    mutator = tmp_path / "mutator.mjs"
+    mutator.write_text(MUTATOR)
+    mutated, _, path = run_pi(tmp_path, with_observer=True, extensions=(mutator,))
+    assert [sent(r) for r in mutated] != [sent(r) for r in plain]
+    system = mutated[0].json()["input"][0]["content"]
+    assert system.endswith("\nMUTATED")
+    assert read_observations(path).system_prompt == system  # the chained, final prompt
+
+
+def test_the_observer_stops_before_its_file_would_pass_its_bound(tmp_path: Path) -> None:
+    def last_record(room: int) -> tuple[Record, int]:
+        root = tmp_path / str(room)
+        root.mkdir()
+        path = root / "observe.jsonl"
+        with path.open("wb") as prefill:  # sparse: the bytes an earlier writer left
+            prefill.truncate(limits.MAX_PI_OBSERVE_FILE_BYTES - room)
+        run_observer(root, [["before_provider_request", {"payload": {}}, None]])
+        size = path.stat().st_size
+        with path.open("rb") as tail:
+            tail.seek(limits.MAX_PI_OBSERVE_FILE_BYTES - room)
+            record: Record = json.loads(tail.read())
+        return record, size
+
+    record, size = last_record(8192)
+    assert record == {"kind": "tools", "request": 1, "names": None}
+    stopped, size = last_record(4096)
+    assert stopped["kind"] == "unobserved" and "bound" in stopped["reason"]
+    assert size <= limits.MAX_PI_OBSERVE_FILE_BYTES
+
+
+def test_an_event_the_observer_cannot_read_makes_the_turn_partial(tmp_path: Path) -> None:
+    unreadable, later = {"messages": 5}, {"messages": []}
+    run_observer(tmp_path, [["context", unreadable, None], ["context", later, None]])
+    observed = read_observations(tmp_path / "observe.jsonl")
+    assert observed.truncated and observed.contexts == ()

@@ -159,3 +159,29 @@ def _expected(problem: str) -> str:
 
     (found,) = [text for text in _PROBLEMS.values() if problem in text]
     return found
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "reason"),
+    [
+        ((), {}, "no credential configured"),
+        (("--pi-api-key-env", "SEVRO_UNSET_KEY"), {}, "$SEVRO_UNSET_KEY is not set"),
+        (("--pi-api-key-env", "SEVRO_EMPTY_KEY"), {"SEVRO_EMPTY_KEY": ""}, "is not set"),
+        (("--pi-credential-file", "/nonexistent/key"), {}, "is missing or empty"),
+    ],
+)
+def test_a_run_without_a_usable_credential_is_refused_before_any_trial(
+    sevro_project: SevroProject, pi: str, flags: tuple[str, ...], env: dict[str, str], reason: str
+) -> None:
+    """The doctor's auth check, at plan time: exit 64 with its reason, never a failed trial."""
+    require_sandbox()
+    case = sevro_project.case()
+    args = ("--host", "pi", "--model", "m", "--pi-bin", pi, *flags)
+    result = sevro_project.run(case, *args, env=env)
+    assert result.exit_code == 64, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("sevro: error: --host pi: ") and reason in line, line
+    assert "sevro doctor --host pi" in line
+    assert not sevro_project.results.exists() or not any(sevro_project.results.iterdir())
+    doctor = sevro_project.sevro("doctor", "--host", "pi", "--pi-bin", pi, *flags, env=env)
+    assert doctor.exit_code == 1 and "FAIL auth" in doctor.stdout and reason in doctor.stdout

@@ -25,11 +25,15 @@ from sevro_core.testing.mockmodel import (
 )
 from sevro_hosts_pi.testing import require_pi
 from tests.hosts_codex.helpers import observation, retained_bytes, trial
+from tests.skilleval import seed
+from tests.skilleval.test_skilleval_real_clis import GROUP
 
 pytestmark = pytest.mark.slow
 
 API_KEY_ENV = "SEVRO_TEST_PI_HOST_KEY"
 API_KEY = "sk-sevro-pi-host-0123456789abcdef"  # a planted credential: must reach only headers
+LEAKS = 'env; cat "$PI_CODING_AGENT_DIR"/*.json; echo made'
+"""What the agent's commands could show of pi's environment and configuration."""
 READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
 SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
 
@@ -82,7 +86,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
 ) -> None:
     server = mock_model(
         [
-            reply(bash("printf 'x\\n' > made.txt && echo made && exit 3", "call_1")),
+            reply(bash(f"printf 'x\\n' > made.txt && {LEAKS} && exit 3", "call_1")),
             reply(Message("ready")),
         ]
     )
@@ -94,7 +98,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
     evidence = document["evidence"]
     (command,) = observation(document, "sevro.commands")["data"]["commands"]
     assert command["command"].startswith("printf") and command["exitCode"] == 3
-    assert command["status"] == "failed" and command["turn"] == 1
+    assert command["status"] == "failed" and command["turn"] == 1 and command["ordinal"] == 1
     (call,) = observation(document, "sevro.tool-calls")["data"]["calls"]
     assert call["tool"] == "bash" and call["kind"] == "command_execution"
     changed = observation(document, "sevro.files-changed")
@@ -107,6 +111,9 @@ def test_a_bash_round_trip_with_every_shared_observation(
     assert usage["complete"] is False
     # two model requests, both through the bridge with the credential set outside the sandbox
     assert len(server.requests) == 2
+    shown = server.requests[1].body  # the command's output went back to the model
+    assert b"sevro-bridge-injects-the-credential" in shown and b"PI_CODING_AGENT_DIR=" in shown
+    assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
     for request in server.requests:
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
         assert request.tools is not None and sorted(request.tools) == sorted(
@@ -184,3 +191,18 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
     message = trial(sevro_project)["evidence"]["execution"]["message"]
     assert message.startswith("turn 1 failed"), message
     assert API_KEY.encode() not in retained_bytes(sevro_project)
+
+
+def test_an_unknown_declared_tool_is_refused_before_pi_runs(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    # pi would silently drop the name (`--tools read,bogus` offers only read): refused, exit 64
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    group = json.loads((project.root / GROUP).read_text())
+    group["tools"] = ["read", "bogus"]
+    bad = project.write_json("groups/bad-tools.json", group)
+    server = mock_model([reply(Message("ready"))])
+    done = run_pi(project, pi, server, bad)
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert "'bogus'" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr and server.requests == []

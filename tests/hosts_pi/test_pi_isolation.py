@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,11 @@ def attempts(paths: dict[str, Path], ports: dict[str, int], marker: str) -> str:
             f"cat {p['home']}/.pi/agent/auth.json && {escaped('home')}",
             f"cat {p['home']}/.agents/skills/greet/SKILL.md && {escaped('home-skill')}",
             f"cat {p['workspaces']}/sevro-case-peer/notes.txt && {escaped('peer')}",
-            f"ls {p['workspaces']}",
+            f"echo \"peers:$(ls -a {p['workspaces']} 2>&1 | tr '\\n' ' ')\"",
             f"echo pwned > {p['project']}/pwned.txt && {escaped('write-project')}",
-            f"echo pwned > {p['outside']} && {escaped('write-outside')}",
+            # bubblewrap made this file's parents in the sandbox's own /tmp (a tmpfs, gone with
+            # the sandbox) to mount the workspace: the write may succeed there, never outside
+            f"echo pwned > {p['outside']}",
             # the network: the host's loopback and the model server itself are out of reach
             f"(exec 3<>/dev/tcp/127.0.0.1/{ports['listener']}) && {escaped('net-host')}",
             f"curl -sS -m 5 -o /dev/null http://127.0.0.1:{ports['listener']}/ "
@@ -137,7 +140,7 @@ def test_escape_attempts_fail_and_nothing_leaks(
     tools = [
         ToolCall("read", {"path": secret_file}),
         ToolCall("read", {"path": f"{workspaces}/sevro-case-peer/notes.txt"}),
-        ToolCall("write", {"path": str(outside), "content": "pwned"}),
+        ToolCall("write", {"path": f"{workspaces}/sevro-case-peer/notes.txt", "content": "pwned"}),
         ToolCall("edit", {"path": secret_file, "edits": [{"oldText": "P", "newText": "X"}]}),
     ]
     decoy = mock_model([reply(Message("decoy"))])
@@ -169,14 +172,19 @@ def test_escape_attempts_fail_and_nothing_leaks(
     # What the model saw: every tool result went back to it in the next request.
     seen = b"".join(r.body for r in server.requests)
     assert b"ESCAPED-" not in seen, shell
-    assert "sevro-case-peer" not in shell  # other trials are not even listed
+    (peers,) = [line for line in shell.splitlines() if line.startswith("peers:")]
+    assert "sevro-case" in peers and "sevro-case-peer" not in peers  # only its own is listed
     for name, secret in SECRETS.items():
         assert secret.encode() not in seen, name
     # The credential reached the model only in the header sevro's bridge set.
     assert API_KEY.encode() not in seen
     assert server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
-    # pi's file tools failed too: nothing read, written or edited outside the workspace.
-    assert all("Error" in text or "ENOENT" in text or "denied" in text for text in outputs[1:])
+    # pi's file tools found nothing outside the workspace to read or edit; the write landed in
+    # the sandbox's own /tmp (bubblewrap made the peer's parents there), never in the peer.
+    reads, write, edit = outputs[1:3], outputs[3], outputs[4]
+    assert all(text.startswith("ENOENT") for text in reads), reads
+    assert "ENOENT" in edit, edit
+    assert (workspaces / "sevro-case-peer" / "notes.txt").read_text() == SECRETS["peer"], write
     assert not outside.exists()
     assert not (sevro_project.root / "pwned.txt").exists()
     assert (sevro_project.root / "secret.txt").read_text() == SECRETS["project"]
@@ -190,3 +198,88 @@ def test_escape_attempts_fail_and_nothing_leaks(
         assert secret.encode() not in retained, name
     assert not list(workspaces.glob("sevro-private-*"))
     assert [p.name for p in workspaces.iterdir()] == ["sevro-case-peer"]
+
+
+EXTENSION = """\
+import { writeFileSync } from "node:fs";
+writeFileSync(`loaded-by-${process.argv[1] ? "pi" : "node-e"}`, "loaded\\n");
+export default function () {}
+"""
+"""A pi extension that, when loaded, leaves a file naming what loaded it: pi (`cli.js`) or
+the control's `node -e` (`node-e`). Valid TypeScript too: pi discovers `.pi/extensions/*.ts`."""
+
+
+def test_workspace_pi_extensions_never_load(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    """pi loads `.pi/extensions/*` and `.pi/settings.json` `extensions` of the working directory
+    with no prompt in JSON mode: code the fixture ships, or the agent writes in turn 1 for pi to
+    run in turn 2 (where it could rewrite the system prompt the context checks read). sevro's
+    `--no-extensions` keeps both out; the control imports the same file with node, which runs it."""
+    plant = (
+        "mkdir -p .pi/extensions && cp fixture-ext.mjs .pi/extensions/planted.ts && "
+        "cp fixture-ext.mjs .pi/from-settings.mjs && "
+        """printf '{"extensions": ["from-settings.mjs"]}' > .pi/settings.json && echo planted"""
+    )
+    control = "node -e 'import(\"./.pi/from-settings.mjs\")' && ls loaded-by-*"
+    server = mock_model(
+        [
+            reply(bash(plant)),
+            reply(Message("one")),
+            reply(bash(control)),
+            reply(Message("ready")),
+        ]
+    )
+    files = {".pi/extensions/shipped.ts": EXTENSION, "fixture-ext.mjs": EXTENSION}
+    case = sevro_project.case(
+        prompt="First.", followUpPrompt="Second.", checks=[READY], fixture={"files": files}
+    )
+    result = run_pi(sevro_project, pi, server, case)
+    assert result.json()["task"]["verdict"] == "passed", result.stdout + result.stderr
+    assert len(server.requests) == 4 and not server.unexpected
+    assert "loaded-by-node-e" in tool_outputs(server)[-1]  # the control: the file does run
+    document = json.loads(
+        next(sevro_project.results.glob("*/cases/example/trial-1.json")).read_text()
+    )
+    (changed,) = [
+        o for o in document["evidence"]["observations"] if o["id"] == "sevro.files-changed"
+    ]
+    added = sorted(c["path"] for c in changed["data"]["changes"] if c["change"] == "added")
+    assert added == [
+        ".pi/extensions/planted.ts",
+        ".pi/from-settings.mjs",
+        ".pi/settings.json",
+        "loaded-by-node-e",
+    ], added  # and no loaded-by-pi: pi loaded none of them, in either turn
+
+
+def test_the_mechanism_pi_without_sevros_flags_loads_workspace_extensions(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The attack above is real: the same pi, run directly in a scratch workspace without
+    `--no-extensions`, loads both the shipped and the settings-named extension."""
+    server = mock_model([reply(Message("hi"))])
+    workspace, agent, home = tmp_path / "ws", tmp_path / "agent", tmp_path / "home"
+    for directory in (workspace / ".pi" / "extensions", agent, home):
+        directory.mkdir(parents=True)
+    (workspace / ".pi" / "extensions" / "shipped.ts").write_text(EXTENSION)
+    named = EXTENSION.replace("loaded-by-", "named-loaded-by-")
+    (workspace / ".pi" / "named.mjs").write_text(named)
+    (workspace / ".pi" / "settings.json").write_text('{"extensions": ["named.mjs"]}')
+    provider = {"baseUrl": server.base_url, "api": "openai-responses", "apiKey": "sk-x"}
+    models = {"providers": {"mock": {**provider, "models": [{"id": "mock-model"}]}}}
+    (agent / "models.json").write_text(json.dumps(models))
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent)}
+    argv = [pi, "--mode", "json", "--provider", "mock", "--model", "mock-model", "Hello."]
+    done = subprocess.run(
+        argv,
+        cwd=workspace,
+        env={**env, "PI_OFFLINE": "1"},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) == 1
+    assert (workspace / "loaded-by-pi").is_file(), sorted(p.name for p in workspace.iterdir())
+    assert (workspace / "named-loaded-by-pi").is_file()

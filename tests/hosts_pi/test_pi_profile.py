@@ -47,17 +47,22 @@ def bundle() -> ExtensionBundle:
 
 
 def run_pi(
-    pi: str, server: MockModelServer, tmp_path: Path, profile: HostProfile, prompts: int = 1
+    pi: str,
+    server: MockModelServer,
+    tmp_path: Path,
+    profile: HostProfile | None,
+    prompts: int = 1,
+    role: str = "candidate",
 ) -> HostResult:
     settings = {
         "pi.bin": pi,
         "pi.apiKeyEnv": API_KEY_ENV,
         "pi.baseUrl": server.base_url,
     }
-    options = HostOptions(config=None, model="mock-model", settings=settings)
+    options = HostOptions(config=None, model="mock-model", settings=settings, role=role)
     configured = PiHost().configure(options)
     workspace, private = tmp_path / "ws", tmp_path / "private"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     private.mkdir(mode=0o700)
     request = HostRequest(
         case_id="profile",
@@ -68,6 +73,7 @@ def run_pi(
         cancel=CancelToken(),
         private_root=private,
         profile=profile,
+        role=role,
     )
     return configured.run(request)
 
@@ -154,3 +160,45 @@ def test_a_declared_tool_no_bundle_registers_leaves_the_profile_partial(
     assert seen.data["tools"]["offered"] == [["read"]]
     assert seen.data["extensions"][0]["unchanged"] is True
     assert "sevro.host.context" not in {o.id for o in result.observations}
+
+
+def test_a_judge_gets_no_tool_no_skill_and_no_session(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = mock_model([reply(Message('{"verdict": "pass"}'))])
+    (tmp_path / "ws" / ".agents" / "skills" / "greet").mkdir(parents=True)
+    skill = "---\nname: greet\ndescription: Greets.\n---\nHi.\n"
+    (tmp_path / "ws" / ".agents" / "skills" / "greet" / "SKILL.md").write_text(skill)
+    result = run_pi(pi, server, tmp_path, None, role="semantic")
+    assert result.error is None and result.complete, result.error
+    assert result.final_message == '{"verdict": "pass"}'
+    (sent,) = server.requests
+    assert not sent.tools  # pi offers no tool at all
+    assert "greet" not in json.dumps(sent.json()["input"][0])  # and lists no skill
+    assert not list((tmp_path / "private" / "sessions").iterdir())
+
+
+BROKEN = {
+    "load": (b'throw new Error("broken bundle");\n', "broken bundle"),
+    "handler": (
+        b"export default function (pi) {\n"
+        b'  pi.on("before_agent_start", () => { throw new Error("handler broke"); });\n}\n',
+        "pi reported an extension error",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BROKEN))
+def test_an_extension_that_fails_fails_the_turn(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path, how: str
+) -> None:
+    # a bundle that cannot load stops pi (exit 1, no stream); a handler that throws is only
+    # reported on stderr ("Extension error (...)") while pi goes on: never a pass either way
+    source, reason = BROKEN[how]
+    files = {"extensions/broken.mjs": source}
+    broken = ExtensionBundle("extensions/broken.mjs", files, files_digest(files))
+    server = mock_model([reply(Message("done"))])
+    runtime = RuntimeProfile("pi", False, (broken,), {}, ())
+    result = run_pi(pi, server, tmp_path, HostProfile(runtime=runtime))
+    assert result.execution_failed and not result.complete
+    assert result.error is not None and reason in result.error, result.error

@@ -6,11 +6,13 @@ and Claude Code): both variants mount their skills in `.agents/skills` and their
 grade turn 2. And a runtime-profile group (seed 004's "Runtime Profile"): an extension bundle
 that registers a custom tool and appends to the system prompt, `environment.literal` read by
 that tool, and `context-text` expectations over the system prompt and the provider context of
-the first, last and second request, each with a passing and a failing control.
+the first, last and second request, each with a passing and a failing control. The bundle tries
+to change its own file from inside pi (the sandbox mounts it read-only: EROFS).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +24,7 @@ from sevro_core.testing import CliResult, SevroProject, require_sandbox
 from sevro_core.testing.mockmodel import Message, ToolCall, reply
 from sevro_hosts_pi.testing import require_pi
 from tests.e2e.helpers import assert_valid_evidence
+from tests.hosts_codex.helpers import retained_bytes
 from tests.hosts_pi.qa_helpers import run_pi
 from tests.skilleval import seed
 from tests.skilleval.test_skilleval_real_clis import GROUP, assert_seed_body_group
@@ -58,10 +61,36 @@ def test_pi_runs_the_seed_body_group(
     assert "Inspect the task and prepare the work." in second_turn and "ready" in second_turn
     # the context file reached pi as project instructions
     assert "Contract: status is complete." in json.dumps(server.requests[0].json()["input"])
+    # the same evidence, with the same meaning, as on Codex and Claude Code: ordinals count a
+    # turn's tool calls from 1, and the target's whole read on turn 1 is a read
+    for trial in assert_valid_evidence(done.json())["trials"]:
+        evidence = json.loads(
+            (Path(done.json()["evidencePath"]).parent / trial["path"]).read_text()
+        )
+        calls = _observation(evidence["evidence"], "sevro.tool-calls")["data"]["calls"]
+        assert [(c["turn"], c["ordinal"], c["tool"]) for c in calls] == [
+            (1, 1, "read"),
+            (2, 1, "write"),
+        ], calls
+        skills = _observation(evidence["evidence"], "sevro.skills")["data"]
+        assert sorted(s["name"] for s in skills["offered"]) == ["support", "target"]
+        assert skills["reads"] == [{"skill": "target", "turn": 1, "ordinal": 1, "status": "read"}]
+        assert skills["read"] == ["target"]
 
 
 PROBE = """\
+import { appendFileSync } from "node:fs";
 import { suffix } from "./lib/suffix.mjs";
+
+function bundle() {
+  // extensions are trusted code, but they run in the sandbox: their own files are read-only
+  try {
+    appendFileSync(new URL(import.meta.url), "// changed\\n");
+    return "bundle-writable";
+  } catch (error) {
+    return `bundle-${error.code}`;
+  }
+}
 
 export default function (pi) {
   pi.registerTool({
@@ -74,7 +103,8 @@ export default function (pi) {
       required: ["value"],
     },
     async execute(_id, params) {
-      const text = `probe:${process.env.PROBE_MODE}:${params.value}`;
+      const inherited = (process.env.QA_PROBE_INHERITED || "").length;
+      const text = `probe:${process.env.PROBE_MODE}:${inherited}:${params.value}:${bundle()}`;
       return { content: [{ type: "text", text }], details: {} };
     },
   });
@@ -83,7 +113,11 @@ export default function (pi) {
 """
 SUFFIX = 'export const suffix = "\\n\\nPROBE-SYSTEM-MARKER\\n";\n'
 PROMPT = "Call the probe tool with the value abc."
-RESULT = "probe:injection-test:abc"
+INHERITED = "inherited-value-93b1"
+"""Passed to pi by name (`environment.inherit`): the tool reports its length, never the value."""
+RESULT = f"probe:injection-test:{len(INHERITED)}:abc:bundle-EROFS"
+RUNTIME = copy.deepcopy(seed.RUNTIME)
+RUNTIME["runtime"]["environment"]["inherit"] = ["QA_PROBE_INHERITED"]
 
 
 def context(
@@ -139,7 +173,9 @@ EXPECTATIONS: list[tuple[dict[str, Any], str]] = [
 
 
 def runtime_group() -> dict[str, Any]:
-    variant = {"source": {"kind": "working-tree"}, "skills": [], "target": None, "context": []}
+    source = {"kind": "working-tree"}
+    baseline = {"source": source, "skills": [], "target": None, "context": []}
+    candidate = {"source": source, "skills": ["skills/probe-guide"], "target": 0, "context": []}
     return {
         "schema_version": 1,
         "kind": "group",
@@ -148,10 +184,10 @@ def runtime_group() -> dict[str, Any]:
         "input": {"prompt": PROMPT},
         "fixture": None,
         "tools": ["read", "write", "edit", "probe_tool"],
-        "variants": {"baseline": dict(variant), "candidate": dict(variant)},
+        "variants": {"baseline": baseline, "candidate": candidate},
         "expectations": [expectation for expectation, _ in EXPECTATIONS],
         "review_questions": [],
-        **seed.RUNTIME,
+        **RUNTIME,
     }
 
 
@@ -162,11 +198,15 @@ def _run_runtime_group(
     (root / "extensions" / "lib").mkdir(parents=True)
     (root / "extensions" / "probe.mjs").write_text(PROBE)
     (root / "extensions" / "lib" / "suffix.mjs").write_text(SUFFIX)
+    guide = "---\nname: probe-guide\ndescription: How to probe.\n---\nCall probe_tool.\n"
+    (root / "skills" / "probe-guide").mkdir(parents=True)
+    (root / "skills" / "probe-guide" / "SKILL.md").write_text(guide)
     group = seed.write_json(root / "groups" / "runtime.json", runtime_group())
     project = SevroProject(root.resolve())
     one_arm = [reply(ToolCall("probe_tool", {"value": "abc"})), reply(Message("probed"))]
     server = mock_model(one_arm * 2)
-    done = run_pi(project, pi, server, group, "--jobs", "1", "--trials", "1")
+    flags = ("--jobs", "1", "--trials", "1")
+    done = run_pi(project, pi, server, group, *flags, env={"QA_PROBE_INHERITED": INHERITED})
     return done, server, root
 
 
@@ -174,12 +214,14 @@ def test_a_runtime_profile_group_runs_its_extension_environment_and_context_chec
     tmp_path: Path, pi: str, mock_model: Callable[..., Any]
 ) -> None:
     done, server, root = _run_runtime_group(tmp_path, pi, mock_model)
+    project = SevroProject(root.resolve())
     run = assert_valid_evidence(done.json())
     assert len(server.requests) == 4 and not server.unexpected
     # the declared tools, custom one included, were offered to the model and nothing else
     for request in server.requests:
         assert sorted(request.tools or ()) == ["edit", "probe_tool", "read", "write"]
-    # the literal reached the extension's tool (else it would say probe:undefined:abc)
+    # the literal and the inherited variable reached the extension's tool (else it would say
+    # probe:undefined:0:abc)
     assert RESULT in json.dumps(server.requests[1].json()["input"])
     expected = {e["id"]: (e["variant"], status) for e, status in EXPECTATIONS}
     results = Path(done.json()["evidencePath"]).parent
@@ -193,7 +235,11 @@ def test_a_runtime_profile_group_runs_its_extension_environment_and_context_chec
         assert profile["completeness"] == "complete", profile
         data = profile["data"]
         assert data["host"] == "pi" and data["session"] is False
-        assert data["environment"] == {"literal": {"PROBE_MODE": "injection-test"}, "inherit": []}
+        environment = {
+            "literal": {"PROBE_MODE": "injection-test"},
+            "inherit": ["QA_PROBE_INHERITED"],
+        }
+        assert data["environment"] == environment
         (bundle,) = data["extensions"]
         assert bundle["entry"] == "extensions/probe.mjs" and bundle["unchanged"] is True
         assert bundle["digest"] == bundle["digestAfter"]
@@ -203,6 +249,8 @@ def test_a_runtime_profile_group_runs_its_extension_environment_and_context_chec
         assert "PROBE-SYSTEM-MARKER" in turn["systemPrompt"]
         assert [r["request"] for r in turn["requests"]] == [1, 2]
     assert seen == {check: status for check, (_, status) in expected.items()}, seen
+    # an inherited value is never kept
+    assert INHERITED.encode() not in retained_bytes(project)
     # the bundle in the definition root is untouched, byte for byte
     assert (root / "extensions" / "probe.mjs").read_text() == PROBE
 

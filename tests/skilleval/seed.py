@@ -196,7 +196,18 @@ RUNTIME = {
         "environment": {"literal": {"PROBE_MODE": "injection-test"}, "inherit": []},
     }
 }
-"""The seed's "Runtime Profile" (refused by name: sevro has no pi runtime)."""
+"""The seed's "Runtime Profile" (its bundle: :func:`write_probe_bundle`)."""
+
+PROBE = "export default function (pi) {\n  // a probe extension: registers nothing\n}\n"
+
+
+def write_probe_bundle(root: Path) -> Path:
+    """The seed runtime's bundle, ``extensions/probe.mjs``, under ``root``."""
+    entry = root / "extensions" / "probe.mjs"
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_text(PROBE)
+    return entry
+
 
 SUITE = {
     "schema_version": 1,

@@ -36,11 +36,12 @@ def run_dirs(results: Path) -> list[Path]:
 @pytest.mark.parametrize(
     ("document", "args", "expected"),
     [
-        ({**seed.body_group(), **seed.RUNTIME}, (), "#/runtime: runtime is not supported"),
+        ({**seed.body_group(), "runtime": {"host": "piflow"}}, (),
+         "#/runtime/host: sevro has no piflow host"),
         ({**seed.body_group(), "schema_version": 2}, (), "#/schema_version: schema_version"),
         ({**seed.body_group(), "expectations": [{"id": "x", "kind": "context-text",
-          "variant": "candidate", "value": "v", "expect": "contains"}]}, (),
-         "#/expectations/0/kind: expectation kind context-text is not supported"),
+          "variant": "candidate", "value": "v", "expect": "contains", "surface": "tools"}]}, (),
+         "#/expectations/0/surface: surface is system-prompt or provider-context"),
         (seed.body_group(), ("--group", "1"), "--group selects a group of a suite"),
         (seed.body_group(), ("--variant", "both"), "--variant must be baseline or candidate"),
         (seed.body_group(), ("--baseline", "none"), "--skill and --baseline"),
@@ -70,7 +71,7 @@ def test_validate_reads_a_definition(repo: Path) -> None:
     result = sevro(repo, "validate", "groups/common.json")
     assert result.exit_code == 0, result.stderr
     assert "experiment valid: 2 arm(s), 1 comparison(s)" in result.stdout
-    assert "tools read are recorded but not enforced" in result.stderr
+    assert "tools read are not enforced by a host without host profiles" in result.stderr
 
 
 # ---- end to end on the scripted host (needs the check-level arm/turn contract) --------------

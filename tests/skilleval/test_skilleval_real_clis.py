@@ -75,3 +75,39 @@ def test_claude_code_runs_the_seed_body_group(
     server = mock_model(script(bash, ".claude/skills"), protocols=PROTOCOLS)
     done = run_claude(project, claude, server, GROUP, "--jobs", "1", "--trials", "1")
     assert_seed_body_group(done)
+
+
+def _runtime_group(project: SevroProject) -> Path:
+    """The seed's body group with the seed's runtime profile (its bundle written)."""
+    seed.write_probe_bundle(project.root)
+    group = {**seed.body_group(), **seed.RUNTIME}
+    return seed.write_json(project.root / "groups" / "runtime.json", group).relative_to(
+        project.root
+    )
+
+
+RUNTIME_REFUSED = "required evidence 'sevro.host.runtime-profile' is produced by neither host"
+
+
+def test_codex_refuses_a_runtime_profile_before_anything_runs(
+    tmp_path: Path, mock_model: Callable[..., Any]
+) -> None:
+    codex = require_codex()
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    server = mock_model([])
+    done = run_codex(project, codex, server, _runtime_group(project), "--trials", "1")
+    assert done.exit_code == 64, done.stderr
+    assert f"{RUNTIME_REFUSED} sevro.host.codex" in done.stderr
+    assert server.requests == []
+
+
+def test_claude_code_refuses_a_runtime_profile_before_anything_runs(
+    tmp_path: Path, mock_model: Callable[..., Any]
+) -> None:
+    claude = require_claude()
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    server = mock_model([], protocols=PROTOCOLS)
+    done = run_claude(project, claude, server, _runtime_group(project), "--trials", "1")
+    assert done.exit_code == 64, done.stderr
+    assert f"{RUNTIME_REFUSED} sevro.host.claude" in done.stderr
+    assert server.requests == []

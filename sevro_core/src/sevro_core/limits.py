@@ -213,6 +213,20 @@ MAX_LIVE_LABEL_CHARS = 40
 MAX_SKILLEVAL_SUITE_GROUPS = 256
 MAX_SKILLEVAL_TURNS = 64
 MAX_SKILLEVAL_EXPECTATIONS = 128
+MAX_SKILLEVAL_EXTENSIONS = 16
+"""Extension bundles one skill-eval ``runtime`` declares."""
+MAX_SKILLEVAL_EXTENSION_FILES = 1024
+"""Files of one extension bundle (its resources and entry), snapshotted into memory at load."""
+MAX_SKILLEVAL_EXTENSION_BYTES = 16 * MIB
+"""Bytes of one extension bundle's files, held in memory for the whole run."""
+MAX_SKILLEVAL_SNAPSHOT_BYTES = 64 * MIB
+"""Bytes of every extension bundle one definition (a suite's groups together) snapshots."""
+MAX_SKILLEVAL_ENVIRONMENT = 64
+"""Variables of one runtime's ``environment`` (literal and inherited together)."""
+MAX_SKILLEVAL_LITERAL_CHARS = 4096
+"""Characters of one ``environment.literal`` value (recorded in evidence and identity)."""
+MAX_CONTEXT_TEXT_VALUE_CHARS = 65536
+"""Characters of one ``context-text`` expectation's ``value``."""
 
 # Judges (docs/judges.md)
 MAX_JUDGE_PROMPT_BYTES = 4 * MIB

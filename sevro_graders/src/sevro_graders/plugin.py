@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from sevro_core.api import Grader, hookimpl
 from sevro_graders.changed_paths_grader import ChangedPathsGrader
+from sevro_graders.context_text_grader import ContextTextGrader
 from sevro_graders.file_text_grader import FileTextGrader
 from sevro_graders.git_head_grader import GitHeadGrader
 from sevro_graders.json_file_grader import JsonFileGrader
@@ -39,3 +40,4 @@ def sevro_register_graders(register: Callable[[Grader], None]) -> None:
     register(ResponseTextGrader())
     register(ResourceReadGrader())
     register(VerifierGrader())
+    register(ContextTextGrader())

@@ -5,7 +5,8 @@ trusted only when every line is a bounded JSON object of a type pi 0.73.1 prints
 the ``session`` header (naming the session the host expects), one agent run opens with
 ``agent_start`` and closes with ``agent_end``, messages and turns nest, every tool execution
 answers a tool call of the assistant message before it and ends once, and nothing but pi's own
-retry and compaction bookkeeping follows the last ``agent_end``. A retry (``auto_retry_start``)
+bookkeeping (retries, compaction) or an extension's idle ``custom`` message follows the last
+``agent_end``. A retry (``auto_retry_start``)
 or a compaction that retries (``compaction_end`` with ``willRetry``) may open one more agent
 run; any other second ``agent_start`` is ambiguous. The last assistant message decides the
 outcome: ``stopReason`` ``error``/``aborted`` or an ``errorMessage`` is a failed turn.
@@ -49,10 +50,13 @@ ANYWHERE_EVENTS = frozenset(
         "compaction_end",
         "auto_retry_start",
         "auto_retry_end",
+        "thinking_level_changed",
+        "session_info_changed",
     }
 )
-"""pi's own session bookkeeping (``AgentSessionEvent``, docs/json.md), which it may print
-after an ``agent_end`` too: auto-compaction and retries run once the agent run ended."""
+"""pi's own session bookkeeping (``AgentSessionEvent`` in dist/core/agent-session.d.ts), which
+it may print after an ``agent_end`` too: auto-compaction and retries run once the agent run
+ended, and an extension may change the thinking level or session name at any time."""
 EVENT_TYPES = RUN_EVENTS | ANYWHERE_EVENTS | {"session", "agent_start", "agent_end"}
 """Every top-level ``type`` ``pi --mode json`` 0.73.1 prints (dist/modes/print-mode.js writes
 the session header, then each event ``AgentSession.subscribe`` delivers)."""
@@ -149,6 +153,8 @@ class _State:
         """before (no agent_start yet), running, ended, retrying (a new run may open)."""
         self.run = _Run()
         self.compacting = False
+        self.loose_message = False
+        """A custom message started outside an agent run has not ended yet."""
         self.started: set[str] = set()
         self.tools: list[dict[str, Any]] = []
         self.assistants: list[dict[str, Any]] = []
@@ -171,7 +177,7 @@ def parse_turn(stream: bytes, *, session_id: str | None = None) -> Turn:
         elif event["type"] == "agent_start":
             _agent_start(number, state)
         elif state.phase != "running":
-            raise StreamError(f"line {number}: {event['type']} outside an agent run")
+            _outside_run(event, number, state)
         elif event["type"] == "agent_end":
             _agent_end(event, number, state)
         else:
@@ -229,6 +235,18 @@ def _bookkeeping(event: Mapping[str, Any], number: int, state: _State) -> None:
         raise StreamError(f"line {number}: auto_retry_end without a boolean success")
 
 
+def _outside_run(event: Mapping[str, Any], number: int, state: _State) -> None:
+    """Between agent runs pi prints only an extension's own message (``sendMessage`` while
+    pi is idle: a ``custom`` message_start/message_end pair); it decides nothing."""
+    kind, message = event["type"], event.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    if kind not in ("message_start", "message_end") or role != "custom":
+        raise StreamError(f"line {number}: {kind} outside an agent run")
+    if (kind == "message_start") == state.loose_message:
+        raise StreamError(f"line {number}: unpaired custom {kind} outside an agent run")
+    state.loose_message = kind == "message_start"
+
+
 def _reopen(kind: str, number: int, state: _State) -> None:
     if state.phase != "ended":
         raise StreamError(f"line {number}: {kind} that retries while no agent run has ended")
@@ -240,8 +258,8 @@ def _agent_start(number: int, state: _State) -> None:
         raise StreamError(f"line {number}: agent_start inside an agent run")
     if state.phase == "ended":
         raise StreamError(f"line {number}: a second agent_start without a retry")
-    if state.compacting:
-        raise StreamError(f"line {number}: agent_start during a compaction")
+    if state.compacting or state.loose_message:
+        raise StreamError(f"line {number}: agent_start during a compaction or custom message")
     state.phase = "running"
     state.run = _Run()
 
@@ -409,8 +427,8 @@ def _turn(state: _State) -> Turn:
     }
     if state.phase in endings:
         raise StreamError(f"pi event stream {endings[state.phase]}")
-    if state.compacting:
-        raise StreamError("pi event stream ended during a compaction")
+    if state.compacting or state.loose_message:
+        raise StreamError("pi event stream ended during a compaction or custom message")
     last = state.assistants[-1] if state.assistants else None
     failure = _failure(last)
     text = "\n".join(last["texts"]) if last is not None and last["texts"] else None

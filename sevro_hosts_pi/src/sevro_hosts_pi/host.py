@@ -52,7 +52,9 @@ from sevro_core.api import (
     NativeBinary,
     Observation,
     ProcessOutcome,
+    RuntimeProfile,
     SkillPlaces,
+    Snapshot,
     StreamError,
     TurnEvidence,
     TurnRecord,
@@ -249,7 +251,8 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         self.session_bytes: bytes | None = None
 
     @property
-    def runtime(self) -> Any:
+    def runtime(self) -> RuntimeProfile | None:
+        """The case's skill-eval runtime profile (None without one)."""
         return self.profile.runtime
 
     # -- set-up ---------------------------------------------------------------------------
@@ -447,7 +450,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         offered = self.offered_skills(skills, [])[0]
         for call in turn.tools:
             into.calls.append(self._call(number, call))
-            at = (number, call.ordinal)
+            at = (number, _ordinal(call))
             if call.name == "bash":
                 entry = self._command(number, call)
                 into.commands.append(entry)
@@ -469,7 +472,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         self,
         parsed: Sequence[TurnRecord[events.Turn]],
         skills: tuple[Sequence[MountedSkill], bool],
-        snapshots: tuple[Any, Any],
+        snapshots: tuple[Snapshot, Snapshot],
     ) -> tuple[Observation, ...]:
         """The shared observations, then the context and runtime-profile receipts."""
         extra: list[Observation] = []
@@ -536,7 +539,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         kind = {"bash": "command_execution", "edit": "file_change", "write": "file_change"}
         entry: dict[str, JsonValue] = {
             "turn": turn,
-            "ordinal": call.ordinal,
+            "ordinal": _ordinal(call),
             "kind": kind.get(call.name, "tool_call"),
             "tool": call.name[:256],
             "status": "failed" if call.is_error else "completed",
@@ -558,7 +561,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         elif match := _EXIT_RE.search(output):
             code = int(match.group(1))
         status = "failed" if call.is_error else "completed"
-        return command_entry(turn, call.ordinal, self.scrub(command), output, code, status)
+        return command_entry(turn, _ordinal(call), self.scrub(command), output, code, status)
 
     def _read_tool(self, call: events.ToolExecution, into: TurnEvidence) -> FileRead | None:
         """A ``read`` of a workspace file: complete when it succeeded, started at the first
@@ -572,6 +575,12 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         starts = call.arguments.get("offset") in (None, 0, 1)
         exact = text is not None and call.result_text == text
         return FileRead(path, not call.is_error and starts and exact, "read")
+
+
+def _ordinal(call: events.ToolExecution) -> int:
+    """The call's place in its turn counted from 1, as the Codex and Claude hosts count it (the
+    parser counts from 0)."""
+    return call.ordinal + 1
 
 
 def check_profile(profile: HostProfile | None, *, judge: bool) -> None:

@@ -21,12 +21,15 @@ const MAX_PI_OBSERVE_FILE_BYTES = 67108864;
 const MAX_REASON_CHARS = 512;
 const NAMED_TOOL_APIS = new Set(["openai-responses", "openai-completions", "anthropic-messages"]);
 
+// The text within its bound, never ending in half a surrogate pair; a lone surrogate (not
+// UTF-8 text) becomes U+FFFD, and either change marks the record truncated (not exact).
 function cut(text) {
-  if (text.length <= MAX_PI_OBSERVED_TEXT_CHARS) return { text, truncated: false };
-  let end = MAX_PI_OBSERVED_TEXT_CHARS;
+  let end = Math.min(text.length, MAX_PI_OBSERVED_TEXT_CHARS);
   const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1; // never split a surrogate pair
-  return { text: text.slice(0, end), truncated: true };
+  if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  const kept = text.slice(0, end);
+  const wellFormed = kept.toWellFormed();
+  return { text: wellFormed, truncated: end < text.length || wellFormed !== kept };
 }
 
 function textParts(content) {
@@ -88,7 +91,7 @@ class Sink {
     if (this.closed) return;
     const line = `${JSON.stringify(record)}\n`;
     const size = Buffer.byteLength(line);
-    const reserve = 1024; // room for the closing "unobserved" record
+    const reserve = 4096; // room for the closing "unobserved" record (512 chars, escaped)
     if (size > MAX_PI_OBSERVE_LINE_BYTES || this.bytes + size + reserve > MAX_PI_OBSERVE_FILE_BYTES) {
       this.stop("an observer record would pass its bound");
       return;

@@ -5,9 +5,10 @@ SUITE.json`` read them as they are. The rules are skill-eval's schema, checked b
 runs: exact key sets, ids, exactly one of ``prompt``/``turns``, the two variants, target
 indexes, unique expectation ids, comparison pairs, and every declared path contained in the
 definition root lexically and canonically. Unlike skill-eval, kind-specific expectation fields
-are checked here too (a bad check never costs a run). A field sevro has no equivalent for yet
-(``runtime``, ``context-text``) is refused by name, never ignored. Every problem is one
-:class:`InvocationError` line naming the file and the JSON pointer (exit 64).
+are checked here too (a bad check never costs a run). ``runtime`` is loaded (and its extension
+bundles snapshotted) by :mod:`sevro_core.experiments.skillevalruntime`; only a host that honours
+it runs the group. Every problem is one :class:`InvocationError` line naming the file and the
+JSON pointer (exit 64).
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
 from sevro_core.errors import InvocationError, join_pointer
 from sevro_core.experiments.skillevalchecks import check_fields
+from sevro_core.experiments.skillevalruntime import RuntimeContext, load_runtime
+from sevro_core.experiments.skillevalruntime import check_keys as _keys
+from sevro_core.experiments.skillevalruntime import contained as _contained
+from sevro_core.experiments.skillevalruntime import lexical as _lexical
 from sevro_core.formats.jsonio import read_json_file
 from sevro_core.limits import (
     MAX_CASE_FILE_BYTES,
@@ -30,6 +35,7 @@ from sevro_core.limits import (
     MAX_SKILLEVAL_SUITE_GROUPS,
     MAX_SKILLEVAL_TURNS,
 )
+from sevro_core.models import RuntimeProfile
 
 SCHEMA_VERSION = 1
 MAX_DEFINITION_BYTES = MAX_CASE_FILE_BYTES
@@ -57,9 +63,6 @@ _GROUP_KEYS = frozenset(
         "review_questions",
     }
 )
-_UNSUPPORTED = {
-    "runtime": "sevro has no equivalent of skill-eval's pi runtime profiles yet",
-}
 _VARIANT_KEYS = frozenset({"source", "skills", "target", "context"})
 _COMMON_KEYS = frozenset({"id", "kind", "variant", "comparison", "turn"})
 
@@ -93,10 +96,13 @@ EXPECTATION_FIELDS: Mapping[str, tuple[frozenset[str], frozenset[str], tuple[str
         frozenset({"argumentContains", "argumentNotContains"}),
         ("called", "succeeded", "failed", "not-called"),
     ),
+    "context-text": (
+        frozenset({"value"}),
+        frozenset({"surface", "request"}),
+        ("contains", "not-contains", "equals"),
+    ),
 }
-_UNSUPPORTED_KINDS = {
-    "context-text": "sevro does not observe the system prompt or provider context yet",
-}
+_CUSTOM_TOOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _POINTER_KINDS = frozenset({"field-present", "field-absent", "field-equals"})
 
 
@@ -149,6 +155,8 @@ class Group:
     review_questions: tuple[str, ...]
     model: str | None
     thinking: str | None
+    runtime: RuntimeProfile | None = None
+    """``runtime``, its bundles snapshotted; None: a plain host with no declared extensions."""
 
 
 @frozen
@@ -171,14 +179,18 @@ def is_definition(document: Any) -> bool:
     )
 
 
-def load_definition(path: Path, root: Path) -> Definition:
-    """Read a group or suite file under the definition ``root``; exit 64 on the first fault."""
+def load_definition(path: Path, root: Path, environ: Mapping[str, str] | None = None) -> Definition:
+    """Read a group or suite file under the definition ``root``; exit 64 on the first fault.
+
+    ``environ`` (default: this process's) is where a runtime's inherited variables must be set."""
     root = root.resolve()
+    parent = RuntimeContext(os.environ if environ is None else environ)
     where = _contained_file(path, root, path, "")
     document = _read(where, path)
     if document.get("kind") == "suite":
-        return _suite(document, where, path, root)
-    return Definition(where, root, "group", None, (_group(document, where, path, root, ""),))
+        return _suite(document, where, path, root, parent)
+    group = _group(document, where, path, root, parent)
+    return Definition(where, root, "group", None, (group,))
 
 
 def _read(path: Path, shown: Path) -> dict[str, Any]:
@@ -197,7 +209,9 @@ def _read(path: Path, shown: Path) -> dict[str, Any]:
     return document
 
 
-def _suite(document: dict[str, Any], path: Path, shown: Path, root: Path) -> Definition:
+def _suite(
+    document: dict[str, Any], path: Path, shown: Path, root: Path, context: RuntimeContext
+) -> Definition:
     _keys(document, frozenset({"schema_version", "kind", "id", "groups"}), frozenset(), shown, "")
     suite_id = _id(document["id"], shown, "/id")
     references = document["groups"]
@@ -228,7 +242,7 @@ def _suite(document: dict[str, Any], path: Path, shown: Path, root: Path) -> Def
             raise InvocationError(
                 "a suite's member must be a group definition", source=member, pointer="/kind"
             )
-        group = _group(member_document, member, member, root, "")
+        group = _group(member_document, member, member, root, context)
         if group.id in seen_ids:
             raise InvocationError(
                 f"duplicate group id {group.id!r} (also /groups/{seen_ids[group.id]})",
@@ -240,13 +254,11 @@ def _suite(document: dict[str, Any], path: Path, shown: Path, root: Path) -> Def
     return Definition(path, root, "suite", suite_id, tuple(groups))
 
 
-def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: str) -> Group:
-    for key, reason in _UNSUPPORTED.items():
-        if key in document:
-            raise InvocationError(
-                f"{key} is not supported: {reason}", source=shown, pointer=join_pointer(base, key)
-            )
-    _keys(document, _GROUP_KEYS, frozenset({"model"}), shown, base)
+def _group(
+    document: dict[str, Any], path: Path, shown: Path, root: Path, context: RuntimeContext
+) -> Group:
+    base = ""
+    _keys(document, _GROUP_KEYS, frozenset({"model", "runtime"}), shown, base)
     group_id = _id(document["id"], shown, join_pointer(base, "id"))
     kind = document["type"]
     if kind not in TYPES:
@@ -260,6 +272,11 @@ def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: 
         _contained(root / fixture, root, shown, join_pointer(base, "fixture"), must_exist=True)
     variants = _variants(document["variants"], root, shown, join_pointer(base, "variants"))
     model, thinking = _model(document.get("model"), shown, join_pointer(base, "model"))
+    runtime = (
+        load_runtime(document["runtime"], root, shown, "/runtime", context)
+        if "runtime" in document
+        else None
+    )
     return Group(
         path=path,
         pointer=base,
@@ -268,7 +285,7 @@ def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: 
         turns=turns,
         uses_turns=uses_turns,
         fixture=fixture,
-        tools=_tools(document["tools"], kind, shown, join_pointer(base, "tools")),
+        tools=_tools(document["tools"], kind, runtime, shown, join_pointer(base, "tools")),
         variants=variants,
         expectations=_expectations(
             document["expectations"],
@@ -282,22 +299,8 @@ def _group(document: dict[str, Any], path: Path, shown: Path, root: Path, base: 
         ),
         model=model,
         thinking=thinking,
+        runtime=runtime,
     )
-
-
-def _keys(
-    document: Any, required: frozenset[str], optional: frozenset[str], shown: Path, base: str
-) -> None:
-    if not isinstance(document, dict):
-        raise InvocationError("must be a JSON object", source=shown, pointer=base)
-    for key in document:
-        if key not in required and key not in optional:
-            raise InvocationError(
-                f"unknown field {key[:80]!r}", source=shown, pointer=join_pointer(base, key)
-            )
-    for key in sorted(required):
-        if key not in document:
-            raise InvocationError(f"missing field {key!r}", source=shown, pointer=base)
 
 
 def _id(value: Any, shown: Path, pointer: str) -> str:
@@ -353,19 +356,23 @@ def _prompt(value: Any, shown: Path, pointer: str) -> str:
     return value
 
 
-def _tools(value: Any, kind: str, shown: Path, pointer: str) -> tuple[str, ...]:
+def _tools(
+    value: Any, kind: str, runtime: RuntimeProfile | None, shown: Path, pointer: str
+) -> tuple[str, ...]:
+    """skill-eval's tool rules: custom tools only in body groups whose runtime declares at
+    least one extension bundle (the bundle is what defines them)."""
     tools = _strings(value, shown, pointer, unique=True)
     allowed = DESCRIPTION_TOOLS if kind == "description" else BODY_TOOLS
+    bundles = runtime is not None and bool(runtime.extensions)
     for index, tool in enumerate(tools):
         if tool in NATIVE_TOOLS:
             reason = f"native tool {tool!r} is unsupported (skill-eval allows read, write, edit)"
         elif tool not in allowed and kind == "description":
             reason = f"a description group allows no tools or only read, not {tool[:80]!r}"
-        elif tool not in allowed:
-            reason = (
-                f"custom tool {tool[:80]!r} needs a runtime extension bundle, which sevro "
-                "does not support"
-            )
+        elif tool not in allowed and not bundles:
+            reason = f"custom tool {tool[:80]!r} needs a runtime that declares an extension bundle"
+        elif tool not in allowed and not _CUSTOM_TOOL_RE.fullmatch(tool):
+            reason = f"custom tool name {tool[:80]!r} is not [A-Za-z_][A-Za-z0-9_-]* (64 at most)"
         else:
             continue
         raise InvocationError(reason, source=shown, pointer=join_pointer(pointer, index))
@@ -493,12 +500,6 @@ def _expectation(
     if not isinstance(item, dict):
         raise InvocationError("an expectation is a JSON object", source=shown, pointer=pointer)
     kind = item.get("kind")
-    if isinstance(kind, str) and kind in _UNSUPPORTED_KINDS:
-        raise InvocationError(
-            f"expectation kind {kind} is not supported: {_UNSUPPORTED_KINDS[kind]}",
-            source=shown,
-            pointer=f"{pointer}/kind",
-        )
     if not isinstance(kind, str) or kind not in EXPECTATION_FIELDS:
         raise InvocationError(
             f"kind must be one of {', '.join(EXPECTATION_FIELDS)}",
@@ -592,41 +593,6 @@ def _path_string(value: Any, shown: Path, pointer: str) -> str:
         raise InvocationError("a path is a string", source=shown, pointer=pointer)
     _lexical(value, shown, pointer)
     return value
-
-
-def _lexical(value: str, shown: Path, pointer: str) -> None:
-    """Slash-separated, relative, no empty, ``.`` or ``..`` parts, no backslash or NUL."""
-    parts = value.split("/")
-    if (
-        not value
-        or len(value) > 1024
-        or value.startswith("/")
-        or "\\" in value
-        or "\x00" in value
-        or any(part in ("", ".", "..") for part in parts)
-    ):
-        raise InvocationError(
-            f"path {value[:200]!r} must be a relative slash-separated path without empty, "
-            "'.' or '..' parts",
-            source=shown,
-            pointer=pointer,
-        )
-
-
-def _contained(path: Path, root: Path, shown: Path, pointer: str, *, must_exist: bool) -> Path:
-    """The canonical path, refused when it leaves ``root`` (a symlink out counts)."""
-    resolved = path.resolve()
-    if resolved != root and root not in resolved.parents:
-        raise InvocationError(
-            f"{PurePosixPath(path)} resolves outside the definition root {root}",
-            source=shown,
-            pointer=pointer,
-        )
-    if must_exist and not resolved.exists():
-        raise InvocationError(
-            f"{PurePosixPath(path)} does not exist", source=shown, pointer=pointer
-        )
-    return resolved
 
 
 def _contained_file(path: Path, root: Path, shown: Path, pointer: str) -> Path:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.limits import MAX_CONTEXT_TEXT_VALUE_CHARS
 
 
 class Variant(Protocol):
@@ -109,6 +110,8 @@ def to_check(
         if not isinstance(value, str) or (expect != "equals" and not value):
             raise refuse("value is a string (non-empty for contains and not-contains)", "value")
         return "sevro.response-text", {FILE_TEXT[expect]: value}
+    if kind == "context-text":
+        return "sevro.context-text", _context_text(fields, expect, refuse)
     tool = fields["tool"]
     if not isinstance(tool, str) or not tool or len(tool) > 256:
         raise refuse("tool is a non-empty tool name", "tool")
@@ -126,6 +129,36 @@ def to_check(
     if text:
         config["arguments"] = {"text": text}
     return "sevro.tool-call", config
+
+
+def _context_text(fields: Mapping[str, Any], expect: str, refuse: Any) -> dict[str, JsonValue]:
+    """skill-eval's ``context-text``: ``surface`` defaults to the system prompt; ``request``
+    (``first``, ``last`` or a positive number, default ``last``) only selects among the model
+    requests of the provider context, so sevro refuses it with the system prompt."""
+    value = fields["value"]
+    if (
+        not isinstance(value, str)
+        or (expect != "equals" and not value)
+        or len(value) > MAX_CONTEXT_TEXT_VALUE_CHARS
+    ):
+        raise refuse(
+            "value is a string (non-empty for contains and not-contains, at most "
+            f"{MAX_CONTEXT_TEXT_VALUE_CHARS} characters)",
+            "value",
+        )
+    surface = fields.get("surface", "system-prompt")
+    if surface not in ("system-prompt", "provider-context"):
+        raise refuse("surface is system-prompt or provider-context", "surface")
+    config: dict[str, JsonValue] = {"surface": surface}
+    if "request" in fields:
+        request = fields["request"]
+        if surface != "provider-context":
+            raise refuse("request selects a provider-context request only", "request")
+        if request not in ("first", "last") and not (type(request) is int and request >= 1):
+            raise refuse("request is first, last or a positive request number", "request")
+        config["request"] = request
+    config[FILE_TEXT[expect]] = value
+    return config
 
 
 def _resource(

@@ -4,7 +4,10 @@ Variants become the arms ``baseline`` and ``candidate`` (working-tree paths as d
 from the definition root, Git refs as ``git:<ref>:<path>`` sources read from Git's objects), each
 group one case (its ``input`` as the case's turns, its fixture snapshotted once from the
 definition root into an inline fixture), and every expectation one check carrying its variant as
-check-level ``arm`` and its ``turn``. What the run does not select is reported ``not-selected``
+check-level ``arm`` and its ``turn``. Every case carries a :class:`HostProfile` (the group's
+``tools``, its ``runtime``, whether a ``context-text`` check needs the context observed); a
+runtime requires the evidence ``sevro.host.runtime-profile``, so a host that cannot honour it
+is refused before anything runs. What the run does not select is reported ``not-selected``
 in the run's ``experiment.skillEval`` document, never failed.
 """
 
@@ -32,6 +35,8 @@ from sevro_core.experiments.sources import (
 )
 from sevro_core.fixtures.git import Git, GitError, find_git
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.models import HostProfile
+from sevro_core.vocabulary import RUNTIME_PROFILE_OBSERVATION
 
 NOT_SELECTED = "not-selected"
 SELECTED = "selected"
@@ -55,6 +60,8 @@ class SkillEvalRun:
     review_questions: Mapping[str, tuple[str, ...]] = field(factory=dict)
     """Each group's ``review_questions`` by case id: for the advisory reviewer, never for the
     agent (they are not part of the case document the agent's prompts come from)."""
+    profiles: Mapping[str, HostProfile] = field(factory=dict)
+    """Each group's host profile by case id (set on the case after ``load_case``)."""
 
 
 def skilleval_run(
@@ -86,7 +93,20 @@ def skilleval_run(
         origin=_origin(definition, groups, variants),
     )
     questions = {g.id: g.review_questions for g in groups if g.review_questions}
-    return SkillEvalRun(design, tuple(cases), _notes(groups), questions)
+    profiles = {g.id: _profile(g, variants) for g in groups}
+    return SkillEvalRun(design, tuple(cases), _notes(groups), questions, profiles)
+
+
+def _profile(group: Group, variants: Sequence[str]) -> HostProfile:
+    """What the group asks of the host: its tools, runtime, and context observation when a
+    selected ``context-text`` check reads it."""
+    return HostProfile(
+        tools=group.tools,
+        runtime=group.runtime,
+        observe_context=any(
+            e.kind == "context-text" and e.variant in variants for e in group.expectations
+        ),
+    )
 
 
 def _selected_groups(definition: Definition, selection: Selection) -> tuple[Group, ...]:
@@ -233,7 +253,7 @@ def _case(
         **_prompts(group),
         "fixture": {"files": _fixture_files(group, root)},
         "checks": checks,
-        "requiredEvidence": [],
+        "requiredEvidence": [] if group.runtime is None else [RUNTIME_PROFILE_OBSERVATION],
     }
     return document, group.path, group.pointer
 
@@ -290,6 +310,7 @@ def _origin(
                 "tools": list(group.tools),
                 "comparisons": _comparisons(group),
                 "reviewQuestions": list(group.review_questions),
+                **({"runtime": group.runtime.to_json()} if group.runtime is not None else {}),
             }
             for position, group in enumerate(definition.groups, 1)
         ],
@@ -311,7 +332,8 @@ def _notes(groups: Sequence[Group]) -> tuple[str, ...]:
     for group in groups:
         if group.tools:
             notes.append(
-                f"group {group.id}: tools {', '.join(group.tools)} are recorded but not "
-                "enforced: the agent CLI keeps its own tool set (docs/skill-eval.md#tools)"
+                f"group {group.id}: tools {', '.join(group.tools)} are not enforced by a host "
+                "without host profiles: such an agent CLI keeps its own tool set "
+                "(docs/skill-eval.md#tools)"
             )
     return tuple(notes)

@@ -48,7 +48,11 @@ def load_skilleval(path: Path, flags: Any) -> tuple[ExperimentDesign, list[Case]
         route_given=bool(getattr(flags, "model", None) or getattr(flags, "effort", None)),
     )
     cases = [
-        evolve(case, review_questions=mapped.review_questions.get(case.id, ()))
+        evolve(
+            case,
+            review_questions=mapped.review_questions.get(case.id, ()),
+            host_profile=mapped.profiles.get(case.id),
+        )
         for case in (load_case(d, source=src, pointer=ptr) for d, src, ptr in mapped.cases)
     ]
     for note in mapped.notes:
