@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 
 from sevro_core.testing import require_sandbox, require_tool
-from sevro_core.testing.mockmodel import Message as Say
 from sevro_core.testing.mockmodel import (
+    AnthropicMessages,
     MockModelServer,
     OpenAIResponses,
     RecordedRequest,
     ToolCall,
     reply,
 )
+from sevro_core.testing.mockmodel import Message as Say
 from sevro_hosts_pi import limits
 from sevro_hosts_pi.bridge import (
     BRIDGE_PORT,
@@ -33,6 +34,7 @@ from sevro_hosts_pi.bridge import (
     SOCKET_VARIABLE,
     BridgeError,
     ModelBridge,
+    api_paths,
     bridge_base_url,
     free_port,
     preload_path,
@@ -218,6 +220,9 @@ def test_an_unreachable_model_is_a_short_502(sock: Path) -> None:
     message = json.loads(body)["error"]["message"]
     assert message.startswith("sevro model bridge: model endpoint failed: ConnectionRefused")
     assert SECRET not in message and bridge.errors[-1].startswith("502: ")
+    # Any message kept or sent loses the credential, whole or as its bare token.
+    bearer = ModelBridge(sock, "http://h", ("authorization", f"Bearer {SECRET}"))
+    assert bearer._scrub(f"a Bearer {SECRET} b {SECRET}") == "a *** b ***"
 
 
 def test_the_response_streams_and_close_cuts_an_open_stream_promptly(sock: Path) -> None:
@@ -325,8 +330,30 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(BridgeError) as caught:
         ModelBridge(tmp_path / "m.sock", "http://h", ("authorization", "Bearer a\r\nX: y"))
     assert "Bearer a" not in str(caught.value)
+    with pytest.raises(BridgeError, match="empty"):
+        ModelBridge(tmp_path / "m.sock", "http://h", ("authorization", "  "))
     assert len(os.fsencode(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)))) == 107
     ModelBridge(tmp_path / ("d" * (107 - len(str(tmp_path)) - 1)), "http://h", None)  # fits
+
+
+def test_only_the_wire_apis_model_call_is_forwarded_when_asked(
+    sock: Path, model: MockModelServer
+) -> None:
+    paths = api_paths("openai-responses", model.base_url)
+    assert paths == {"/v1/responses"}
+    assert api_paths("anthropic-messages", "https://api.anthropic.com") == {"/v1/messages"}
+    assert api_paths("openai-completions", "http://h/v1/") == {"/v1/chat/completions"}
+    with pytest.raises(BridgeError, match="no request path for the wire API 'gemini'"):
+        api_paths("gemini", "http://h")
+    with pytest.raises(BridgeError, match="paths must lie under"):
+        ModelBridge(sock, model.base_url, None, paths={"/v2/responses"})
+    with ModelBridge(sock, model.base_url, ("authorization", SECRET), paths=paths):
+        statuses = [
+            post(sock, "/v1/responses?x=1", b"{}", {})[0],
+            post(sock, "/v1/files", b"{}", {})[0],
+            status_of(exchange(sock, b"GET /v1/responses HTTP/1.1\r\n\r\n")),
+        ]
+    assert statuses == [200, 403, 403] and len(model.requests) == 1
 
 
 def test_the_preload_mirrors_the_connection_bound() -> None:
@@ -437,39 +464,39 @@ def test_the_preload_fails_closed_on_half_a_setting(tmp_path: Path) -> None:
     assert (runs[1].returncode, runs[1].stdout) == (0, "ran")  # the positive control
 
 
-def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None:
-    node = _node()
-    cli = Path(require_pi()).resolve()
-    agent, ws = tmp_path / "agent", tmp_path / "ws"
+def _run_pi(
+    tmp_path: Path, upstream: str, api: str, bridge: ModelBridge, prompt: str
+) -> subprocess.CompletedProcess[str]:
+    """The real pi in a sandbox without a network, its provider behind ``bridge``."""
+    node, cli = _node(), Path(require_pi()).resolve()
+    agent = tmp_path / "agent"
     agent.mkdir()
-    ws.mkdir()
-    sock = tmp_path / "m.sock"
-    (agent / "settings.json").write_text(
-        json.dumps({"retry": {"enabled": False, "provider": {"maxRetries": 0}}})
-    )
+    retry = {"retry": {"enabled": False, "provider": {"maxRetries": 0}}}
+    (agent / "settings.json").write_text(json.dumps(retry))
+    provider = {
+        "baseUrl": bridge_base_url(upstream),
+        "api": api,
+        "apiKey": "sevro-bridge",  # a placeholder: the bridge sets the real credential
+        "models": [{"id": "mock-model"}],
+    }
+    (agent / "models.json").write_text(json.dumps({"providers": {"sevro": provider}}))
+    env = {SOCKET_VARIABLE: str(bridge.socket_path), PORT_VARIABLE: str(BRIDGE_PORT)}
+    env |= {"PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+    argv = [node, "--import", str(preload_path()), str(cli), "--mode", "json"]
+    argv += ["--provider", "sevro", "--model", "mock-model", "--no-session"]
+    argv += ["--no-extensions", "--no-skills", "--no-context-files", prompt]
+    sandboxed = _sandboxed(tmp_path, argv, env, isolated=True)
+    return subprocess.run(sandboxed, check=False, capture_output=True, text=True, timeout=120)
+
+
+def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None:
     probe = "curl -sS -m 3 http://example.com >/dev/null 2>&1 && echo NET-OPEN || echo NET-CLOSED"
     replies = [reply(ToolCall("bash", {"command": probe}, call_id="c1")), reply(Say("done"))]
     with MockModelServer(replies) as model:
-        provider = {
-            "baseUrl": bridge_base_url(model.base_url),
-            "api": "openai-responses",
-            "apiKey": "sevro-bridge",  # a placeholder: the bridge sets the real credential
-            "models": [{"id": "mock-model"}],
-        }
-        (agent / "models.json").write_text(json.dumps({"providers": {"sevro": provider}}))
-        env = {SOCKET_VARIABLE: str(sock), PORT_VARIABLE: str(BRIDGE_PORT)}
-        env |= {"PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
-        argv = [node, "--import", str(preload_path()), str(cli), "--mode", "json"]
-        argv += ["--provider", "sevro", "--model", "mock-model", "--no-session"]
-        argv += ["--no-extensions", "--no-skills", "--no-context-files", "say done"]
-        with ModelBridge(sock, model.base_url, ("authorization", f"Bearer {SECRET}")) as bridge:
-            run = subprocess.run(
-                _sandboxed(tmp_path, argv, env, isolated=True),
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+        paths = api_paths("openai-responses", model.base_url)
+        auth = ("authorization", f"Bearer {SECRET}")
+        with ModelBridge(tmp_path / "m.sock", model.base_url, auth, paths=paths) as bridge:
+            run = _run_pi(tmp_path, model.base_url, "openai-responses", bridge, "say done")
             assert bridge.requests == 2 and bridge.errors == ()
     assert run.returncode == 0, run.stderr[-2000:]
     events = [json.loads(line) for line in run.stdout.splitlines()]
@@ -478,3 +505,21 @@ def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None
     assert "NET-CLOSED" in json.dumps(results[0]["result"])
     assert [r.headers["authorization"] for r in model.requests] == [f"Bearer {SECRET}"] * 2
     assert "sevro-bridge" not in json.dumps([dict(r.headers) for r in model.requests])
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
+def test_pis_other_wire_apis_post_to_their_known_path(tmp_path: Path, api: str) -> None:
+    protocols = (AnthropicMessages(),) if api == "anthropic-messages" else (OpenAIResponses(),)
+    with MockModelServer([reply(Say("done"))], protocols) as model:
+        upstream = model.origin if api == "anthropic-messages" else model.base_url
+        name = "x-api-key" if api == "anthropic-messages" else "authorization"
+        paths = api_paths(api, upstream)
+        with ModelBridge(tmp_path / "m.sock", upstream, (name, SECRET), paths=paths) as bridge:
+            run = _run_pi(tmp_path, upstream, api, bridge, "say done")
+            assert bridge.requests == 1 and bridge.errors == (), run.stderr[-2000:]
+    (seen,) = model.requests  # the mock has no Chat Completions: that one is answered 500
+    assert seen.path.split("?")[0] in paths and seen.headers[name] == SECRET
+    if api == "anthropic-messages":
+        assert (
+            run.returncode == 0 and json.loads(run.stdout.splitlines()[-1])["type"] == "agent_end"
+        )

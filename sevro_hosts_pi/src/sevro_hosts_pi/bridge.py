@@ -26,6 +26,7 @@ import stat
 import threading
 import time
 import urllib.parse
+from collections.abc import Collection
 from pathlib import Path
 from typing import BinaryIO
 
@@ -45,6 +46,13 @@ CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
 )
 """Incoming headers that may carry a credential: always dropped (sevro sets its own)."""
+
+API_PATHS = {
+    "openai-responses": "/responses",
+    "openai-completions": "/chat/completions",
+    "anthropic-messages": "/v1/messages",
+}
+"""The path pi 0.73.1's client for each wire API posts to, after the upstream's own path."""
 
 _HOP_BY_HOP = frozenset(
     {
@@ -125,6 +133,14 @@ def bridge_base_url(upstream: str, port: int = BRIDGE_PORT) -> str:
     return f"http://127.0.0.1:{port}{parse_upstream(upstream).path}"
 
 
+def api_paths(api: str, upstream: str) -> frozenset[str]:
+    """The only request paths worth forwarding for ``api``: its model call (``paths=``), so a
+    command in the sandbox cannot use sevro's credential for the provider's other endpoints."""
+    if api not in API_PATHS:
+        raise BridgeError(f"the model bridge knows no request path for the wire API {api!r}")
+    return frozenset({parse_upstream(upstream).path + API_PATHS[api]})
+
+
 def free_port() -> int:
     """The port for the in-sandbox listener (any port is free in a fresh network namespace)."""
     return BRIDGE_PORT
@@ -183,8 +199,10 @@ class ModelBridge:
     the credential header set by sevro; the sandbox never sees the credential.
 
     ``auth`` is ``(header name, value)``, e.g. ``("authorization", "Bearer sk-..")`` or
-    ``("x-api-key", ..)``; None forwards no credential. Use as a context manager (or ``start``
-    and ``close``); ``close`` shuts every socket down and joins its threads, boundedly.
+    ``("x-api-key", ..)``; None forwards no credential. ``paths`` (``api_paths``), when given,
+    are the only request paths forwarded, as POSTs; else any path under the upstream's. Use as
+    a context manager (or ``start`` and ``close``); ``close`` shuts every socket down and joins
+    its threads, boundedly.
     """
 
     def __init__(
@@ -195,10 +213,16 @@ class ModelBridge:
         *,
         context: ssl.SSLContext | None = None,
         idle_timeout: float = limits.BRIDGE_UPSTREAM_IDLE_SECONDS,
+        paths: Collection[str] | None = None,
     ) -> None:
         check_socket_path(socket_path)
         self._path = socket_path
         self._upstream = parse_upstream(upstream)
+        self._paths = None if paths is None else frozenset(paths)
+        if self._paths is not None and not all(
+            p.startswith("/") and _clean_path(p) and self._upstream.covers(p) for p in self._paths
+        ):
+            raise BridgeError(f"the model bridge's paths must lie under {upstream}")
         self._auth = _check_auth(auth)
         self._context = context
         if self._upstream.scheme == "https" and context is None:
@@ -287,9 +311,15 @@ class ModelBridge:
         except OSError:
             pass
 
-    def _note(self, message: str) -> None:
+    def _scrub(self, message: str) -> str:
+        """Without the credential, whole or its token alone (``Bearer <token>``)."""
         if self._auth is not None:
-            message = message.replace(self._auth[1], "***")
+            for secret in (self._auth[1], self._auth[1].split()[-1]):
+                message = message.replace(secret, "***")
+        return message
+
+    def _note(self, message: str) -> None:
+        message = self._scrub(message)
         with self._lock:
             if len(self._errors) < limits.MAX_BRIDGE_ERRORS:
                 self._errors.append(message)
@@ -331,8 +361,7 @@ class ModelBridge:
         try:
             deadline = time.monotonic() + limits.BRIDGE_CLIENT_TIMEOUT_SECONDS
             request = _read_request(stream, client, deadline)
-            if not self._upstream.covers(request.target):
-                raise _Refusal(403, f"path outside the model endpoint {self._upstream.path!r}")
+            self._check_target(request)
             self._forward(slot, request)
         except _Refusal as refusal:
             self._refuse(client, refusal.status, refusal.reason)
@@ -346,6 +375,13 @@ class ModelBridge:
             _finish(client)
             with self._lock:
                 self._slots.discard(slot)
+
+    def _check_target(self, request: _Request) -> None:
+        if not self._upstream.covers(request.target):
+            raise _Refusal(403, f"path outside the model endpoint {self._upstream.path!r}")
+        path = request.target.split("?", 1)[0]
+        if self._paths is not None and (request.method != "POST" or path not in self._paths):
+            raise _Refusal(403, f"{request.method} {path} is no model request")
 
     def _forward(self, slot: _Slot, request: _Request) -> None:
         upstream = self._upstream
@@ -426,9 +462,7 @@ class ModelBridge:
 
     def _refuse(self, client: socket.socket, status: int, reason: str) -> None:
         self._note(f"{status}: {reason}")
-        message = f"sevro model bridge: {reason}"
-        if self._auth is not None:
-            message = message.replace(self._auth[1], "***")
+        message = self._scrub(f"sevro model bridge: {reason}")
         body = json.dumps({"error": {"message": message}}).encode()
         head = (
             f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
@@ -445,7 +479,7 @@ def _check_auth(auth: tuple[str, str] | None) -> tuple[str, str] | None:
     name, value = auth
     if not _TOKEN.fullmatch(name):
         raise BridgeError(f"the credential header name {name!r} is no HTTP header name")
-    if not value or _BAD_VALUE.search(value) or not value.isascii():
+    if not value.strip() or _BAD_VALUE.search(value) or not value.isascii():
         raise BridgeError(f"the credential for header {name} is empty or holds control characters")
     return name, value
 
