@@ -25,6 +25,12 @@ from sevro_core.testing.mockmodel import (
 )
 from sevro_hosts_pi.testing import require_pi
 from tests.hosts_codex.helpers import observation, retained_bytes, trial
+from tests.hosts_codex.test_native_transcripts_real_cli import (
+    OBSERVATION,
+    bundle_bytes,
+    runtime,
+    verified,
+)
 from tests.skilleval import seed
 from tests.skilleval.test_skilleval_real_clis import GROUP
 
@@ -212,3 +218,22 @@ def test_an_unknown_declared_tool_is_refused_before_pi_runs(
     assert done.exit_code == 64, done.stdout + done.stderr
     assert "'bogus'" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr and server.requests == []
+
+
+def test_native_transcripts_retain_the_session_file_only(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(bash("echo native-7f3a")), reply(Message("ready"))])
+    case = sevro_project.case(requiredEvidence=[OBSERVATION])
+    config = runtime(sevro_project, nativeTranscripts=True)
+    result = run_pi(sevro_project, pi, server, case, "--runtime-config-file", str(config))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    document = trial(sevro_project)
+    found = observation(document, OBSERVATION)
+    assert found["completeness"] == "complete" and found["source"] == "sevro.host.pi", found
+    retained = bundle_bytes(sevro_project, document)
+    assert retained is not None
+    files = verified(retained, found["data"], "pi", "sessions")
+    (transcript,) = files  # sessions/session.jsonl: pi's own session, nothing beside it
+    assert transcript.endswith("/session.jsonl") and b"native-7f3a" in files[transcript]
+    assert API_KEY.encode() not in retained_bytes(sevro_project)

@@ -131,6 +131,9 @@ class PiHost(AgentCliHost[PiConfig]):
     # docs/skills.md; PI-RESEARCH r3, r11). Only the workspace is mounted, so no ancestor
     # contributes; tests/hosts_pi/test_pi_host.py proves the listing reaches the model.
     skill_places = SkillPlaces(".agents/skills", "AGENTS.md")
+    # pi keeps the trial's session (its native transcript) in `<private root>/sessions/`; the
+    # agent directory beside it (models.json, auth.json) is never retained.
+    native_transcript_tree = "sessions"
     parse_config = staticmethod(parse)
 
     @property
@@ -262,6 +265,9 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
 
     def candidate_home(self) -> Path | None:
         return self.layout.home
+
+    def native_transcript_home(self) -> Path | None:
+        return self.layout.root
 
     def private_dirs(self) -> Sequence[Path]:
         layout = self.layout
