@@ -157,7 +157,7 @@ def test_a_follow_up_continues_the_same_session(
 
 
 READS = {
-    "whole": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md"}), ["greet"]),
+    "whole": (ToolCall("read", {"path": "@.agents/skills/greet/SKILL.md"}), ["greet"]),
     "paged": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md", "limit": 2}), []),
     "offset": (ToolCall("read", {"path": ".agents/skills/greet/SKILL.md", "offset": 2}), []),
     "none": (None, []),

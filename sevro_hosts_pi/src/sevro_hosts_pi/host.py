@@ -578,6 +578,8 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         line and returned the file's exact text (pi appends a continuation note to anything
         cut by ``limit`` or by its 2000-line / 50 KB caps, so a partial read never matches)."""
         raw = call.arguments.get("path")
+        if isinstance(raw, str) and raw.startswith("@"):
+            raw = raw[1:]  # pi drops one leading "@" (a file mention) before resolving
         path = workspace_path(self.request.workspace, raw) if isinstance(raw, str) else None
         if path is None or path == "." or into.files is None:
             return None
