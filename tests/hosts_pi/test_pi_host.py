@@ -122,6 +122,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
     assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
     for request in server.requests:
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
+        assert "reasoning" not in request.json()  # no --effort: no thinking level
         assert request.tools is not None and sorted(request.tools) == sorted(
             ["read", "bash", "edit", "write"]
         )
@@ -140,7 +141,7 @@ def test_a_follow_up_continues_the_same_session(
     # the second reply reports no usage: pi shows zeros, which is unknown, never a measured 0
     server = mock_model([reply(Message("first answer")), reply(Message("ready"), usage=None)])
     case = sevro_project.case(prompt="First prompt.", followUpPrompt="Second.", checks=[READY])
-    result = run_pi(sevro_project, pi, server, case)
+    result = run_pi(sevro_project, pi, server, case, "--effort", "high")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.json()["task"]["verdict"] == "passed", result.stdout
     document = trial(sevro_project)
@@ -148,6 +149,8 @@ def test_a_follow_up_continues_the_same_session(
     assert [t["turn"] for t in turns] == [1, 2]
     assert turns[0]["sessionId"] == turns[1]["sessionId"]
     # the second turn's request carries the first turn's history
+    for request in server.requests:  # --effort: pi's thinking level, sent as reasoning effort
+        assert request.json()["reasoning"]["effort"] == "high"
     second = json.dumps(server.requests[1].json()["input"])
     assert "First prompt." in second and "first answer" in second and "Second." in second
     usage = document["evidence"]["usage"]
@@ -237,3 +240,13 @@ def test_native_transcripts_retain_the_session_file_only(
     (transcript,) = files  # sessions/session.jsonl: pi's own session, nothing beside it
     assert transcript.endswith("/session.jsonl") and b"native-7f3a" in files[transcript]
     assert API_KEY.encode() not in retained_bytes(sevro_project)
+
+
+def test_an_effort_pi_has_no_thinking_level_for_is_refused(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    done = run_pi(sevro_project, pi, server, sevro_project.case(), "--effort", "huge")
+    assert done.exit_code == 64, done.stdout + done.stderr
+    assert "--effort must be one of pi's thinking levels" in done.stderr
+    assert server.requests == []

@@ -46,6 +46,8 @@ FIXED_FLAGS = ("--no-extensions", "--no-prompt-templates", "--no-themes")
 """Always passed: the workspace's ``.pi/extensions``, prompt templates and themes (code and
 configuration the fixture or the agent could plant) never load; only sevro's ``-e`` files do.
 Skill discovery stays on (the workspace's ``.agents/skills`` is how skills are mounted)."""
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+"""pi 0.73.1's ``--thinking`` levels: sevro's ``--effort`` must be one of them."""
 QUIET_ENV = {"PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PI_SKIP_VERSION_CHECK": "1"}
 SANDBOX_BRIDGE_DIR = Path("/tmp/sevro-pi-bridge")  # noqa: S108 (a mount point in the sandbox)
 """Where the bridge's socket directory appears inside the sandbox (its ``/tmp`` is a tmpfs)."""
@@ -158,14 +160,15 @@ class TrialLayout:
         return self.observe / f"turn-{turn}.jsonl"
 
 
-def models_json(config: PiConfig, model: str, port: int) -> str:
+def models_json(config: PiConfig, model: str, port: int, *, reasoning: bool = False) -> str:
     """pi's ``models.json``: one provider, the bridge's loopback address plus the upstream's
-    path, a dummy key (the bridge sets the real credential header)."""
+    path, a dummy key (the bridge sets the real credential header). ``reasoning`` marks the
+    model as one pi sends a thinking level to (``--effort``)."""
     provider = {
         "baseUrl": f"http://127.0.0.1:{port}{config.upstream_path}",
         "api": config.api,
         "apiKey": DUMMY_API_KEY,
-        "models": [{"id": model, "reasoning": False}],
+        "models": [{"id": model, "reasoning": reasoning}],
     }
     return json.dumps({"providers": {PROVIDER: provider}}, indent=2) + "\n"
 

@@ -80,6 +80,7 @@ from sevro_hosts_pi.configuration import (
     QUIET_ENV,
     RUNTIME_TREES,
     SANDBOX_BRIDGE_DIR,
+    THINKING_LEVELS,
     PiConfig,
     SandboxMounts,
     TrialLayout,
@@ -181,8 +182,11 @@ class PiHost(AgentCliHost[PiConfig]):
         assert isinstance(configured, ConfiguredPiHost)
         if options.model is None:
             raise ConfigurationError("the pi host needs --model (the model behind --pi-base-url)")
-        if options.effort is not None:
-            raise ConfigurationError("the pi host does not support --effort yet")
+        if options.effort is not None and options.effort not in THINKING_LEVELS:
+            raise ConfigurationError(
+                f"--effort must be one of pi's thinking levels ({', '.join(THINKING_LEVELS)}), "
+                f"not {options.effort!r}"
+            )
         try:
             binary = binaries.locate(configured.config.bin, configured.config.node)
             binaries.node_version(binary)
@@ -293,9 +297,9 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         except ValueError as exc:
             raise HostFailure(str(exc)) from None
         assert host.model is not None
-        write_private(
-            layout.models_file, models_json(config, host.model, bridges.BRIDGE_PORT).encode()
-        )
+        reasoning = host.effort not in (None, "off")
+        document = models_json(config, host.model, bridges.BRIDGE_PORT, reasoning=reasoning)
+        write_private(layout.models_file, document.encode())
         write_private(layout.settings_file, settings_json().encode())
         for source in (bridges.preload_path(), EVENTS_FILTER, observer.observer_source()):
             write_private(layout.sevro / source.name, source.read_bytes())
@@ -375,6 +379,8 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         argv += ["--import", str(layout.sevro / EVENTS_FILTER.name)]
         argv += [str(host.pi.script), "--mode", "json", "--provider", PROVIDER]
         argv += ["--model", str(host.model), *FIXED_FLAGS]
+        if host.effort is not None:
+            argv += ["--thinking", host.effort]
         if self.judge:
             argv += JUDGE_FLAGS
         else:
