@@ -60,8 +60,12 @@ def run_pi(
     case: Path,
     *args: str,
     api: str = "openai-responses",
+    credential_file: Path | None = None,
 ) -> CliResult:
     base = server.base_url if api != "anthropic-messages" else server.origin
+    credential = ["--pi-api-key-env", API_KEY_ENV]
+    if credential_file is not None:
+        credential = ["--pi-credential-file", str(credential_file)]
     config = project.write_json(
         "pi-host.json", {"format": "sevro.pi-host.v1", "turnTimeoutSeconds": 90}
     )
@@ -79,8 +83,7 @@ def run_pi(
         api,
         "--pi-base-url",
         base,
-        "--pi-api-key-env",
-        API_KEY_ENV,
+        *credential,
         *args,
         env={API_KEY_ENV: API_KEY},
         timeout=240,
@@ -198,11 +201,17 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
     else:
         server = mock_model([reply(Message("ready"), cut=True)], protocols=(AnthropicMessages(),))
     case = sevro_project.case(checks=[READY])
-    result = run_pi(sevro_project, pi, server, case, api=api)
+    key_file = sevro_project.root / "pi-key"  # the other credential route: a private file
+    key_file.write_text(API_KEY + "\n")
+    key_file.chmod(0o600)
+    result = run_pi(sevro_project, pi, server, case, api=api, credential_file=key_file)
     out = result.json()
     assert out["execution"]["status"] == "failed", result.stdout
     assert out["task"]["verdict"] == "not_assessed"
     assert len(server.requests) == 1  # retries are off: one request, one failure
+    (request,) = server.requests
+    header = "x-api-key" if api == "anthropic-messages" else "authorization"
+    assert request.headers[header].removeprefix("Bearer ") == API_KEY
     message = trial(sevro_project)["evidence"]["execution"]["message"]
     assert message.startswith("turn 1 failed"), message
     assert API_KEY.encode() not in retained_bytes(sevro_project)
