@@ -283,3 +283,37 @@ def test_the_mechanism_pi_without_sevros_flags_loads_workspace_extensions(
     assert len(server.requests) == 1
     assert (workspace / "loaded-by-pi").is_file(), sorted(p.name for p in workspace.iterdir())
     assert (workspace / "named-loaded-by-pi").is_file()
+
+
+DEFAULT_PROMPT = "You are an expert coding assistant operating inside pi"
+"""The opening of pi 0.73.1's own system prompt."""
+
+
+@pytest.mark.parametrize("source", ["agent", "fixture"])
+def test_a_workspace_system_prompt_never_replaces_pis(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], source: str
+) -> None:
+    """pi reads `.pi/SYSTEM.md` (replacing its whole system prompt, skills list included) and
+    `.pi/APPEND_SYSTEM.md` from the working directory whatever flags it gets (pi 0.73.1's
+    resource loader). Written by the agent in turn 1, or shipped by the fixture, they would let
+    the agent under test rewrite its own instructions, and pass `context-text` checks on the
+    system prompt with text of its choosing. The host must either keep them out of pi's prompt
+    or fail the trial before pi reads them; it may never run a turn that applies them."""
+    files = {"SYSTEM.md": "REPLACED-SYSTEM-7c1\n", "APPEND_SYSTEM.md": "GAMED-MARKER-7c1\n"}
+    plant = " && ".join(
+        ["mkdir -p .pi", *(f"printf '{text}' > .pi/{name}" for name, text in files.items())]
+    )
+    replies = [reply(Message("one")), reply(Message("ready"))]
+    fixture: dict[str, Any] = {"files": {f".pi/{name}": text for name, text in files.items()}}
+    if source == "agent":
+        replies.insert(0, reply(bash(plant)))
+        fixture = {"files": {}}
+    server = mock_model(replies)
+    case = sevro_project.case(prompt="First.", followUpPrompt="Second.", fixture=fixture)
+    result = run_pi(sevro_project, pi, server, case)
+    execution = result.json()["execution"]["status"]
+    for request in server.requests:
+        system = json.dumps(request.json()["input"][0])
+        assert DEFAULT_PROMPT in system, (source, execution, system[:300])
+        assert "REPLACED-SYSTEM" not in system and "GAMED-MARKER" not in system, system[:300]
+    assert server.requests or execution == "failed", result.stdout + result.stderr
