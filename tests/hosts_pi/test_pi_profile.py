@@ -202,3 +202,14 @@ def test_an_extension_that_fails_fails_the_turn(
     result = run_pi(pi, server, tmp_path, HostProfile(runtime=runtime))
     assert result.execution_failed and not result.complete
     assert result.error is not None and reason in result.error, result.error
+
+
+def test_a_candidate_offers_its_tool_calls_as_passive_instrumentation_a_judge_nothing(
+    pi: str,
+) -> None:
+    settings = {"pi.bin": pi, "pi.apiKeyEnv": API_KEY_ENV}
+    for role, offered in (("candidate", ["sevro.tool-calls"]), ("semantic", [])):
+        options = HostOptions(config=None, model="m", settings=settings, role=role)
+        offers = PiHost().configure(options).instrumentation
+        assert [o.id for o in offers] == offered
+        assert not any(o.changes_execution for o in offers)

@@ -26,6 +26,7 @@ from sevro_core.api import (
     CONTEXT_OBSERVATION,
     DEFAULT_PATH,
     RUNTIME_PROFILE_OBSERVATION,
+    TOOL_CALLS_OBSERVATION,
     AgentCliHost,
     AgentCliTrial,
     Artifact,
@@ -46,6 +47,7 @@ from sevro_core.api import (
     HostRequest,
     HostResult,
     HostSetting,
+    InstrumentationOffer,
     InvocationError,
     JsonValue,
     MountedSkill,
@@ -62,6 +64,7 @@ from sevro_core.api import (
     command_entry,
     hookimpl,
     inside,
+    passive_offers,
     roots_to_hide,
     secret_strings,
     workspace_path,
@@ -98,6 +101,9 @@ EVENTS_ARTIFACT = "sevro.pi.events"
 FOLLOW_UP_EVENTS_ARTIFACT = "sevro.pi.follow-up-events"
 SESSION_ARTIFACT = "sevro.pi.session"
 """pi's session file, retained only when the runtime profile asks for the session."""
+PASSIVE_INSTRUMENTATION = frozenset({TOOL_CALLS_OBSERVATION})
+"""Observers a candidate offers as instrumentation: the tool calls are read from the stream,
+so offering them changes nothing pi does."""
 JUDGE_FLAGS = ("--no-tools", "--no-skills", "--no-context-files", "--no-session")
 """A judge's pi: no tool, no skill, no AGENTS.md, no session file."""
 EVENTS_FILTER = Path(events.__file__).with_name("events_filter.mjs")
@@ -208,6 +214,11 @@ class PiHost(AgentCliHost[PiConfig]):
 @frozen(kw_only=True)
 class ConfiguredPiHost(ConfiguredAgentCliHost[PiConfig]):
     bwrap: str
+
+    @property
+    def instrumentation(self) -> tuple[InstrumentationOffer, ...]:
+        """What an extension may request: the passive observers; a judge runs none."""
+        return () if self.judge else passive_offers(PASSIVE_INSTRUMENTATION & self.capabilities)
 
     @property
     def pi(self) -> binaries.PiBinary:
