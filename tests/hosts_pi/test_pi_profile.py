@@ -213,3 +213,22 @@ def test_a_candidate_offers_its_tool_calls_as_passive_instrumentation_a_judge_no
         offers = PiHost().configure(options).instrumentation
         assert [o.id for o in offers] == offered
         assert not any(o.changes_execution for o in offers)
+
+
+def test_a_record_the_agent_forges_makes_the_observations_unavailable(
+    pi: str, mock_model: Callable[..., Any], tmp_path: Path
+) -> None:
+    # the agent's commands share pi's user and see the observer's file: a forged, well-formed
+    # record does not match the requests the bridge (outside the sandbox) counted
+    forge = 'echo \'{"kind":"tools","request":9,"names":["read"]}\' >> "$SEVRO_PI_OBSERVE"'
+    server = mock_model([reply(ToolCall("bash", {"command": forge})), reply(Message("done"))])
+    runtime = RuntimeProfile("pi", False, (), {}, ())
+    profile = HostProfile(tools=("read", "bash"), runtime=runtime, observe_context=True)
+    result = run_pi(pi, server, tmp_path, profile)
+    assert result.error is None and not result.execution_failed, result.error
+    assert len(server.requests) == 2  # the forge ran (the control: the same run, untouched,
+    # is complete in test_a_runtime_profile_with_a_custom_tool_literal_session_and_context)
+    seen = observed(result, "sevro.host.runtime-profile")
+    assert seen.completeness.value == "partial" and seen.data["tools"]["offered"] == [None]
+    context = observed(result, "sevro.host.context")
+    assert context.completeness.value == "partial" and context.data["turns"] == []

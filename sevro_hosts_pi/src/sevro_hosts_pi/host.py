@@ -112,6 +112,8 @@ the reply, not with its square (the final message and results arrive whole anywa
 _EXIT_RE = re.compile(r"Command exited with code (\d+)\s*$")
 _FILE_TOOLS = ("edit", "write")
 _EXTENSION_ERROR = b"Extension error"
+PROMPT_FILES = (".pi/SYSTEM.md", ".pi/APPEND_SYSTEM.md")
+"""Workspace files pi 0.73.1 builds its system prompt from whatever its flags (refused)."""
 _SOCKET = "model.sock"
 
 
@@ -409,11 +411,31 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         return turn
 
     def turn(self, number: int) -> TurnRecord[events.Turn]:
-        """A turn, then what the observer recorded during it."""
+        """A turn, then what the observer recorded during it: trusted only when it recorded
+        exactly as many model requests as passed through the bridge (outside the sandbox, so
+        out of the agent's reach) during the turn."""
+        self._refuse_prompt_files(number)
+        before = self.bridge.requests if self.bridge is not None else None
         try:
             return super().turn(number)
         finally:
-            self.observed[number] = self._observation(number)
+            seen = self._observation(number)
+            sent = None if before is None or self.bridge is None else self.bridge.requests - before
+            if seen is not None and len(seen.offered_tools) != sent:
+                seen = None  # a record missing or added: unavailable, never believed
+            self.observed[number] = seen
+
+    def _refuse_prompt_files(self, number: int) -> None:
+        """pi replaces its system prompt with the workspace's ``.pi/SYSTEM.md`` and appends
+        ``.pi/APPEND_SYSTEM.md`` whatever flags it gets: a fixture (or the agent, between turns)
+        would rewrite the instructions under test, so the turn fails before pi could read them,
+        as the Claude host refuses project settings it was not asked to load."""
+        for name in PROMPT_FILES:
+            if os.path.lexists(self.request.workspace / name):
+                raise HostFailure(
+                    f"the workspace holds {name} before turn {number}: pi would replace or "
+                    "extend its system prompt with it, so the pi host refuses to run the turn"
+                )
 
     def _observation(self, number: int) -> observer.TurnObservation | None:
         try:
