@@ -325,7 +325,10 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         needed = [pi.node_prefix, pi.tree, *extra_read]
         self.bridge_dir = Path(tempfile.mkdtemp(prefix="sevro-pi-"))
         self.bridge = bridges.ModelBridge(
-            self.bridge_dir / _SOCKET, config.base_url, credentials.auth_header(config.api, key)
+            self.bridge_dir / _SOCKET,
+            config.base_url,
+            credentials.auth_header(config.api, key),
+            paths=bridges.api_paths(config.api, config.base_url),  # the model call only
         )
         self.bridge.start()
         self.wrapper = sandbox_argv(
