@@ -40,6 +40,12 @@ API_KEY_ENV = "SEVRO_TEST_PI_HOST_KEY"
 API_KEY = "sk-sevro-pi-host-0123456789abcdef"  # a planted credential: must reach only headers
 LEAKS = 'env; cat "$PI_CODING_AGENT_DIR"/*.json; echo made'
 """What the agent's commands could show of pi's environment and configuration."""
+OTHER_ENDPOINT = (
+    "exec 3<>/dev/tcp/127.0.0.1/47000; "  # the bridge's listener (pi's models.json names it)
+    "printf 'GET /v1/models HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' >&3; "
+    "head -c 12 <&3; echo"
+)
+"""A command asking the bridge for another endpoint of the provider than the model call."""
 READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
 SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
 
@@ -96,6 +102,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
     server = mock_model(
         [
             reply(bash(f"printf 'x\\n' > made.txt && {LEAKS} && exit 3", "call_1")),
+            reply(bash(OTHER_ENDPOINT)),
             reply(Message("ready")),
         ]
     )
@@ -105,21 +112,23 @@ def test_a_bash_round_trip_with_every_shared_observation(
     assert result.json()["task"]["verdict"] == "passed", result.stdout
     document = trial(sevro_project)
     evidence = document["evidence"]
-    (command,) = observation(document, "sevro.commands")["data"]["commands"]
+    command, other = observation(document, "sevro.commands")["data"]["commands"]
     assert command["command"].startswith("printf") and command["exitCode"] == 3
     assert command["status"] == "failed" and command["turn"] == 1 and command["ordinal"] == 1
-    (call,) = observation(document, "sevro.tool-calls")["data"]["calls"]
+    call = observation(document, "sevro.tool-calls")["data"]["calls"][0]
     assert call["tool"] == "bash" and call["kind"] == "command_execution"
     changed = observation(document, "sevro.files-changed")
     assert "made.txt" in json.dumps(changed["data"]) and changed["completeness"] == "complete"
     usage = evidence["usage"]
-    assert usage["inputTokens"] == 200 and usage["cachedInputTokens"] == 40
-    assert usage["outputTokens"] == 20
+    assert usage["inputTokens"] == 300 and usage["cachedInputTokens"] == 60
+    assert usage["outputTokens"] == 30
     # pi reports no reasoning tokens and prices a custom model at 0: unknown, so not complete
     assert usage["reasoningTokens"] is None and usage["costUsd"] is None
     assert usage["complete"] is False
-    # two model requests, both through the bridge with the credential set outside the sandbox
-    assert len(server.requests) == 2
+    # three model requests, all through the bridge with the credential set outside the sandbox;
+    # the command's request for another endpoint was refused there, never forwarded
+    assert len(server.requests) == 3 and not server.unexpected
+    assert other["exitCode"] == 0 and b"HTTP/1.1 4" in server.requests[2].body
     shown = server.requests[1].body  # the command's output went back to the model
     assert b"sevro-bridge-injects-the-credential" in shown and b"PI_CODING_AGENT_DIR=" in shown
     assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
@@ -130,7 +139,7 @@ def test_a_bash_round_trip_with_every_shared_observation(
             ["read", "bash", "edit", "write"]
         )
     turns = observation(document, "sevro.pi.turns")["data"]["turns"]
-    assert turns[0]["requests"] == 2 and turns[0]["toolCalls"] == 1
+    assert turns[0]["requests"] == 3 and turns[0]["toolCalls"] == 2
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.pi.events"]
     retained = retained_bytes(sevro_project)
     assert API_KEY.encode() not in retained
