@@ -316,4 +316,11 @@ def test_a_workspace_system_prompt_never_replaces_pis(
         system = json.dumps(request.json()["input"][0])
         assert DEFAULT_PROMPT in system, (source, execution, system[:300])
         assert "REPLACED-SYSTEM" not in system and "GAMED-MARKER" not in system, system[:300]
-    assert server.requests or execution == "failed", result.stdout + result.stderr
+    if execution != "completed":  # refused: for this reason, before pi read the files
+        document = json.loads(
+            next(sevro_project.results.glob("*/cases/example/trial-1.json")).read_text()
+        )
+        message = document["evidence"]["execution"]["message"]
+        assert execution == "failed" and ".pi/SYSTEM.md" in message, message
+        assert result.json()["task"]["verdict"] == "not_assessed"
+        assert len(server.requests) == (2 if source == "agent" else 0)  # turn 1's only
