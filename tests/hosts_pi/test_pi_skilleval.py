@@ -3,7 +3,8 @@
 The seed's body group as written (tests/skilleval/test_skilleval_real_clis.py runs it on Codex
 and Claude Code): both variants mount their skills in `.agents/skills` and their context in
 `AGENTS.md`, the second turn continues the first turn's session, and the turn-scoped checks
-grade turn 2. And a runtime-profile group (seed 004's "Runtime Profile"): an extension bundle
+grade turn 2. The seed's description group, whose `skill-read` checks see a whole read pass and
+a partial one fail. And a runtime-profile group (seed 004's "Runtime Profile"): an extension bundle
 that registers a custom tool and appends to the system prompt, `environment.literal` read by
 that tool, and `context-text` expectations over the system prompt and the provider context of
 the first, last and second request, each with a passing and a failing control. The bundle tries
@@ -258,3 +259,40 @@ def test_a_runtime_profile_group_runs_its_extension_environment_and_context_chec
 def _observation(evidence: dict[str, Any], obs_id: str) -> dict[str, Any]:
     (found,) = [o for o in evidence["observations"] if o["id"] == obs_id]
     return dict(found)
+
+
+def test_pi_runs_the_seed_description_group_with_a_read_and_a_partial_read(
+    tmp_path: Path, pi: str, mock_model: Callable[..., Any]
+) -> None:
+    """The seed's description group (`tools: ["read"]`, two natural turns, `skill-read`
+    `by-turn` 2 in both variants): the baseline reads its target whole on turn 2, the candidate
+    only its first two lines (a partial read, never a read), so the comparison is pass-to-fail."""
+    project = SevroProject(seed.seed_repository(tmp_path / "repo").resolve())
+    target = ".agents/skills/target/SKILL.md"
+    server = mock_model(
+        [
+            reply(Message("inspected")),
+            reply(ToolCall("read", {"path": target})),
+            reply(Message("prepared")),
+            reply(Message("inspected")),
+            reply(ToolCall("read", {"path": target, "limit": 2})),
+            reply(Message("prepared")),
+        ]
+    )
+    group = Path("groups/natural-activation.json")
+    done = run_pi(project, pi, server, group, "--jobs", "1", "--trials", "1")
+    run = assert_valid_evidence(done.json())
+    assert len(server.requests) == 6 and not server.unexpected
+    for request in server.requests:
+        assert request.tools == ("read",), request.tools
+    (row,) = run["statistics"]["checkTransitions"]
+    assert row["transitions"]["pass-to-fail"] == 1, row
+    root = Path(done.json()["evidencePath"]).parent
+    found = {}
+    for trial in run["trials"]:
+        evidence = json.loads((root / trial["path"]).read_text())["evidence"]
+        found.update({c["id"]: c["status"] for c in evidence["checks"]})
+        skills = _observation(evidence, "sevro.skills")["data"]
+        status = "read" if trial["arm"] == "baseline" else "partial"
+        assert skills["reads"] == [{"skill": "target", "turn": 2, "ordinal": 1, "status": status}]
+    assert found == {"baseline-read-by-two": "passed", "candidate-read-by-two": "failed"}, found
