@@ -267,4 +267,5 @@ def test_an_effort_pi_has_no_thinking_level_for_is_refused(
     done = run_pi(sevro_project, pi, server, sevro_project.case(), "--effort", "huge")
     assert done.exit_code == 64, done.stdout + done.stderr
     assert "--effort must be one of pi's thinking levels" in done.stderr
+    assert "--host-config" not in done.stderr  # a flag's error, not the host file's
     assert server.requests == []

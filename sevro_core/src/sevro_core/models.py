@@ -261,6 +261,28 @@ class Usage:
             complete=value["complete"],
         )
 
+    @classmethod
+    def summed(cls, usages: Sequence[Usage], all_turns: bool) -> Usage:
+        """Per-invocation usages added up (a CLI run once per turn reports only its own turn):
+        a figure any of them lacks stays unknown; complete only when ``all_turns`` ran and
+        each one was complete."""
+        if not usages:
+            return cls()
+
+        def total(name: str) -> Any:
+            values = [getattr(u, name) for u in usages]
+            return None if any(v is None for v in values) else sum(values)
+
+        cost = total("cost_usd")
+        return cls(
+            input_tokens=total("input_tokens"),
+            output_tokens=total("output_tokens"),
+            cached_input_tokens=total("cached_input_tokens"),
+            reasoning_tokens=total("reasoning_tokens"),
+            cost_usd=round(cost, 9) if cost is not None else None,
+            complete=all_turns and all(u.complete for u in usages),
+        )
+
 
 UNKNOWN_USAGE = Usage()
 

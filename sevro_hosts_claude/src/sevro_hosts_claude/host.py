@@ -699,7 +699,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
                     into.tool_read(offered, at, self._skill_tool(skill, call))
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
-        return _usage(turns, all_turns)
+        return Usage.summed([t.usage for t in turns], all_turns)
 
     def observations(
         self,
@@ -889,30 +889,6 @@ def cli_path(declared: str) -> str:
     tools (``bwrap``, ``socat``) on PATH, so a declared PATH without them would break it."""
     entries = declared.split(":")
     return ":".join([*entries, *(e for e in DEFAULT_PATH.split(":") if e not in entries)])
-
-
-def _usage(turns: Sequence[Turn], all_turns: bool) -> Usage:
-    """Each invocation reports its own usage and cost, so turns are summed; unknown unless
-    every turn completed and reported every figure."""
-    if not turns:
-        return Usage()
-    known = all_turns and all(t.usage.complete for t in turns)
-
-    def total(name: str) -> Any:
-        values = [getattr(t.usage, name) for t in turns]
-        if any(v is None for v in values):
-            return None
-        return sum(values)
-
-    cost = total("cost_usd")
-    return Usage(
-        input_tokens=total("input_tokens"),
-        output_tokens=total("output_tokens"),
-        cached_input_tokens=total("cached_input_tokens"),
-        reasoning_tokens=total("reasoning_tokens"),
-        cost_usd=round(cost, 9) if cost is not None else None,
-        complete=known,
-    )
 
 
 _HOST: Host = ClaudeHost()

@@ -145,6 +145,19 @@ class TrialLayout:
         )
 
     @property
+    def directories(self) -> tuple[Path, ...]:
+        """Every private directory a trial makes (the doctor's probe makes the same)."""
+        return (
+            self.agent_dir,
+            self.home,
+            self.tmp,
+            self.sessions,
+            self.sevro,
+            self.bundles,
+            self.observe,
+        )
+
+    @property
     def session_file(self) -> Path:
         return self.sessions / "session.jsonl"
 

@@ -116,7 +116,7 @@ def _probe(
     port = str(listener.getsockname()[1])
     workspace, bridge, protected = root / "workspace", root / "bridge", root / "protected"
     layout = TrialLayout.under(root / "private")
-    for directory in (workspace, bridge, protected, layout.root, *_directories(layout)):
+    for directory in (workspace, bridge, protected, layout.root, *layout.directories):
         directory.mkdir(mode=0o700)
     layout.models_file.write_text(models_json(config, "doctor-model", PROBE_PORT))
     layout.settings_file.write_text(settings_json())
@@ -132,18 +132,6 @@ def _probe(
         held="workspace writable; paths outside the trial hidden; no network; pi runs",
         problems=_PROBLEMS,
         fix=f"bubblewrap needs unprivileged user and network namespaces; see {DOCS}",
-    )
-
-
-def _directories(layout: TrialLayout) -> tuple[Path, ...]:
-    return (
-        layout.agent_dir,
-        layout.home,
-        layout.tmp,
-        layout.sessions,
-        layout.sevro,
-        layout.bundles,
-        layout.observe,
     )
 
 

@@ -15,13 +15,12 @@ Usage is summed over the assistant messages; all-zero usage stays unknown, never
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
 
-from sevro_core.api import JsonValue, StreamError, Usage
+from sevro_core.api import JsonValue, StreamError, Usage, decode_event
 from sevro_hosts_pi.limits import (
     MAX_PI_EVENT_LINE_BYTES,
     MAX_PI_EVENT_STREAM_BYTES,
@@ -119,19 +118,7 @@ def _lines(stream: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def _decode(line: bytes, number: int) -> dict[str, Any]:
-    try:
-        event = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StreamError(f"line {number} is not JSON: {exc}") from None
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise StreamError(f"line {number} is not an event object with a string 'type'")
-    if event["type"] not in EVENT_TYPES:
-        raise StreamError(f"line {number} has an unknown event type {event['type']!r}")
-    return event
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"non-standard constant {name}")
+    return decode_event(line, number, EVENT_TYPES, MAX_PI_EVENT_LINE_BYTES)
 
 
 class _Run:

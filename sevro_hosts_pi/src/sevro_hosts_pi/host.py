@@ -188,10 +188,11 @@ class PiHost(AgentCliHost[PiConfig]):
         """The configured host, with node settled (``--pi-node`` or PATH, at least 20.6)."""
         configured = super().configure(options)
         assert isinstance(configured, ConfiguredPiHost)
+        # Flag errors, not --host-config ones: InvocationError keeps the file prefix off.
         if options.model is None:
-            raise ConfigurationError("the pi host needs --model (the model behind --pi-base-url)")
+            raise InvocationError("the pi host needs --model (the model behind --pi-base-url)")
         if options.effort is not None and options.effort not in THINKING_LEVELS:
-            raise ConfigurationError(
+            raise InvocationError(
                 f"--effort must be one of pi's thinking levels ({', '.join(THINKING_LEVELS)}), "
                 f"not {options.effort!r}"
             )
@@ -287,16 +288,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         return self.layout.root
 
     def private_dirs(self) -> Sequence[Path]:
-        layout = self.layout
-        return (
-            layout.agent_dir,
-            layout.home,
-            layout.tmp,
-            layout.sessions,
-            layout.sevro,
-            layout.bundles,
-            layout.observe,
-        )
+        return self.layout.directories
 
     def configure_trial(self) -> None:
         request, layout, host = self.request, self.layout, self.host
@@ -518,7 +510,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
                     into.tool_read(offered, at, read)
 
     def usage(self, turns: Sequence[events.Turn], all_turns: bool) -> Usage:
-        return _usage(turns, all_turns)
+        return Usage.summed([t.usage for t in turns], all_turns)
 
     def observations(
         self,
@@ -648,28 +640,6 @@ def check_profile(profile: HostProfile | None, *, judge: bool) -> None:
     if judge and (runtime is not None or profile.tools is not None):
         raise ValueError("a judge runs with no tools and no runtime profile")
     check_tools(profile.tools, bundles=len(runtime.extensions) if runtime else 0)
-
-
-def _usage(turns: Sequence[events.Turn], all_turns: bool) -> Usage:
-    """Each process reports its own turn's usage, so turns are summed; unknown unless every
-    turn completed and reported every figure."""
-    if not turns:
-        return Usage()
-    known = all_turns and all(t.usage.complete for t in turns)
-
-    def total(name: str) -> Any:
-        values = [getattr(t.usage, name) for t in turns]
-        return None if any(v is None for v in values) else sum(values)
-
-    cost = total("cost_usd")
-    return Usage(
-        input_tokens=total("input_tokens"),
-        output_tokens=total("output_tokens"),
-        cached_input_tokens=total("cached_input_tokens"),
-        reasoning_tokens=total("reasoning_tokens"),
-        cost_usd=round(cost, 9) if cost is not None else None,
-        complete=known,
-    )
 
 
 _HOST: Host = PiHost()
