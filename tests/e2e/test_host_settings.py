@@ -153,7 +153,8 @@ def test_a_flag_of_another_host_is_refused(sevro_project: SevroProject) -> None:
             "--host-setting 'acme.colour' is not a setting of any installed host (known: "
             "acme.greeting, acme.home, claude.allowWrite, claude.apiKeyEnv, claude.bin, "
             "claude.credentialFile, claude.projectSettings, claude.uvCacheDir, codex.apiKeyEnv, "
-            "codex.authFile, codex.bin, codex.entrypoint)",
+            "codex.authFile, codex.bin, codex.entrypoint, pi.api, pi.apiKeyEnv, pi.baseUrl, "
+            "pi.bin, pi.credentialFile, pi.node)",
         ),
         (
             "codex.bin=/x",
