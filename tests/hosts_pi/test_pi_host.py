@@ -211,14 +211,23 @@ def test_a_whole_read_of_a_mounted_skill_activates_it(
     assert "<name>greet</name>" in system and ".agents/skills/greet/SKILL.md" in system
 
 
-@pytest.mark.parametrize("api", ["openai-responses", "anthropic-messages", "openai-completions"])
+FAILURES: dict[str, tuple[str, dict[str, Any]]] = {
+    "openai-responses-500": ("openai-responses", {"status": 500}),
+    "anthropic-messages-cut": ("anthropic-messages", {"cut": True}),
+    "openai-completions-500": ("openai-completions", {"status": 500}),
+    "openai-completions-error": ("openai-completions", {"error": "overloaded"}),
+}
+"""pi exits 0 on a model error; only the stream's stopReason tells. An HTTP 500 on the OpenAI
+APIs; on Anthropic Messages a stream cut before message_stop (which pi detects there); on Chat
+Completions an error chunk after the reply's text (no finish_reason, no [DONE])."""
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
 def test_a_model_failure_is_an_execution_failure_never_a_pass(
-    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], failure: str
 ) -> None:
-    # pi exits 0 on a model error; only the stream's stopReason tells. On the OpenAI APIs an
-    # HTTP 500, on Anthropic Messages a stream cut before message_stop (which pi detects there).
-    failure: dict[str, Any] = {"cut": True} if api == "anthropic-messages" else {"status": 500}
-    server = mock_model([reply(Message("ready"), **failure)], protocols=(PROTOCOLS[api](),))
+    api, how = FAILURES[failure]
+    server = mock_model([reply(Message("ready"), **how)], protocols=(PROTOCOLS[api](),))
     case = sevro_project.case(checks=[READY])
     key_file = sevro_project.root / "pi-key"  # the other credential route: a private file
     key_file.write_text(API_KEY + "\n")
@@ -233,6 +242,7 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
     assert request.headers[header].removeprefix("Bearer ") == API_KEY
     message = trial(sevro_project)["evidence"]["execution"]["message"]
     assert message.startswith("turn 1 failed"), message
+    assert how.get("error", "turn 1") in message  # the provider's own error text, when it sent one
     assert API_KEY.encode() not in retained_bytes(sevro_project)
 
 
