@@ -2,8 +2,8 @@
 
 A handful of real runs (each takes seconds): a bash round trip with every shared observation (on
 OpenAI Responses and Chat Completions), a two-turn session, skill activations with their
-controls, model failures that must never pass (on each of pi's wire APIs), a cut Chat
-Completions stream pi takes for a reply, and the credential kept out of everything retained.
+controls, model failures that must never pass (on each of pi's wire APIs), a cut OpenAI stream
+pi takes for a reply (failed by the bridge), and the credential kept out of everything retained.
 """
 
 from __future__ import annotations
@@ -247,37 +247,39 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
 
 
 @pytest.mark.parametrize("cut", [True, False])
-def test_a_cut_chat_completions_stream_looks_like_a_reply(
-    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], cut: bool
+@pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
+def test_a_cut_openai_stream_pi_takes_for_a_reply_fails_at_the_bridge(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str, cut: bool
 ) -> None:
-    # A limitation, not a detector (docs/hosts/pi.md, "What pi cannot tell us"): on
-    # openai-completions a stream cut before finish_reason, usage and [DONE] ends with pi's
-    # default stopReason "stop", so the trial passes; only the missing usage differs from the
-    # complete stream (the control). A cut after a tool call's deltas still runs the call.
+    # On both OpenAI wire APIs pi ends a stream cut before its closing event ([DONE],
+    # response.completed) with stopReason "stop" and runs a tool call that arrived whole: it
+    # cannot tell the cut. The bridge sees every byte and counts the event stream that never
+    # closed, so the turn fails; the uncut stream (the control) passes.
+    protocol = OpenAIChatCompletions() if api == "openai-completions" else OpenAIResponses()
     server = mock_model(
         [reply(bash("echo ran", "call_1"), cut=cut), reply(Message("ready"), cut=cut)],
-        protocols=(OpenAIChatCompletions(),),
+        protocols=(protocol,),
     )
     case = sevro_project.case(checks=[READY])
-    result = run_pi(sevro_project, pi, server, case, api="openai-completions")
-    assert result.exit_code == 0, result.stdout + result.stderr
+    result = run_pi(sevro_project, pi, server, case, api=api)
     out = result.json()
-    assert out["execution"]["status"] == "completed" and out["task"]["verdict"] == "passed"
-    assert len(server.requests) == 2 and not server.unexpected
-    document = trial(sevro_project)
-    (command,) = observation(document, "sevro.commands")["data"]["commands"]
-    assert command["command"] == "echo ran" and command["exitCode"] == 0
-    usage = document["evidence"]["usage"]
-    assert usage["inputTokens"] == (None if cut else 200), usage
-    assert usage["outputTokens"] == (None if cut else 20), usage
-    (ref,) = document["evidence"]["artifactRefs"]  # pi's own stream: what stopReason it saw
+    if not cut:
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert out["execution"]["status"] == "completed" and out["task"]["verdict"] == "passed"
+        assert len(server.requests) == 2 and not server.unexpected
+        return
+    assert out["execution"]["status"] == "failed", result.stdout
+    assert out["task"]["verdict"] != "passed"
+    message = trial(sevro_project)["evidence"]["execution"]["message"]
+    assert "ended before their closing event" in message, message
+    (ref, *_) = trial(sevro_project)["evidence"]["artifactRefs"]  # what pi itself saw
     events = (Path(out["evidencePath"]).parent / ref["path"]).read_text().splitlines()
     stops = [
         event["message"].get("stopReason")
         for event in map(json.loads, events)
         if event["type"] == "message_end" and event["message"]["role"] == "assistant"
     ]
-    assert stops == (["stop", "stop"] if cut else ["toolUse", "stop"])
+    assert stops and stops[0] == "stop"  # pi took the cut reply for a whole one
 
 
 def test_an_unknown_declared_tool_is_refused_before_pi_runs(
