@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import frozen
 
@@ -29,9 +29,6 @@ from sevro_core.formats.schemas import validate_input
 from sevro_core.limits import MAX_HOLDOUT_PLAN_BYTES, MIN_HOLDOUT_DISTINCT_TASKS
 from sevro_core.models import Case
 from sevro_core.run.planning import PlannedCase, RunPlan
-
-if TYPE_CHECKING:
-    from sevro_core.runflags import RunFlags
 
 PLAN_FORMAT = "sevro.holdout-plan.v1"
 CONSUMPTION_FORMAT = "sevro.holdout-consumption.v1"
@@ -301,9 +298,10 @@ def recheck_plan(use: HoldoutUse) -> None:
         raise InvocationError("--holdout: the plan changed after it was checked", source=use.path)
 
 
-def refuse_flags(flags: RunFlags, command: str) -> None:
+def refuse_flags(flags: Any, command: str) -> None:
     """A holdout runs every sealed case from the start: case filters, ``--resume`` and dry
-    runs are refused (exit 64), as is a plan given to ``seal`` itself."""
+    runs are refused (exit 64). ``flags`` is the run's ``RunFlags`` (``runflags`` sits above
+    this room, so it is not imported here)."""
     for flag, value in (
         ("--resume", flags.resume),
         ("--case-id", flags.case_id),
