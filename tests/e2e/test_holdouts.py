@@ -85,11 +85,22 @@ def test_seal_run_once_then_already_consumed(project: SevroProject, plans: Path)
     again = run(project, plan)
     refused(again, "already consumed")
     assert len(list(project.results.glob("*/run.json"))) == 1
+    run_dir = Path(done.json()["evidencePath"]).parent
+    (entry,) = project.sevro("report", run_dir, "--json").json()["experiments"]
+    assert entry["holdout"] == evidence["holdout"]
+    markdown = project.sevro("report", run_dir).stdout
+    assert f"Holdout: authorised by sealed plan {document['planId']} " in markdown
 
 
 def test_an_ordinary_run_has_no_holdout_record(project: SevroProject) -> None:
     done = project.run("cases", *QUICK)
     assert "holdout" not in assert_valid_evidence(done.json())
+    run_dir = Path(done.json()["evidencePath"]).parent
+    (entry,) = project.sevro("report", run_dir, "--json").json()["experiments"]
+    assert "holdout" not in entry
+    markdown = project.sevro("report", run_dir).stdout
+    assert "Holdout: none (no sealed holdout plan authorised this verdict)." in markdown
+    assert "authorised by sealed plan" not in markdown
 
 
 def test_concurrent_runs_on_one_plan_exactly_one_proceeds(
