@@ -264,8 +264,14 @@ def test_the_plan_is_never_written_in_the_project_nor_over_a_file(
     refused(seal(project, project.root / "plan.json"), "outside")
     refused(seal(project, project.root / "cases" / "plan.json"), "outside")
     assert not (project.root / "plan.json").exists()
+    suite = plans.parent / "suite"  # a case directory outside the project is a suite too
+    (project.root / "cases").rename(suite)
+    done = project.sevro("holdout", "seal", suite, *QUICK, "--output", suite / "plan.json")
+    refused(done, "outside", str(suite))
+    assert not (suite / "plan.json").exists()
     (plans / "taken.json").write_text("{}")
-    refused(seal(project, plans / "taken.json"), "already exists")
+    done = project.sevro("holdout", "seal", suite, *QUICK, "--output", plans / "taken.json")
+    refused(done, "already exists")
     assert (plans / "taken.json").read_text() == "{}"
 
 

@@ -1407,7 +1407,8 @@ def _seal_plan(plan: Any, flags: Any, output: Path, seed: int | None) -> tuple[A
     from sevro_core.run.holdout import seal as write_plan
 
     document = plan_document(plan, seed)
-    roots = [plan.settings.project_root, *(Path(c).parent for c in flags.cases)]
+    suites = (Path(c) if Path(c).is_dir() else Path(c).parent for c in flags.cases)
+    roots = [plan.settings.project_root, *suites]
     path = check_outside(output, [Path(root) for root in roots])
     write_plan(path, document)
     try:
