@@ -21,6 +21,7 @@ from sevro_core.testing import require_sandbox, require_tool
 from sevro_core.testing.mockmodel import (
     AnthropicMessages,
     MockModelServer,
+    OpenAIChatCompletions,
     OpenAIResponses,
     RecordedRequest,
     ToolCall,
@@ -509,17 +510,23 @@ def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
 def test_pis_other_wire_apis_post_to_their_known_path(tmp_path: Path, api: str) -> None:
-    protocols = (AnthropicMessages(),) if api == "anthropic-messages" else (OpenAIResponses(),)
-    with MockModelServer([reply(Say("done"))], protocols) as model:
+    anthropic = api == "anthropic-messages"
+    protocol = AnthropicMessages() if anthropic else OpenAIChatCompletions()
+    with MockModelServer([reply(Say("done"))], (protocol,)) as model:
         upstream = model.origin if api == "anthropic-messages" else model.base_url
         name = "x-api-key" if api == "anthropic-messages" else "authorization"
         paths = api_paths(api, upstream)
         with ModelBridge(tmp_path / "m.sock", upstream, (name, SECRET), paths=paths) as bridge:
             run = _run_pi(tmp_path, upstream, api, bridge, "say done")
             assert bridge.requests == 1 and bridge.errors == (), run.stderr[-2000:]
-    (seen,) = model.requests  # the mock has no Chat Completions: that one is answered 500
+    (seen,) = model.requests
     assert seen.path.split("?")[0] in paths and seen.headers[name] == SECRET
-    if api == "anthropic-messages":
-        assert (
-            run.returncode == 0 and json.loads(run.stdout.splitlines()[-1])["type"] == "agent_end"
-        )
+    assert seen.protocol == protocol.name and not model.unexpected
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert run.returncode == 0 and events[-1]["type"] == "agent_end"
+    (answer,) = [
+        e["message"]
+        for e in events
+        if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert answer["stopReason"] == "stop" and answer["content"][0]["text"] == "done"
