@@ -111,6 +111,7 @@ class RunFlags:
     case_id: str | None = None
     task_verdict_policy: str | None = None
     replace_builtin_grader: list[str] | None = None
+    holdout: Path | None = None
 
     @property
     def ci_outputs(self) -> CiOutputs:

@@ -232,6 +232,7 @@ def run_document(
         "result": retained_result(result, store.run_dir),
         **_experiment_parts(plan, statistics),
         **_judge_calibration(plan),
+        **({"holdout": dict(settings.holdout)} if settings.holdout is not None else {}),
     }
 
 
