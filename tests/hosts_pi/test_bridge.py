@@ -44,6 +44,7 @@ from sevro_hosts_pi.bridge import (
 )
 from sevro_hosts_pi.testing import require_pi
 
+CHECKOUT = Path(__file__).resolve().parents[2]
 SECRET = "sk-sevro-held-secret"
 SANDBOX_KEY = "sk-what-the-sandbox-sent"
 
@@ -432,6 +433,8 @@ def _sandboxed(root: Path, argv: list[str], env: dict[str, str], *, isolated: bo
     out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid"]
     out += ["--unshare-ipc", "--unshare-uts", *(["--unshare-net"] if isolated else [])]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # the checkout (bridge.mjs, .agent-clis) may itself live under /tmp, as a CI clone does
+    out += ["--ro-bind", str(CHECKOUT), str(CHECKOUT)]
     out += ["--bind", str(root), str(root), "--chdir", str(root), "--clearenv"]
     for name, value in {"PATH": "/usr/bin:/bin", "HOME": str(root), **env}.items():
         out += ["--setenv", name, value]
