@@ -103,7 +103,7 @@ def test_a_judge_is_offered_no_tool_and_its_reply_comes_back_verbatim(
     assert init["skills"] == [] and init["slash_commands"] == []
     assert init["permissionMode"] == "dontAsk"
     assert result.usage.complete and result.usage.input_tokens == 100
-    assert result.usage.output_tokens == 10 and result.usage.cost_usd is not None
+    assert result.usage.output_tokens == 10 and result.usage.reported_cost_usd is not None
     assert list((tmp_path / "judge-workspace").iterdir()) == []
 
 

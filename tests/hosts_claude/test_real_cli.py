@@ -56,7 +56,8 @@ def test_a_passing_task_with_usage_and_cost(
     usage = evidence["usage"]
     assert usage["inputTokens"] == 100 and usage["cachedInputTokens"] == 20
     assert usage["outputTokens"] == 10 and usage["complete"] is True
-    assert isinstance(usage["costUsd"], float)  # Claude Code's own total_cost_usd
+    assert isinstance(usage["reportedCostUsd"], float)  # Claude Code's own total_cost_usd
+    assert usage["costUsd"] is None  # mock-model has no price: unknown, never 0
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.claude.events"]
     request = server.requests[0]
     body = request.json()

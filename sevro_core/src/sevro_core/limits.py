@@ -285,3 +285,7 @@ MAX_PLOT_POINTS = 200
 """Points one arm's strip plot draws (evenly picked; range and median stay over all values)."""
 MAX_PLOT_LABEL_CHARS = 60
 """Characters of one case id or arm name written in a figure (then ``…``)."""
+
+# Prices
+MAX_PRICES_FILE_BYTES = 1 * MIB
+"""A ``--prices`` file (beyond: refused before the run)."""
