@@ -74,6 +74,33 @@ def test_a_passing_task_with_usage_and_cost(
     assert turns[0]["permissionMode"] == "dontAsk"
 
 
+def test_the_cost_is_computed_from_prices_beside_claude_codes_own(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    server = model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    prices = sevro_project.write_json(
+        "prices.json",
+        {
+            "format": "sevro.prices.v1",
+            "version": "test.1",
+            "asOf": "2026-12-05",
+            "models": {
+                "mock-model": {
+                    "input": 1, "cachedInput": 0.5, "output": 4, "reasoning": 6, "source": "t"
+                }
+            },
+        },
+    )  # fmt: skip
+    result = run_claude(sevro_project, claude, server, case, "--prices", str(prices))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    usage = trial(sevro_project)["evidence"]["usage"]
+    assert usage["inputTokens"] == 100 and usage["reasoningTokens"] == 0
+    # (80 fresh * 1 + 20 cache reads * 0.5 + 10 output * 4) / 1e6
+    assert usage["costUsd"] == pytest.approx(0.00013)
+    assert isinstance(usage["reportedCostUsd"], float)  # Claude Code's own, kept beside
+
+
 def test_a_failing_task_and_unknown_usage(
     sevro_project: SevroProject, claude: str, model: Callable[..., Any]
 ) -> None:
