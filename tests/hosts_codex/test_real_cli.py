@@ -104,6 +104,11 @@ def test_the_cost_comes_from_host_prices_then_the_prices_file_then_the_builtin_t
     (run_json,) = sevro_project.results.glob("*/run.json")
     override = json.loads(run_json.read_text())["prices"]["override"]
     assert (override is not None) == prices_file
+    report = sevro_project.sevro("report", run_json.parent, "--json")
+    assert report.exit_code == 0, report.stderr
+    (spent,) = report.json()["spend"]
+    assert spent["role"] == "candidate" and spent["calls"] == 1
+    assert spent["costUsd"] == (pytest.approx(cost) if cost is not None else None)
 
 
 def test_a_failing_task_and_unknown_usage(
