@@ -44,6 +44,9 @@ def test_reserved_flags_are_the_core_commands_own() -> None:
     assert isinstance(judge, click.Group)
     for command in (group.commands["run"], group.commands["doctor"], judge.commands["calibrate"]):
         flags |= {o for p in command.params for o in p.opts if o.startswith("--")}
+    holdout = group.commands["holdout"]  # seal takes run's flags, --output and --seed
+    assert isinstance(holdout, click.Group)
+    flags |= {o for p in holdout.commands["seal"].params for o in p.opts if o.startswith("--")}
     flags.add(ctx.help_option_names[-1])
     assert flags == RESERVED_FLAGS
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,15 @@ from sevro_core.testing import (
     start_sevro,
     trial_isolation,
     trial_view,
+)
+from sevro_core.testing.mockmodel import (
+    Message,
+    MockModelServer,
+    OpenAIChatCompletions,
+    Reasoning,
+    RecordedRequest,
+    ToolCall,
+    reply,
 )
 
 REGEX = "sevro.regex"
@@ -413,3 +424,126 @@ def test_start_sevro_reports_a_hang(sevro_project: SevroProject, tmp_path: Path)
         with pytest.raises(AssertionError, match="did not end within"):
             sleeper.finish(timeout=0.5)
         assert sleeper.poll() is not None, "the hung process was killed"
+
+
+# The mock model's OpenAI Chat Completions protocol, on its wire.
+
+
+def _chat(server: MockModelServer, body: dict[str, Any], path: str = "/v1/chat/completions") -> Any:
+    request = urllib.request.Request(
+        server.origin + path, data=json.dumps(body).encode(), method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        lines = response.read().decode().split("\n\n")
+    assert lines[-1] == "", "every event ends with a blank line"
+    events = [line.removeprefix("data: ") for line in lines[:-1]]
+    assert all(not line.startswith("event:") for line in lines[:-1])
+    return [e if e == "[DONE]" else json.loads(e) for e in events]
+
+
+def _choices(events: list[Any]) -> list[dict[str, Any]]:
+    return [e["choices"][0] for e in events if isinstance(e, dict) and e.get("choices")]
+
+
+USAGE_ASKED = {"model": "m", "stream": True, "stream_options": {"include_usage": True}}
+
+
+def test_chat_completions_streams_text_then_stop_then_usage_then_done() -> None:
+    with MockModelServer([reply(Message("hello"))], (OpenAIChatCompletions(),)) as server:
+        events = _chat(server, USAGE_ASKED)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert {c["id"] for c in chunks} == {"chatcmpl-mock-1"} and chunks[0]["model"] == "m"
+    choices = _choices(chunks)
+    assert choices[0]["delta"] == {"role": "assistant", "content": ""}
+    assert "".join(c["delta"].get("content") or "" for c in choices) == "hello"
+    assert [c["finish_reason"] for c in choices] == [None, None, "stop"]
+    *streamed, last = chunks
+    assert all(c["usage"] is None for c in streamed)  # asked: every chunk has the key
+    assert last["choices"] == [] and last["usage"] == {
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "total_tokens": 110,
+        "prompt_tokens_details": {"cached_tokens": 20},
+        "completion_tokens_details": {"reasoning_tokens": 3},
+    }
+    assert server.requests[0].protocol == "openai-chat-completions"
+
+
+def test_chat_completions_sends_no_usage_unless_asked_or_known() -> None:
+    script = [reply(Message("a")), reply(Message("b"), usage=None)]
+    with MockModelServer(script, (OpenAIChatCompletions(),)) as server:
+        unasked = _chat(server, {"model": "m", "stream": True})
+        unknown = _chat(server, USAGE_ASKED, path="/chat/completions")
+    for events in (unasked, unknown):
+        assert events[-1] == "[DONE]" and _choices(events)[-1]["finish_reason"] == "stop"
+        assert all(e["choices"] for e in events[:-1]), "no usage chunk"
+    assert all("usage" not in e for e in unasked[:-1])
+
+
+def test_chat_completions_streams_tool_calls_by_index() -> None:
+    calls = (ToolCall("bash", {"command": "ls -la"}, call_id="call_a"), ToolCall("read", {"p": 1}))
+    script = [reply(Reasoning("think"), Message("running"), *calls)]
+    with MockModelServer(script, (OpenAIChatCompletions(),)) as server:
+        choices = _choices(_chat(server, USAGE_ASKED))
+    assert choices[1]["delta"] == {"reasoning_content": "think"}
+    assert choices[2]["delta"] == {"content": "running"}
+    deltas = [d for c in choices for d in c["delta"].get("tool_calls", [])]
+    starts = [d for d in deltas if "id" in d]
+    assert [(d["index"], d["id"], d["type"], d["function"]["name"]) for d in starts] == [
+        (0, "call_a", "function", "bash"),
+        (1, "call_mock_1_3", "function", "read"),
+    ]
+    for index, call in enumerate(calls):
+        arguments = "".join(d["function"]["arguments"] for d in deltas if d["index"] == index)
+        assert json.loads(arguments) == call.arguments
+        assert len([d for d in deltas if d["index"] == index]) == 3  # start, then two parts
+    assert [c["finish_reason"] for c in choices][-1] == "tool_calls"
+    assert all(c["finish_reason"] is None for c in choices[:-1])
+
+
+def test_chat_completions_error_and_cut_end_without_a_finish_or_done() -> None:
+    script = [reply(Message("partial"), error="boom"), reply(Message("partial"), cut=True)]
+    with MockModelServer(script, (OpenAIChatCompletions(),)) as server:
+        failed = _chat(server, USAGE_ASKED)
+        cut = _chat(server, USAGE_ASKED)
+    assert failed[-1] == {
+        "error": {"message": "boom", "type": "server_error", "param": None, "code": None}
+    }
+    for events in (failed, cut):
+        assert "[DONE]" not in events
+        assert [c["finish_reason"] for c in _choices(events)] == [None, None]
+        assert all(e.get("choices") for e in events if "error" not in e), "no usage chunk"
+    assert cut[-1]["choices"][0]["delta"] == {"content": "partial"}
+
+
+def test_chat_completions_answers_only_its_own_path() -> None:
+    protocol = OpenAIChatCompletions()
+    assert protocol.handles("POST", "/v1/chat/completions?x=1")
+    assert protocol.handles("POST", "/chat/completions")
+    assert not protocol.handles("GET", "/v1/chat/completions")
+    assert not protocol.handles("POST", "/v1/responses")
+    with MockModelServer([reply(Message("x"))], (OpenAIChatCompletions(),)) as server:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _chat(server, USAGE_ASKED, path="/v1/responses")
+        assert refused.value.code == 500 and server.unexpected[0].protocol == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("tools", "expected"),
+    [
+        ([{"type": "function", "function": {"name": "bash", "parameters": {}}}], ("bash",)),
+        ([{"type": "function", "name": "read"}, {"type": "web_search"}], ("read", "web_search")),
+        ([{"name": "Bash", "input_schema": {}}], ("Bash",)),
+        ([], ()),
+        (None, None),
+        ("bash", None),
+    ],
+)
+def test_recorded_tools_read_every_protocols_shape(tools: Any, expected: Any) -> None:
+    body = {"model": "m"} if tools is None else {"model": "m", "tools": tools}
+    recorded = RecordedRequest("p", "POST", "/", {}, json.dumps(body).encode())
+    assert recorded.tools == expected
+    assert RecordedRequest("p", "POST", "/", {}, b"not json").tools is None

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from sevro_core.testing import require_sandbox, require_tool
 from sevro_core.testing.mockmodel import (
     AnthropicMessages,
     MockModelServer,
+    OpenAIChatCompletions,
     OpenAIResponses,
     RecordedRequest,
     ToolCall,
@@ -32,6 +34,7 @@ from sevro_hosts_pi.bridge import (
     BRIDGE_PORT,
     PORT_VARIABLE,
     SOCKET_VARIABLE,
+    STREAM_ENDS,
     BridgeError,
     ModelBridge,
     api_paths,
@@ -139,6 +142,39 @@ def test_another_credential_header_replaces_the_sandboxs_and_none_sends_none(
     keyed, bare = model.requests
     assert keyed.headers["x-api-key"] == SECRET and "authorization" not in keyed.headers
     assert "x-api-key" not in bare.headers and "authorization" not in bare.headers
+
+
+@pytest.mark.parametrize("cut", [True, False])
+@pytest.mark.parametrize(
+    ("api", "protocol", "target"),
+    [
+        ("openai-responses", OpenAIResponses, "/v1/responses"),
+        ("openai-completions", OpenAIChatCompletions, "/v1/chat/completions"),
+        ("anthropic-messages", AnthropicMessages, "/v1/messages"),
+    ],
+)
+def test_an_event_stream_without_its_closing_event_is_counted_as_cut(
+    sock: Path, api: str, protocol: Any, target: str, cut: bool
+) -> None:
+    # pi takes a cut OpenAI stream for a whole reply; the bridge must not. The uncut stream of
+    # each wire API is the control (its closing event is seen, nothing counted).
+    body = json.dumps({"model": "m", "stream": True}).encode()
+    upstream_path = "" if api == "anthropic-messages" else "/v1"
+    with MockModelServer([reply(Say("hello " * 2000), cut=cut)], protocols=(protocol(),)) as model:
+        upstream = model.origin if api == "anthropic-messages" else model.base_url
+        assert upstream.endswith(upstream_path)
+        with ModelBridge(sock, upstream, None, stream_end=STREAM_ENDS[api]) as bridge:
+            status, _ = post(sock, target, body, {"Content-Type": "application/json"})
+            assert status == 200
+            assert bridge.incomplete == (1 if cut else 0)
+        assert any("closing event" in e for e in bridge.errors) == cut  # closed: threads joined
+
+
+def test_without_a_closing_event_nothing_is_counted(sock: Path, model: MockModelServer) -> None:
+    body = json.dumps({"model": "m", "stream": True}).encode()
+    with ModelBridge(sock, model.base_url, None) as bridge:  # no stream_end: nothing to check
+        status, _ = post(sock, "/v1/responses", body, {"Content-Type": "application/json"})
+        assert status == 200 and bridge.incomplete == 0
 
 
 def test_a_chunked_request_is_forwarded_with_its_length(sock: Path, model: MockModelServer) -> None:
@@ -509,17 +545,23 @@ def test_pi_itself_talks_to_the_model_through_the_bridge(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
 def test_pis_other_wire_apis_post_to_their_known_path(tmp_path: Path, api: str) -> None:
-    protocols = (AnthropicMessages(),) if api == "anthropic-messages" else (OpenAIResponses(),)
-    with MockModelServer([reply(Say("done"))], protocols) as model:
+    anthropic = api == "anthropic-messages"
+    protocol = AnthropicMessages() if anthropic else OpenAIChatCompletions()
+    with MockModelServer([reply(Say("done"))], (protocol,)) as model:
         upstream = model.origin if api == "anthropic-messages" else model.base_url
         name = "x-api-key" if api == "anthropic-messages" else "authorization"
         paths = api_paths(api, upstream)
         with ModelBridge(tmp_path / "m.sock", upstream, (name, SECRET), paths=paths) as bridge:
             run = _run_pi(tmp_path, upstream, api, bridge, "say done")
             assert bridge.requests == 1 and bridge.errors == (), run.stderr[-2000:]
-    (seen,) = model.requests  # the mock has no Chat Completions: that one is answered 500
+    (seen,) = model.requests
     assert seen.path.split("?")[0] in paths and seen.headers[name] == SECRET
-    if api == "anthropic-messages":
-        assert (
-            run.returncode == 0 and json.loads(run.stdout.splitlines()[-1])["type"] == "agent_end"
-        )
+    assert seen.protocol == protocol.name and not model.unexpected
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert run.returncode == 0 and events[-1]["type"] == "agent_end"
+    (answer,) = [
+        e["message"]
+        for e in events
+        if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert answer["stopReason"] == "stop" and answer["content"][0]["text"] == "done"

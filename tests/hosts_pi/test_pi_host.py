@@ -1,8 +1,9 @@
 """The pi host against the real pi CLI (0.73.1), pointed at the mock model through sevro's bridge.
 
-A handful of real runs (each takes seconds): a bash round trip with every shared observation,
-a two-turn session, skill activations with their controls, model failures that must never pass,
-and the credential kept out of everything retained.
+A handful of real runs (each takes seconds): a bash round trip with every shared observation (on
+OpenAI Responses and Chat Completions), a two-turn session, skill activations with their
+controls, model failures that must never pass (on each of pi's wire APIs), a cut OpenAI stream
+pi takes for a reply (failed by the bridge), and the credential kept out of everything retained.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sevro_core.testing.mockmodel import (
     AnthropicMessages,
     Message,
     MockModelServer,
+    OpenAIChatCompletions,
     OpenAIResponses,
     ToolCall,
     reply,
@@ -47,6 +49,12 @@ OTHER_ENDPOINT = (
 )
 """A command asking the bridge for another endpoint of the provider than the model call."""
 READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
+PROTOCOLS = {
+    "openai-responses": OpenAIResponses,
+    "anthropic-messages": AnthropicMessages,
+    "openai-completions": OpenAIChatCompletions,
+}
+"""The mock model's protocol for each of pi's wire APIs (``--pi-api``)."""
 SKILL = "---\nname: greet\ndescription: Greets people.\n---\nSay hello warmly.\n"
 
 
@@ -96,18 +104,20 @@ def run_pi(
     )
 
 
+@pytest.mark.parametrize("api", ["openai-responses", "openai-completions"])
 def test_a_bash_round_trip_with_every_shared_observation(
-    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any]
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str
 ) -> None:
     server = mock_model(
         [
             reply(bash(f"printf 'x\\n' > made.txt && {LEAKS} && exit 3", "call_1")),
             reply(bash(OTHER_ENDPOINT)),
             reply(Message("ready")),
-        ]
+        ],
+        protocols=(PROTOCOLS[api](),),
     )
     case = sevro_project.case(checks=[READY])
-    result = run_pi(sevro_project, pi, server, case)
+    result = run_pi(sevro_project, pi, server, case, api=api)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.json()["task"]["verdict"] == "passed", result.stdout
     document = trial(sevro_project)
@@ -134,7 +144,9 @@ def test_a_bash_round_trip_with_every_shared_observation(
     assert API_KEY.encode() not in shown and API_KEY_ENV.encode() not in shown
     for request in server.requests:
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
-        assert "reasoning" not in request.json()  # no --effort: no thinking level
+        assert request.protocol == PROTOCOLS[api].name
+        sent = request.json()  # no --effort: no thinking level
+        assert "reasoning" not in sent and "reasoning_effort" not in sent
         assert request.tools is not None and sorted(request.tools) == sorted(
             ["read", "bash", "edit", "write"]
         )
@@ -199,16 +211,23 @@ def test_a_whole_read_of_a_mounted_skill_activates_it(
     assert "<name>greet</name>" in system and ".agents/skills/greet/SKILL.md" in system
 
 
-@pytest.mark.parametrize("api", ["openai-responses", "anthropic-messages"])
+FAILURES: dict[str, tuple[str, dict[str, Any]]] = {
+    "openai-responses-500": ("openai-responses", {"status": 500}),
+    "anthropic-messages-cut": ("anthropic-messages", {"cut": True}),
+    "openai-completions-500": ("openai-completions", {"status": 500}),
+    "openai-completions-error": ("openai-completions", {"error": "overloaded"}),
+}
+"""pi exits 0 on a model error; only the stream's stopReason tells. An HTTP 500 on the OpenAI
+APIs; on Anthropic Messages a stream cut before message_stop (which pi detects there); on Chat
+Completions an error chunk after the reply's text (no finish_reason, no [DONE])."""
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
 def test_a_model_failure_is_an_execution_failure_never_a_pass(
-    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], failure: str
 ) -> None:
-    # pi exits 0 on a model error; only the stream's stopReason tells. On OpenAI Responses an
-    # HTTP 500, on Anthropic Messages a stream cut before message_stop (which pi detects there).
-    if api == "openai-responses":
-        server = mock_model([reply(Message("ready"), status=500)], protocols=(OpenAIResponses(),))
-    else:
-        server = mock_model([reply(Message("ready"), cut=True)], protocols=(AnthropicMessages(),))
+    api, how = FAILURES[failure]
+    server = mock_model([reply(Message("ready"), **how)], protocols=(PROTOCOLS[api](),))
     case = sevro_project.case(checks=[READY])
     key_file = sevro_project.root / "pi-key"  # the other credential route: a private file
     key_file.write_text(API_KEY + "\n")
@@ -223,7 +242,44 @@ def test_a_model_failure_is_an_execution_failure_never_a_pass(
     assert request.headers[header].removeprefix("Bearer ") == API_KEY
     message = trial(sevro_project)["evidence"]["execution"]["message"]
     assert message.startswith("turn 1 failed"), message
+    assert how.get("error", "turn 1") in message  # the provider's own error text, when it sent one
     assert API_KEY.encode() not in retained_bytes(sevro_project)
+
+
+@pytest.mark.parametrize("cut", [True, False])
+@pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
+def test_a_cut_openai_stream_pi_takes_for_a_reply_fails_at_the_bridge(
+    sevro_project: SevroProject, pi: str, mock_model: Callable[..., Any], api: str, cut: bool
+) -> None:
+    # On both OpenAI wire APIs pi ends a stream cut before its closing event ([DONE],
+    # response.completed) with stopReason "stop" and runs a tool call that arrived whole: it
+    # cannot tell the cut. The bridge sees every byte and counts the event stream that never
+    # closed, so the turn fails; the uncut stream (the control) passes.
+    protocol = OpenAIChatCompletions() if api == "openai-completions" else OpenAIResponses()
+    server = mock_model(
+        [reply(bash("echo ran", "call_1"), cut=cut), reply(Message("ready"), cut=cut)],
+        protocols=(protocol,),
+    )
+    case = sevro_project.case(checks=[READY])
+    result = run_pi(sevro_project, pi, server, case, api=api)
+    out = result.json()
+    if not cut:
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert out["execution"]["status"] == "completed" and out["task"]["verdict"] == "passed"
+        assert len(server.requests) == 2 and not server.unexpected
+        return
+    assert out["execution"]["status"] == "failed", result.stdout
+    assert out["task"]["verdict"] != "passed"
+    message = trial(sevro_project)["evidence"]["execution"]["message"]
+    assert "ended before their closing event" in message, message
+    (ref, *_) = trial(sevro_project)["evidence"]["artifactRefs"]  # what pi itself saw
+    events = (Path(out["evidencePath"]).parent / ref["path"]).read_text().splitlines()
+    stops = [
+        event["message"].get("stopReason")
+        for event in map(json.loads, events)
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant"
+    ]
+    assert stops and stops[0] == "stop"  # pi took the cut reply for a whole one
 
 
 def test_an_unknown_declared_tool_is_refused_before_pi_runs(

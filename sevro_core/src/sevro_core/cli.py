@@ -289,6 +289,14 @@ RunStateRootOpt = Annotated[
 ResumeOpt = Annotated[
     bool, typer.Option("--resume", help="Continue the latest interrupted run of this evaluation.")
 ]
+HoldoutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--holdout",
+        help="Run a plan sealed by `sevro holdout seal`, once, exactly as sealed.",
+        show_default=False,
+    ),
+]
 SandboxOpt = Annotated[
     str,
     typer.Option(
@@ -634,6 +642,7 @@ def run(
     verdict_policy: VerdictPolicyOpt = "sevro.verdict.default",
     run_state_root: RunStateRootOpt = None,
     resume: ResumeOpt = False,
+    holdout: HoldoutOpt = None,
     sandbox: SandboxOpt = "auto",
     protected_root: ProtectedRootOpt = None,
     local_http: LocalHttpOpt = False,
@@ -669,6 +678,7 @@ def run(
         _setup_logging(log_format, verbose)
         registry = _loaded_registry()
         flags, host_flags = _run_flags(options, registry)
+        sealed = _holdout_before(flags)
         check_status_interval(flags.status_interval)
         check_ci_outputs(flags.ci_outputs)
         settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
@@ -677,6 +687,8 @@ def run(
             registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
         )
         plan = plan_run(loaded, registry, settings)
+        if sealed is not None:
+            plan = _holdout_claim(plan, sealed)
     except SevroError as exc:  # bad input (64) or an extension failing before any trial (70)
         _fail(exc, as_json=as_json)
     try:
@@ -722,6 +734,33 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
         flags = evolve(flags, settings_file=use)
     seeds = runtime_seed_settings(registry.hosts(), host_flags)
     return evolve(flags, runtime_seeds=seeds), host_flags
+
+
+def _holdout_before(flags: Any) -> Any:
+    """``--holdout PLAN``: the plan read strictly, its flags and a consumed plan refused
+    before anything is planned (exit 64); None without ``--holdout``."""
+    if flags.holdout is None:
+        return None
+    from sevro_core.run.holdout import read_plan, refuse_consumed, refuse_flags
+
+    refuse_flags(flags, "--holdout")
+    use = read_plan(flags.holdout)
+    refuse_consumed(use)
+    return use
+
+
+def _holdout_claim(plan: Any, use: Any) -> Any:
+    """Every binding recomputed and compared, then the plan consumed once (``O_EXCL``) before
+    the first trial; the plan with the consumption recorded for run.json."""
+    from attrs import evolve
+
+    from sevro_core.run.holdout import check_bindings, consume, recheck_plan
+
+    check_bindings(use, plan)
+    recheck_plan(use)
+    claimed = consume(use)
+    sys.stderr.write(f"sevro: holdout plan {claimed.plan_id} consumed ({claimed.consumption})\n")
+    return evolve(plan, settings=evolve(plan.settings, holdout=claimed.to_json()))
 
 
 def _given_flag(name: str) -> bool:
@@ -1303,6 +1342,116 @@ def _doctor_lines(host_id: str, results: list[Any]) -> str:
         if not result.ok and result.fix:
             lines.append(f"       fix: {result.fix}")
     return "\n".join(lines) + "\n"
+
+
+holdout_app = typer.Typer(
+    name="holdout",
+    help="Holdout plans: seal an experiment, then run it once with `sevro run --holdout`.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(holdout_app)
+
+SealOutputOpt = Annotated[
+    Path,
+    typer.Option(
+        "--output",
+        help="The new plan file (outside the project; never replaced).",
+        show_default=False,
+    ),
+]
+SealSeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed", help="The seed sealed with the plan (default: random).", show_default=False
+    ),
+]
+
+
+def holdout_seal(output: Path, seed: int | None, **options: Any) -> None:
+    """Plan an experiment as `sevro run` would and seal it: cases with their task fingerprints,
+    arms with their source digests, host, model, effort, judges, repetitions and a seed."""
+    from sevro_core.errors import SevroError
+
+    as_json = bool(options["as_json"])
+    try:
+        plan, flags = _planned_for_seal(dict(options, holdout=None))
+        document, path = _seal_plan(plan, flags, output, seed)
+    except SevroError as exc:
+        _fail(exc, as_json=as_json)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({"plan": str(path), **document}) + "\n")
+    else:
+        tasks = document["distinctTasks"]
+        sys.stdout.write(f"sealed holdout plan {document['planId']} ({tasks} tasks): {path}\n")
+
+
+def _planned_for_seal(options: dict[str, Any]) -> tuple[Any, Any]:
+    """The run ``sevro run`` would plan from these options (nothing runs)."""
+    from sevro_core.isolation.protection import credential_locations
+    from sevro_core.plugin.hostsettings import check_settings_used
+    from sevro_core.run.holdout import refuse_flags
+    from sevro_core.run.planning import plan_run
+    from sevro_core.runflags import run_inputs, run_settings
+
+    _setup_logging(options["log_format"], options["verbose"])
+    registry = _loaded_registry()
+    flags, host_flags = _run_flags(options, registry)
+    refuse_flags(flags, "sevro holdout seal")
+    settings = run_settings(flags, host_flags, credential_locations(registry.hosts()))
+    settings, loaded = run_inputs(flags, settings)
+    check_settings_used(
+        registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
+    )
+    return plan_run(loaded, registry, settings), flags
+
+
+def _seal_plan(plan: Any, flags: Any, output: Path, seed: int | None) -> tuple[Any, Path]:
+    """Write the plan outside the project and every case file's directory, read it back
+    strictly and check it binds this very run; a plan that does not is removed again."""
+    from sevro_core.run.holdout import check_bindings, check_outside, plan_document, read_plan
+    from sevro_core.run.holdout import seal as write_plan
+
+    document = plan_document(plan, seed)
+    suites = (Path(c) if Path(c).is_dir() else Path(c).parent for c in flags.cases)
+    roots = [plan.settings.project_root, *suites]
+    path = check_outside(output, [Path(root) for root in roots])
+    write_plan(path, document)
+    try:
+        check_bindings(read_plan(path), plan)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return document, path
+
+
+def _seal_command() -> None:
+    """``holdout seal`` takes every ``sevro run`` option but ``--holdout`` (so it plans the run
+    exactly as ``sevro run`` will), plus ``--output`` and ``--seed``."""
+    import inspect
+
+    run_signature = inspect.signature(run, eval_str=True)
+    parameters = [
+        inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, annotation=SealOutputOpt),
+        inspect.Parameter(
+            "seed", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=SealSeedOpt
+        ),
+        *(
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for name, p in run_signature.parameters.items()
+            if name != "holdout"
+        ),
+    ]
+    annotations = {p.name: p.annotation for p in parameters}
+    holdout_seal.__signature__ = run_signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    holdout_seal.__annotations__ = {**annotations, "return": None}
+    holdout_app.command("seal", cls=_HostSettingsCommand)(holdout_seal)
+
+
+_seal_command()
 
 
 def main() -> None:

@@ -286,6 +286,13 @@ MAX_PLOT_POINTS = 200
 MAX_PLOT_LABEL_CHARS = 60
 """Characters of one case id or arm name written in a figure (then ``…``)."""
 
+# Holdout plans (docs/holdouts.md)
+MIN_HOLDOUT_DISTINCT_TASKS = 8
+"""Distinct task fingerprints a holdout plan must hold (fewer: ``sevro holdout seal`` refuses,
+exit 64); near-duplicate cases collapse into one task and do not count twice."""
+MAX_HOLDOUT_PLAN_BYTES = 4 * MIB
+"""One sealed holdout plan file (beyond: refused when sealed and when read, exit 64)."""
+
 # Prices
 MAX_PRICES_FILE_BYTES = 1 * MIB
 """A ``--prices`` file (beyond: refused before the run)."""

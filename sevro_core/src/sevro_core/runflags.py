@@ -112,6 +112,7 @@ class RunFlags:
     case_id: str | None = None
     task_verdict_policy: str | None = None
     replace_builtin_grader: list[str] | None = None
+    holdout: Path | None = None
     prices: Path | None = None
     """``--prices``: a price table over the built-in one (None: the built-in table)."""
 

@@ -53,6 +53,14 @@ API_PATHS = {
     "anthropic-messages": "/v1/messages",
 }
 """The path pi 0.73.1's client for each wire API posts to, after the upstream's own path."""
+STREAM_ENDS = {
+    "openai-responses": b"event: response.completed",
+    "openai-completions": b"data: [DONE]",
+    "anthropic-messages": b"event: message_stop",
+}
+"""The event that closes each wire API's streamed reply. pi takes an OpenAI stream cut before
+it for a complete reply (``stopReason: "stop"``), so the bridge, which sees every byte, counts
+event streams that ended without it (``ModelBridge.incomplete``)."""
 
 _HOP_BY_HOP = frozenset(
     {
@@ -214,8 +222,10 @@ class ModelBridge:
         context: ssl.SSLContext | None = None,
         idle_timeout: float = limits.BRIDGE_UPSTREAM_IDLE_SECONDS,
         paths: Collection[str] | None = None,
+        stream_end: bytes | None = None,
     ) -> None:
         check_socket_path(socket_path)
+        self._stream_end = stream_end
         self._path = socket_path
         self._upstream = parse_upstream(upstream)
         self._paths = None if paths is None else frozenset(paths)
@@ -232,6 +242,7 @@ class ModelBridge:
         self._stopping = threading.Event()
         self._slots: set[_Slot] = set()
         self._requests = 0
+        self._incomplete = 0
         self._errors: list[str] = []
         self._listener: socket.socket | None = None
         self._inode: int | None = None
@@ -246,6 +257,13 @@ class ModelBridge:
         """Requests forwarded (or attempted) upstream."""
         with self._lock:
             return self._requests
+
+    @property
+    def incomplete(self) -> int:
+        """Event-stream replies that ended without ``stream_end`` (cut upstream or by a bound);
+        always 0 without ``stream_end``."""
+        with self._lock:
+            return self._incomplete
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -446,13 +464,34 @@ class ModelBridge:
             head.append("Transfer-Encoding: chunked")
         head.append("Connection: close")
         client.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        end = self._stream_end if _event_stream(response) else None
+        ended = _EndWatch(end)
+        if end is not None:  # counted cut until its closing event passes, so a client that
+            with self._lock:  # has read the whole stream never sees a count still to come
+                self._incomplete += 1
+        try:
+            self._relay_body(client, response, chunked, ended)
+        finally:
+            if not ended.seen:
+                self._note("the model's event stream ended before its closing event")
+
+    def _relay_body(
+        self,
+        client: socket.socket,
+        response: http.client.HTTPResponse,
+        chunked: bool,
+        ended: _EndWatch,
+    ) -> None:
         total = 0
         try:
-            while has_body and (data := response.read1(_CHUNK_BYTES)):
+            while data := response.read1(_CHUNK_BYTES):
                 total += len(data)
                 if total > limits.MAX_BRIDGE_RESPONSE_BYTES:
                     self._note("model response exceeded the bridge's bound: cut")
                     return
+                if ended.feed(data):
+                    with self._lock:
+                        self._incomplete -= 1
                 client.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
         except (OSError, http.client.HTTPException) as error:
             self._note(f"model response cut: {_describe(error)}")
@@ -471,6 +510,31 @@ class ModelBridge:
         )
         with contextlib.suppress(OSError):
             client.sendall(head.encode("latin-1") + body)
+
+
+class _EndWatch:
+    """Whether a streamed body held its closing event, scanned as it passes (a window of the
+    marker's length carries a marker split across reads)."""
+
+    def __init__(self, marker: bytes | None) -> None:
+        self.marker = marker
+        self.seen = marker is None
+        self._tail = b""
+
+    def feed(self, data: bytes) -> bool:
+        """True when ``data`` completed the closing event (once)."""
+        if self.seen or self.marker is None:
+            return False
+        window = self._tail + data
+        self.seen = self.marker in window
+        self._tail = window[-(len(self.marker) - 1) :] if len(self.marker) > 1 else b""
+        return self.seen
+
+
+def _event_stream(response: http.client.HTTPResponse) -> bool:
+    """A successful ``text/event-stream`` reply: the only kind with a closing event."""
+    kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+    return response.status == 200 and kind == "text/event-stream"
 
 
 def _check_auth(auth: tuple[str, str] | None) -> tuple[str, str] | None:

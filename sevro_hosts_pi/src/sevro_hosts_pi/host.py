@@ -271,6 +271,8 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         self.extensions: list[Path] = []
         self.bridge: bridges.ModelBridge | None = None
         self.bridge_dir: Path | None = None
+        self.cut_before = 0
+        """Event-stream replies the bridge saw cut before the current turn."""
         self.observed: dict[int, observer.TurnObservation | None] = {}
         self.session_bytes: bytes | None = None
 
@@ -321,6 +323,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
             config.base_url,
             credentials.auth_header(config.api, key),
             paths=bridges.api_paths(config.api, config.base_url),  # the model call only
+            stream_end=bridges.STREAM_ENDS[config.api],  # a cut reply pi would take as whole
         )
         self.bridge.start()
         self.wrapper = sandbox_argv(
@@ -411,6 +414,7 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         out of the agent's reach) during the turn."""
         self._refuse_prompt_files(number)
         before = self.bridge.requests if self.bridge is not None else None
+        self.cut_before = self.bridge.incomplete if self.bridge is not None else 0
         try:
             return super().turn(number)
         finally:
@@ -442,6 +446,12 @@ class PiTrial(AgentCliTrial[ConfiguredPiHost, events.Turn]):
         """The skeleton's reasons, and an extension error pi reported only on stderr (it goes
         on without the extension, so the run is not what was asked for)."""
         problem = super()._turn_problem(number, turn, outcome)
+        cut = self.bridge.incomplete - self.cut_before if self.bridge is not None else 0
+        if problem is None and cut:
+            problem = (
+                f"turn {number}: {cut} of the model's streamed replies ended before their "
+                "closing event (cut); pi would take a cut reply for a whole one"
+            )
         if problem is None and _EXTENSION_ERROR in outcome.stderr:
             tail = self.tail(outcome.stderr)
             problem = f"turn {number}: pi reported an extension error; stderr: {tail}"

@@ -219,12 +219,24 @@ def _experiments_section(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     for experiment in experiments:
         arms = ", ".join(f"{a['id']} = run {a['runId']}" for a in experiment["arms"])
         lines += ["", "## Experiment", "", f"Arms: {_cell(arms)}.", ""]
+        lines += _holdout_lines(experiment.get("holdout"))
         if "judgeCalibration" in experiment:
             lines += [*render_judge_calibration(experiment["judgeCalibration"]), ""]
         lines += render_experiment_statistics(experiment["statistics"])
         if "skillEval" in experiment:
             lines += ["", *render_skilleval(experiment["skillEval"], experiment["statistics"])]
     return lines
+
+
+def _holdout_lines(holdout: Mapping[str, Any] | None) -> list[str]:
+    """Whether a sealed holdout plan authorised the verdict (docs/holdouts.md)."""
+    if holdout is None:
+        return ["Holdout: none (no sealed holdout plan authorised this verdict).", ""]
+    return [
+        f"Holdout: authorised by sealed plan {_cell(holdout['planId'])} "
+        f"(sha256 {holdout['planDigest'][:12]}…, consumed {_cell(holdout['consumedAt'])}).",
+        "",
+    ]
 
 
 def _failures_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -54,6 +54,8 @@ RESERVED_FLAGS = frozenset(
         "--condition",
         "--config-root",
         "--dry",
+        "--holdout",
+        "--seed",
         "--effort",
         "--fail-on-regression",
         "--github-summary",

@@ -678,6 +678,12 @@ def _judge_calibration(run: Mapping[str, Any]) -> dict[str, Any]:
     return {"judgeCalibration": statuses} if statuses else {}
 
 
+def _holdout(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The sealed holdout plan that authorised the run's verdict, when one did."""
+    holdout = run.get("holdout")
+    return {"holdout": holdout} if holdout is not None else {}
+
+
 def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[str, Any]]:
     """The statistics each experiment run carries, or the comparison of the two runs given."""
     from sevro_core.reporting.comparing import compare_runs, run_statistics
@@ -693,6 +699,7 @@ def _experiments(verified: Sequence[_VerifiedRun], compare: bool) -> list[dict[s
                 "statistics": run_statistics(v.run, v.result, v.trials.values(), v.run_dir),
                 **_skill_eval(v.run),
                 **_judge_calibration(v.run),
+                **_holdout(v.run),
             }
             for v in verified
             if v.run.get("arms")

@@ -160,6 +160,8 @@ class RunSettings:
     """The ``--run-settings-file`` the values above partly came from."""
     extension: ExtensionFlags | None = None
     """``--extension-command-file`` and its flags: the case comes from the extension."""
+    holdout: Mapping[str, Any] | None = None
+    """The holdout plan that authorised the run and its consumption (run.json ``holdout``)."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""

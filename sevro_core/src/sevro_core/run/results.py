@@ -234,6 +234,7 @@ def run_document(
         "prices": (settings.host_options.prices or builtin_prices()).evidence(),
         **_experiment_parts(plan, statistics),
         **_judge_calibration(plan),
+        **({"holdout": dict(settings.holdout)} if settings.holdout is not None else {}),
     }
 
 

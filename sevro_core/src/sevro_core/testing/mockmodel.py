@@ -6,8 +6,10 @@ request order and records every request it receives, so a test can assert both w
 and what reached the model.
 
 The script is protocol-neutral; a ``ModelProtocol`` turns each ``Reply`` into the wire format of one
-API. The OpenAI Responses API and the Anthropic Messages API (both streaming SSE) are implemented
-here; another protocol is one more ``ModelProtocol`` class with its own path and renderer.
+API. The OpenAI Responses API (``OpenAIResponses``), the Anthropic Messages API
+(``AnthropicMessages``) and the OpenAI Chat Completions API (``OpenAIChatCompletions``), all
+streaming SSE, are implemented here; another protocol is one more ``ModelProtocol`` class with its
+own path and renderer.
 """
 
 from __future__ import annotations
@@ -91,9 +93,10 @@ class RecordedRequest:
 
     @property
     def tools(self) -> tuple[str, ...] | None:
-        """The names of the tools the request offered the model (a function's ``name``, or the
-        ``type`` of a hosted tool such as ``web_search``), in order; None when the body is no
-        JSON object or its ``tools`` is missing or no list, so "no tools" is never assumed."""
+        """The names of the tools the request offered the model (a function's ``name``, Chat
+        Completions' ``function.name``, or the ``type`` of a hosted tool such as ``web_search``),
+        in order; None when the body is no JSON object or its ``tools`` is missing or no list, so
+        "no tools" is never assumed."""
         try:
             body = self.json()
         except ValueError:
@@ -101,10 +104,13 @@ class RecordedRequest:
         offered = body.get("tools") if isinstance(body, dict) else None
         if not isinstance(offered, list):
             return None
-        return tuple(
-            str(tool.get("name") or tool.get("type")) if isinstance(tool, dict) else repr(tool)
-            for tool in offered
-        )
+        return tuple(_tool_name(tool) if isinstance(tool, dict) else repr(tool) for tool in offered)
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    function = tool.get("function")
+    nested = function.get("name") if isinstance(function, dict) else None
+    return str(tool.get("name") or nested or tool.get("type"))
 
 
 class ModelProtocol(Protocol):
@@ -301,6 +307,95 @@ class AnthropicMessages:
         for delta in deltas:
             yield _sse({"type": "content_block_delta", "index": index, "delta": delta})
         yield _sse({"type": "content_block_stop", "index": index})
+
+
+class OpenAIChatCompletions:
+    """The OpenAI Chat Completions API, streaming (``POST /v1/chat/completions``, ``stream: true``).
+
+    Each SSE ``data:`` line is a ``chat.completion.chunk`` (no ``event:`` lines): a first chunk
+    with the assistant ``role``, then per item its deltas in ``choices[0].delta``: ``content`` for
+    a ``Message``; for a ``ToolCall`` one ``tool_calls`` entry (its own ``index``, ``id``,
+    ``type`` and ``function.name``) followed by its ``function.arguments`` in two chunks;
+    ``Reasoning`` as ``reasoning_content`` (not in OpenAI's spec: the field llama.cpp and DeepSeek
+    stream, which OpenAI-compatible clients read). A last choice chunk carries ``finish_reason``
+    (``tool_calls`` when the reply has tool calls, else ``stop``). When the request asked
+    ``stream_options.include_usage``, every chunk has ``usage: null`` and a final chunk with empty
+    ``choices`` carries the usage (``prompt_tokens`` include the cached ones; no such chunk when
+    the reply's ``usage`` is None). Then ``data: [DONE]``. ``error`` streams
+    ``data: {"error": ...}`` after the items, as OpenAI does mid-stream, and no ``[DONE]``;
+    ``cut`` closes after the items with no ``finish_reason``, usage or ``[DONE]``.
+    """
+
+    name = "openai-chat-completions"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/chat/completions", "/chat/completions")
+
+    def handles(self, method: str, path: str) -> bool:
+        return method == "POST" and path.split("?", 1)[0] in self.paths
+
+    def render(self, reply: Reply, request: RecordedRequest, serial: int) -> Iterator[bytes]:
+        try:
+            body = request.json()
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        base: dict[str, Any] = {
+            "id": f"chatcmpl-mock-{serial}",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": str(body.get("model", "mock-model")),
+            "system_fingerprint": None,
+        }
+        if include_usage:
+            base["usage"] = None
+
+        def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": dict(delta), "logprobs": None, "finish_reason": finish}
+            return _data({**base, "choices": [choice]})
+
+        yield chunk({"role": "assistant", "content": ""})
+        calls = 0
+        for index, item in enumerate(reply.items):
+            if isinstance(item, Message):
+                yield chunk({"content": item.text})
+            elif isinstance(item, ToolCall):
+                call = {
+                    "index": calls,
+                    "id": item.call_id or f"call_mock_{serial}_{index}",
+                    "type": "function",
+                    "function": {"name": item.name, "arguments": ""},
+                }
+                yield chunk({"tool_calls": [call]})
+                text = json.dumps(dict(item.arguments))
+                half = len(text) // 2
+                for part in (text[:half], text[half:]):
+                    yield chunk({"tool_calls": [{"index": calls, "function": {"arguments": part}}]})
+                calls += 1
+            else:
+                yield chunk({"reasoning_content": item.text})
+        if reply.hang or reply.cut:
+            return
+        if reply.error is not None:
+            error = {"message": reply.error, "type": "server_error", "param": None, "code": None}
+            yield _data({"error": error})
+            return
+        yield chunk({}, "tool_calls" if calls else "stop")
+        u = reply.usage
+        if include_usage and u is not None:
+            usage = {
+                "prompt_tokens": u["input"],
+                "completion_tokens": u["output"],
+                "total_tokens": u["input"] + u["output"],
+                "prompt_tokens_details": {"cached_tokens": u["cached"]},
+                "completion_tokens_details": {"reasoning_tokens": u["reasoning"]},
+            }
+            yield _data({**base, "choices": [], "usage": usage})
+        yield b"data: [DONE]\n\n"
+
+
+def _data(document: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(document)}\n\n".encode()
 
 
 class MockModelServer:
