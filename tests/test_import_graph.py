@@ -31,6 +31,7 @@ LAYERS = (
     "vocabulary",
     "formats",
     "models",
+    "prices",  # the price table: a foundation module above models
     "plugin",
     "isolation",
     "fixtures",

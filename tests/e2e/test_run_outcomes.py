@@ -36,6 +36,7 @@ def test_passing_case_exits_0_with_complete_evidence(sevro_project: SevroProject
         "cachedInputTokens": None,
         "reasoningTokens": None,
         "costUsd": None,
+        "reportedCostUsd": None,
         "complete": False,
     }
     assert evidence["observations"][0]["id"] == "sevro.observation.final-message"

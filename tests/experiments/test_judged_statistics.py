@@ -270,6 +270,7 @@ def test_the_judged_block_sums_the_comparators_calls_of_the_counted_pairs() -> N
         "cachedInputTokens": 0,
         "reasoningTokens": 0,
         "costUsd": pytest.approx(0.038),
+        "reportedCostUsd": None,  # no CLI reported a cost of its own
         "complete": True,
         "calls": 4,
     }

@@ -54,8 +54,9 @@ def test_the_result_text_is_final_and_usage_sums_cache_tokens() -> None:
     turn = parse_turn(stream(INIT, tool_use("t1"), tool_result("t1", "ok"), result()))
     assert turn.completed and turn.final_message == "done" and turn.session_id == SID
     assert turn.usage.input_tokens == 105 and turn.usage.cached_input_tokens == 20
-    assert turn.usage.reasoning_tokens == 2 and turn.usage.cost_usd == 0.25
-    assert turn.usage.complete
+    assert turn.usage.reasoning_tokens == 2 and turn.usage.complete
+    # Claude Code's own cost is kept as reported, beside the one sevro computes from prices.
+    assert turn.usage.reported_cost_usd == 0.25 and turn.usage.cost_usd is None
     (call,) = turn.calls
     assert call.ordinal == 1 and call.result_text == "ok" and call.is_error is False
 
@@ -65,7 +66,31 @@ def test_missing_usage_stays_unknown(usage: object) -> None:
     fields: dict[str, Any] = {"usage": usage} if usage is not None else {"usage": None}
     turn = parse_turn(stream(INIT, result(**fields, total_cost_usd=None)))
     assert turn.usage.input_tokens is None and turn.usage.cost_usd is None
-    assert not turn.usage.complete
+    assert turn.usage.reported_cost_usd is None and not turn.usage.complete
+
+
+def test_the_reported_cost_is_kept_when_usage_is_missing() -> None:
+    turn = parse_turn(stream(INIT, result(usage=None, total_cost_usd=0.5)))
+    assert turn.usage.reported_cost_usd == 0.5 and not turn.usage.complete
+
+
+@pytest.mark.parametrize("cost", [None, -1, True, "0.25"])
+def test_a_missing_or_bad_reported_cost_stays_unknown(cost: object) -> None:
+    turn = parse_turn(stream(INIT, result(total_cost_usd=cost)))
+    assert turn.usage.reported_cost_usd is None
+    assert turn.usage.complete  # the tokens are complete without Claude Code's own cost
+
+
+def test_usage_without_the_thinking_split_is_complete() -> None:
+    usage = {k: v for k, v in USAGE.items() if k != "output_tokens_details"}
+    turn = parse_turn(stream(INIT, result(usage=usage)))
+    assert turn.usage.complete and turn.usage.reasoning_tokens is None
+
+
+def test_usage_without_output_tokens_is_incomplete() -> None:
+    usage = {k: v for k, v in USAGE.items() if k != "output_tokens"}
+    turn = parse_turn(stream(INIT, result(usage=usage)))
+    assert not turn.usage.complete and turn.usage.reported_cost_usd == 0.25
 
 
 def test_is_error_is_a_failed_turn() -> None:

@@ -19,6 +19,7 @@ import pytest
 from sevro_core.api import ConfigurationError
 from sevro_core.models import CancelToken, HostRequest, HostResult
 from sevro_core.plugin.protocols import HostOptions
+from sevro_core.prices import Price, PriceTable
 from sevro_core.testing.mockmodel import Message, MockModelServer, reply
 from sevro_hosts_claude.configuration import SANDBOX_TMP
 from sevro_hosts_claude.host import ClaudeHost, ConfiguredClaudeHost
@@ -40,7 +41,9 @@ def model(mock_model: Callable[..., Any]) -> Callable[..., MockModelServer]:
     return lambda replies: mock_model(replies, protocols=PROTOCOLS)
 
 
-def configure(claude: str, origin: str, role: str) -> ConfiguredClaudeHost:
+def configure(
+    claude: str, origin: str, role: str, prices: PriceTable | None = None
+) -> ConfiguredClaudeHost:
     config = {
         "format": "sevro.claude-host.v1",
         "baseUrl": origin,
@@ -48,7 +51,9 @@ def configure(claude: str, origin: str, role: str) -> ConfiguredClaudeHost:
         "maxRetries": 0,
     }
     settings = {"claude.bin": claude, "claude.apiKeyEnv": API_KEY_ENV}
-    options = HostOptions(config=config, model="mock-model", settings=settings, role=role)
+    options = HostOptions(
+        config=config, model="mock-model", settings=settings, role=role, prices=prices
+    )
     configured = ClaudeHost().configure(options)
     assert isinstance(configured, ConfiguredClaudeHost)
     return configured
@@ -103,8 +108,19 @@ def test_a_judge_is_offered_no_tool_and_its_reply_comes_back_verbatim(
     assert init["skills"] == [] and init["slash_commands"] == []
     assert init["permissionMode"] == "dontAsk"
     assert result.usage.complete and result.usage.input_tokens == 100
-    assert result.usage.output_tokens == 10 and result.usage.cost_usd is not None
+    assert result.usage.output_tokens == 10 and result.usage.reported_cost_usd is not None
     assert list((tmp_path / "judge-workspace").iterdir()) == []
+
+
+def test_a_judge_call_is_priced_from_the_runs_table(
+    claude: str, model: Callable[..., MockModelServer], tmp_path: Path
+) -> None:
+    server = model([reply(Message(JUDGE_REPLIES[sorted(JUDGE_REPLIES)[0]]))])
+    price = Price(input=1, cached_input=0.5, output=4, reasoning=4, source="t")
+    table = PriceTable("t", "2026-12-05", {"mock-model": price})
+    result = configure(claude, server.origin, "semantic", table).run(request(tmp_path, "semantic"))
+    assert result.usage.complete and result.usage.reported_cost_usd is not None
+    assert result.usage.cost_usd == pytest.approx((80 * 1 + 20 * 0.5 + 10 * 4) / 1e6)
 
 
 def test_negative_control_the_candidate_is_offered_its_tools(

@@ -56,7 +56,8 @@ def test_a_passing_task_with_usage_and_cost(
     usage = evidence["usage"]
     assert usage["inputTokens"] == 100 and usage["cachedInputTokens"] == 20
     assert usage["outputTokens"] == 10 and usage["complete"] is True
-    assert isinstance(usage["costUsd"], float)  # Claude Code's own total_cost_usd
+    assert isinstance(usage["reportedCostUsd"], float)  # Claude Code's own total_cost_usd
+    assert usage["costUsd"] is None  # mock-model has no price: unknown, never 0
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.claude.events"]
     request = server.requests[0]
     body = request.json()
@@ -71,6 +72,69 @@ def test_a_passing_task_with_usage_and_cost(
     assert request.headers["x-api-key"] == API_KEY
     turns = observation(trial(sevro_project), "sevro.claude.turns")["data"]["turns"]
     assert turns[0]["permissionMode"] == "dontAsk"
+
+
+def test_the_cost_is_computed_from_prices_beside_claude_codes_own(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any]
+) -> None:
+    server = model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    prices = sevro_project.write_json(
+        "prices.json",
+        {
+            "format": "sevro.prices.v1",
+            "version": "test.1",
+            "asOf": "2026-12-05",
+            "models": {
+                "mock-model": {
+                    "input": 1, "cachedInput": 0.5, "output": 4, "reasoning": 6, "source": "t"
+                }
+            },
+        },
+    )  # fmt: skip
+    result = run_claude(sevro_project, claude, server, case, "--prices", str(prices))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    usage = trial(sevro_project)["evidence"]["usage"]
+    assert usage["inputTokens"] == 100 and usage["reasoningTokens"] == 0
+    # (80 fresh * 1 + 20 cache reads * 0.5 + 10 output * 4) / 1e6
+    assert usage["costUsd"] == pytest.approx(0.00013)
+    assert isinstance(usage["reportedCostUsd"], float)  # Claude Code's own, kept beside
+
+
+@pytest.mark.parametrize("judge_model", [True, False])
+def test_a_semantic_judge_of_the_run_is_priced_from_the_same_table(
+    sevro_project: SevroProject, claude: str, model: Callable[..., Any], judge_model: bool
+) -> None:
+    verdict = '{"checks":[{"id":"c1","verdict":"pass","reason":"ok"}]}'
+    server = model([reply(Message("ready")), reply(Message(verdict))])
+    case = sevro_project.case(
+        checks=[{"id": "c1", "grader": "sevro.semantic", "configuration": {"proposition": "ok"}}]
+    )
+    price = {"input": 1, "cachedInput": 0.5, "output": 4, "reasoning": 4, "source": "t"}
+    prices = sevro_project.write_json(
+        "prices.json",
+        {"format": "sevro.prices.v1", "version": "t", "asOf": "2026-12-05",
+         "models": {"mock-model": price}},
+    )  # fmt: skip
+    args = ["--semantic-host", "claude", "--prices", str(prices)]
+    args += ["--semantic-model", "mock-model"] if judge_model else []
+    result = run_claude(sevro_project, claude, server, case, *args)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    evidence = trial(sevro_project)["evidence"]
+    judged = evidence["judges"]["usage"]["semantic"]
+    assert isinstance(judged["reportedCostUsd"], float)
+    assert evidence["usage"]["costUsd"] == pytest.approx(0.00013)  # (80 + 20 * 0.5 + 10 * 4) / 1e6
+    (run_json,) = sevro_project.results.glob("*/run.json")
+    report = sevro_project.sevro("report", run_json.parent, "--json")
+    spent = {e["role"]: e for e in report.json()["spend"]}
+    assert spent["candidate"]["costUsd"] == pytest.approx(0.00013)
+    if judge_model:
+        assert judged["costUsd"] == pytest.approx(0.00013)
+        assert spent["semantic"]["costUsd"] == pytest.approx(0.00013)
+        assert spent["all"]["costUsd"] == pytest.approx(0.00026)
+    else:  # negative control: the judge's model is the CLI's default, which sevro never guesses
+        assert judged["costUsd"] is None and spent["semantic"]["costUsd"] is None
+        assert spent["all"]["costUsd"] is None  # never the candidate's cost alone
 
 
 def test_a_failing_task_and_unknown_usage(

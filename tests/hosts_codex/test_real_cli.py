@@ -58,11 +58,57 @@ def test_a_passing_task_with_usage_and_cost(
         "reasoningTokens": 3,
         # (80 * 2 + 20 * 0.5 + 10 * 8) / 1e6
         "costUsd": 0.00025,
+        "reportedCostUsd": None,  # Codex reports no cost of its own
         "complete": True,
     }
     assert [a["id"] for a in evidence["artifactRefs"]] == ["sevro.codex.events"]
     request = server.requests[0].json()
     assert request["model"] == "mock-model" and request["stream"] is True
+
+
+PRICES_FILE = {
+    "format": "sevro.prices.v1",
+    "version": "test.1",
+    "asOf": "2026-12-05",
+    "models": {
+        "mock-model": {"input": 1, "cachedInput": 0.5, "output": 4, "reasoning": 6, "source": "t"}
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("host_prices", "prices_file", "cost"),
+    [
+        ({}, True, 0.000136),  # --prices: (80 * 1 + 20 * 0.5 + 7 * 4 + 3 * 6) / 1e6
+        (None, True, 0.00025),  # the host configuration's own prices win over --prices
+        ({}, False, None),  # mock-model is not in the built-in table: unknown, never 0
+    ],
+)
+def test_the_cost_comes_from_host_prices_then_the_prices_file_then_the_builtin_table(
+    sevro_project: SevroProject,
+    codex: str,
+    mock_model: Callable[..., Any],
+    host_prices: dict[str, Any] | None,
+    prices_file: bool,
+    cost: float | None,
+) -> None:
+    server = mock_model([reply(Message("ready"))])
+    case = sevro_project.case(checks=[READY])
+    config = {"prices": host_prices} if host_prices is not None else None
+    extra = ["--prices", str(sevro_project.write_json("prices.json", PRICES_FILE))]
+    result = run_codex(sevro_project, codex, server, case, *extra[: 2 * prices_file], config=config)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    usage = trial(sevro_project)["evidence"]["usage"]
+    assert usage["complete"] is True and usage["reasoningTokens"] == 3
+    assert usage["costUsd"] == (pytest.approx(cost) if cost is not None else None)
+    (run_json,) = sevro_project.results.glob("*/run.json")
+    override = json.loads(run_json.read_text())["prices"]["override"]
+    assert (override is not None) == prices_file
+    report = sevro_project.sevro("report", run_json.parent, "--json")
+    assert report.exit_code == 0, report.stderr
+    (spent,) = report.json()["spend"]
+    assert spent["role"] == "candidate" and spent["calls"] == 1
+    assert spent["costUsd"] == (pytest.approx(cost) if cost is not None else None)
 
 
 def test_a_failing_task_and_unknown_usage(

@@ -80,7 +80,7 @@ def test_a_consistent_judge_gives_the_candidate_every_pair(sevro_project: SevroP
     assert judged["signTest"] == {"decisive": 3, "pTwoSided": 0.25}
     assert judged["rubric"] == {"id": "sevro.rubric.software-engineering", "version": "1.0.0"}
     assert judged["judge"]["role"] == "comparator" and judged["calibration"] is None
-    unknown = dict.fromkeys(("inputTokens", "outputTokens", "costUsd"))
+    unknown = dict.fromkeys(("inputTokens", "outputTokens", "costUsd", "reportedCostUsd"))
     assert judged["usage"] == {  # the scripted judge reports no usage: unknown, never 0
         **unknown,
         "cachedInputTokens": None,

@@ -127,7 +127,13 @@ def test_judge_calls_are_asked_once_per_prompt_and_kept_in_evidence(
     assert report.exit_code == 0, report
     (row,) = report.json()["rows"]
     assert row["judgeUsage"] == {
-        "semantic": {"inputTokens": None, "outputTokens": None, "costUsd": None, "calls": 1}
+        "semantic": {
+            "inputTokens": None,
+            "outputTokens": None,
+            "costUsd": None,
+            "reportedCostUsd": None,
+            "calls": 1,
+        }
     }  # the scripted judge reports no usage: unknown, never 0
     assert row["inputTokens"] is None  # the candidate's usage is its own
     markdown = sevro_project.sevro("report", sevro_project.results, "--plugin", plugin)

@@ -88,7 +88,7 @@ def test_each_call_runs_in_its_own_fresh_empty_workspace_as_a_passive_judge(
     usage = session.usage_by_role()["semantic"]
     assert usage == {
         "inputTokens": 20, "outputTokens": 4, "cachedInputTokens": None,
-        "reasoningTokens": None, "costUsd": 1.0, "complete": True,
+        "reasoningTokens": None, "costUsd": 1.0, "reportedCostUsd": None, "complete": True,
     }  # fmt: skip
 
 

@@ -201,6 +201,7 @@ from sevro_core.plugin.protocols import (
     prepared_host,
 )
 from sevro_core.plugin.runinfo import RunInfo
+from sevro_core.prices import Price, PriceTable, builtin_prices
 from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
@@ -488,4 +489,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "StreamError",
     "decode_event",
     "stream_lines",
+    # ---- prices: the run's price table (``HostOptions.prices``), a call's cost (docs/spend.md)
+    "Price",
+    "PriceTable",
+    "builtin_prices",
 ]

@@ -335,6 +335,14 @@ RuntimeConfigOpt = Annotated[
         "<project-root>/sevro.json; see docs/runtime.md.",
     ),
 ]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="A price table (sevro.prices.v1) whose models replace or add to the built-in "
+        "prices each call's costUsd is computed from; see docs/spend.md.",
+    ),
+]
 RunSettingsFileOpt = Annotated[
     Path | None,
     typer.Option(
@@ -639,6 +647,7 @@ def run(
     protected_root: ProtectedRootOpt = None,
     local_http: LocalHttpOpt = False,
     runtime_config_file: RuntimeConfigOpt = None,
+    prices: PricesOpt = None,
     run_settings_file: RunSettingsFileOpt = None,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,

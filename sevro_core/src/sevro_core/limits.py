@@ -292,3 +292,7 @@ MIN_HOLDOUT_DISTINCT_TASKS = 8
 exit 64); near-duplicate cases collapse into one task and do not count twice."""
 MAX_HOLDOUT_PLAN_BYTES = 4 * MIB
 """One sealed holdout plan file (beyond: refused when sealed and when read, exit 64)."""
+
+# Prices
+MAX_PRICES_FILE_BYTES = 1 * MIB
+"""A ``--prices`` file (beyond: refused before the run)."""

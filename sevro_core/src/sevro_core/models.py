@@ -230,7 +230,11 @@ class Artifact:
 
 @frozen
 class Usage:
-    """Token and cost accounting; ``None`` means unknown and is never summed as zero."""
+    """Token and cost accounting; ``None`` means unknown and is never summed as zero.
+
+    ``cost_usd`` is what sevro computed from a price table (``sevro_core.prices``, or a host
+    configuration's own prices) for complete usage of a priced model; ``reported_cost_usd`` is
+    what the CLI itself reported (Claude Code's ``total_cost_usd``), kept beside, never mixed."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -238,6 +242,7 @@ class Usage:
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
     complete: bool = False
+    reported_cost_usd: float | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         return {
@@ -246,6 +251,7 @@ class Usage:
             "cachedInputTokens": self.cached_input_tokens,
             "reasoningTokens": self.reasoning_tokens,
             "costUsd": self.cost_usd,
+            "reportedCostUsd": self.reported_cost_usd,
             "complete": self.complete,
         }
 
@@ -259,6 +265,7 @@ class Usage:
             reasoning_tokens=value["reasoningTokens"],
             cost_usd=value["costUsd"],
             complete=value["complete"],
+            reported_cost_usd=value.get("reportedCostUsd"),
         )
 
     @classmethod
@@ -274,6 +281,7 @@ class Usage:
             return None if any(v is None for v in values) else sum(values)
 
         cost = total("cost_usd")
+        reported = total("reported_cost_usd")
         return cls(
             input_tokens=total("input_tokens"),
             output_tokens=total("output_tokens"),
@@ -281,6 +289,7 @@ class Usage:
             reasoning_tokens=total("reasoning_tokens"),
             cost_usd=round(cost, 9) if cost is not None else None,
             complete=all_turns and all(u.complete for u in usages),
+            reported_cost_usd=round(reported, 9) if reported is not None else None,
         )
 
 

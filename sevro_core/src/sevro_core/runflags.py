@@ -21,6 +21,7 @@ from sevro_core.judges.routes import JudgeSettings
 from sevro_core.limits import MAX_JOBS, MAX_TRIALS
 from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
+from sevro_core.prices import run_prices
 from sevro_core.reporting.ci import CiOutputs
 from sevro_core.run.planning import RunSettings, SettingsFileUse
 from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
@@ -112,6 +113,8 @@ class RunFlags:
     task_verdict_policy: str | None = None
     replace_builtin_grader: list[str] | None = None
     holdout: Path | None = None
+    prices: Path | None = None
+    """``--prices``: a price table over the built-in one (None: the built-in table)."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -611,7 +614,8 @@ def _host_options(
     runtime: RuntimePolicy | None,
 ) -> HostOptions:
     """Every role's options start here (judges' routes evolve them), so every role gets the
-    same runtime policy. ``places`` are the project, results and configuration roots."""
+    same runtime policy and price table. ``places`` are the project, results and
+    configuration roots."""
     project, results, config_root = places
     return HostOptions(
         config=config,
@@ -624,6 +628,7 @@ def _host_options(
         ),
         runtime=runtime.host_runtime() if runtime is not None else None,
         config_root=config_root,
+        prices=run_prices(flags.prices),
     )
 
 

@@ -87,9 +87,17 @@ def _count(value: Any) -> int | None:
 
 def _usage(raw: Any, cost: Any) -> Usage:
     """Input tokens are fresh + cache writes + cache reads; zero input means nothing was
-    measured (a real model call always has input), so it stays unknown."""
+    measured (a real model call always has input), so it stays unknown. Claude Code's own
+    ``total_cost_usd`` is kept as the reported cost, beside the one sevro computes from its
+    price table (``cost_usd`` stays unknown here). Thinking tokens are counted inside output,
+    so complete usage needs input, cache reads and output; the thinking split may be unknown."""
+    reported = (
+        float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        else None
+    )
     if not isinstance(raw, dict):
-        return Usage()
+        return Usage(reported_cost_usd=reported)
     fresh, written, read = (
         _count(raw.get(k))
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -99,20 +107,14 @@ def _usage(raw: Any, cost: Any) -> Usage:
     thinking = _count(details.get("thinking_tokens")) if isinstance(details, dict) else None
     total = None if None in (fresh, written, read) else (fresh or 0) + (written or 0) + (read or 0)
     if not total:
-        return Usage()
-    known_cost = (
-        float(cost)
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-        else None
-    )
-    values = (total, output, read, thinking, known_cost)
+        return Usage(reported_cost_usd=reported)
     return Usage(
         input_tokens=total,
         output_tokens=output,
         cached_input_tokens=read,
         reasoning_tokens=thinking,
-        cost_usd=known_cost,
-        complete=all(v is not None for v in values),
+        complete=output is not None and read is not None,
+        reported_cost_usd=reported,
     )
 
 

@@ -127,7 +127,36 @@ class MarkdownReporter:
         )
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         lines += _judge_usage_section(report["rows"], report.get("experiments", []))
+        lines += _spend_section(report.get("spend", []))
         return "\n".join(lines) + "\n"
+
+
+def _spend_section(spend: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Spend per arm and role, then per arm and overall: "unknown" wherever any call's cost is
+    unknown, so a partial sum is never shown as a total (docs/spend.md)."""
+    if not spend:
+        return []
+    lines = [
+        "",
+        "## Spend",
+        "",
+        "Cost is computed from the run's price table (see its `prices` in run.json); reported "
+        "cost is the CLI's own figure. Unknown for any call makes the sum unknown.",
+        "",
+    ]
+    return lines + _table(
+        ["arm", "role", "trials or pairs", "cost", "reported cost"],
+        [
+            [
+                "run" if e["arm"] is None else e["arm"],
+                e["role"],
+                e["calls"],
+                _cost(e["costUsd"]),
+                _cost(e["reportedCostUsd"]),
+            ]
+            for e in spend
+        ],
+    )
 
 
 def _judge_usage_section(

@@ -96,6 +96,7 @@ from sevro_core.plugin.protocols import (
     HostSetting,
     SkillPlaces,
 )
+from sevro_core.prices import PriceTable, builtin_prices
 from sevro_core.reporting.failures import escape_controls
 from sevro_core.states import Completeness
 from sevro_core.vocabulary import (
@@ -515,6 +516,7 @@ class AgentCliHost(Generic[ConfigT]):
             capabilities=self.capabilities | self._native_transcripts(options),
             role=options.role,
             runtime=options.runtime,
+            prices=options.prices,
             **extra,
         )
 
@@ -584,6 +586,9 @@ class ConfiguredAgentCliHost(Generic[ConfigT]):
     that in its own argv and configuration, and records it in :meth:`redacted_isolation`)."""
     runtime: HostRuntime | None = None
     """The operator's runtime configuration, the same for every role (None without one)."""
+    prices: PriceTable | None = None
+    """The run's price table (None: the built-in one); a cost the host already computed from
+    its own configuration's prices wins."""
 
     @property
     def judge(self) -> bool:
@@ -971,10 +976,19 @@ class AgentCliTrial(Generic[HostT, TurnT]):
             cancelled=failure is not None and failure.cancelled,
             observations=(*self.observations(parsed, skills, snapshots), *native[0]),
             artifacts=(*self.artifacts(records), *native[1]),
-            usage=self.usage(turns, failure is None),
+            usage=self.priced(self.usage(turns, failure is None)),
             turns_completed=len(completed),
             home=self.candidate_home() if not self.judge else None,
         )
+
+    def priced(self, usage: Usage) -> Usage:
+        """The call's cost from the run's price table, for the model asked for (``--model``):
+        without one the CLI picks its own default, which sevro does not guess, so it stays
+        unknown."""
+        model = self.host.model
+        if model is None:
+            return usage
+        return (self.host.prices or builtin_prices()).priced(model, usage)
 
     def artifacts(self, records: Sequence[TurnRecord[TurnT]]) -> tuple[Artifact, ...]:
         """Every turn's event stream as it came (scrubbed when there are secrets)."""

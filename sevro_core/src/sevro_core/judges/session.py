@@ -195,6 +195,7 @@ def sum_usage(usages: list[Usage]) -> Usage:
         return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
     costs = [u.cost_usd for u in usages]
+    reported = [u.reported_cost_usd for u in usages]
     return Usage(
         input_tokens=total([u.input_tokens for u in usages]),
         output_tokens=total([u.output_tokens for u in usages]),
@@ -202,6 +203,9 @@ def sum_usage(usages: list[Usage]) -> Usage:
         reasoning_tokens=total([u.reasoning_tokens for u in usages]),
         cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
         complete=all(u.complete for u in usages),
+        reported_cost_usd=(
+            None if any(c is None for c in reported) else sum(c for c in reported if c is not None)
+        ),
     )
 
 

@@ -19,6 +19,7 @@ HOST_SETTING_FLAG = "--host-setting"
 RESERVED_FLAGS = frozenset(
     {
         "--baseline",
+        "--prices",
         "--semantic-host",
         "--semantic-model",
         "--semantic-effort",

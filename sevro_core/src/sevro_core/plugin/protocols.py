@@ -27,6 +27,7 @@ from sevro_core.models import (
 )
 from sevro_core.plugin.hostruntime import HostRuntime
 from sevro_core.plugin.preparation import NO_HOST_PREPARATION, HostPreparation
+from sevro_core.prices import PriceTable
 from sevro_core.states import Execution, Grading, Verdict
 
 ID_PATTERN = r"^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)+$"
@@ -69,6 +70,9 @@ class HostOptions:
     """``--config-root`` (default: the project root), canonical: the directory a host may import
     its own narrowly chosen settings from (the core reads nothing there itself); None when the
     caller has none (``sevro doctor``, library use)."""
+    prices: PriceTable | None = None
+    """The run's price table (``--prices`` over the built-in one) a call's ``costUsd`` is
+    computed from; None: the built-in table."""
 
 
 class ConfiguredHost(Protocol):

@@ -37,7 +37,7 @@ from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.advisory import advisory_trials
 from sevro_core.reporting.failures import case_failures
 from sevro_core.run.results import located_result, retained_result
-from sevro_core.vocabulary import SKILLS_OBSERVATION
+from sevro_core.vocabulary import COMPARATOR_ROLE, SKILLS_OBSERVATION
 
 REPORT_FORMAT = "sevro.report.v1"
 
@@ -415,6 +415,9 @@ def _row(
         "inputTokens": usage_sum("inputTokens"),
         "outputTokens": usage_sum("outputTokens"),
         "costUsd": usage_sum("costUsd"),
+        "reportedCostUsd": _sum_known([u.get("reportedCostUsd") for u in usages])
+        if complete
+        else None,
         "runnerBuildDigest": run["runner"]["buildDigest"],
         "evaluationDigest": run["evaluationIdentity"]["digest"],
         "requestedCondition": run["condition"]["requested"],
@@ -442,8 +445,69 @@ def _judge_usage(evidences: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             key: _sum_known([u[key] for u in usages]) if known else None
             for key in ("inputTokens", "outputTokens", "costUsd")
         }
+        out[role]["reportedCostUsd"] = _sum_known([u.get("reportedCostUsd") for u in usages])
         out[role]["calls"] = sum(1 for _ in usages)
     return out
+
+
+_Spend = tuple[int, float | None, float | None]
+
+
+def spend(
+    rows: Sequence[Mapping[str, Any]], experiments: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Spend per arm and role (candidate, each judge, each judged comparison's comparator),
+    per arm over its roles, and overall; a cost unknown for any call is unknown (None),
+    never a partial sum shown as a total."""
+    groups: dict[tuple[str | None, str], list[_Spend]] = {}
+    for row in rows:
+        arm = row.get("arm")
+        calls = row["trialCount"]
+        groups.setdefault((arm, "candidate"), []).append(
+            (calls, row["costUsd"], row.get("reportedCostUsd"))
+        )
+        for role, usage in sorted(row.get("judgeUsage", {}).items()):
+            groups.setdefault((arm, role), []).append(
+                (usage["calls"], usage["costUsd"], usage.get("reportedCostUsd"))
+            )
+    for experiment in experiments:
+        for comparison in experiment["statistics"]["comparisons"]:
+            usage = comparison.get("judged", {}).get("usage")
+            if usage is None:
+                continue
+            known = usage["complete"] is True
+            key = (f"{comparison['control']}..{comparison['treatment']}", COMPARATOR_ROLE)
+            groups.setdefault(key, []).append(
+                (
+                    usage["calls"],
+                    usage["costUsd"] if known else None,
+                    usage.get("reportedCostUsd") if known else None,
+                )
+            )
+    out = [_spend_entry(arm, role, parts) for (arm, role), parts in groups.items()]
+    arms = list(dict.fromkeys(arm for arm, _ in groups))
+    out += [
+        _spend_entry(arm, "all", [p for (a, _), ps in groups.items() if a == arm for p in ps])
+        for arm in arms
+        if len([a for a, _ in groups if a == arm]) > 1
+    ]
+    if len(arms) > 1:
+        out.append(_spend_entry("all", "all", [p for ps in groups.values() for p in ps]))
+    return out
+
+
+def _spend_entry(arm: str | None, role: str, parts: Sequence[_Spend]) -> dict[str, Any]:
+    return {
+        "arm": arm,
+        "role": role,
+        "calls": sum(p[0] for p in parts),
+        "costUsd": _rounded(_sum_known([p[1] for p in parts])),
+        "reportedCostUsd": _rounded(_sum_known([p[2] for p in parts])),
+    }
+
+
+def _rounded(value: float | int | None) -> float | None:
+    return None if value is None else round(float(value), 9)
 
 
 def _runs_in_root(root: Path, on_note: Callable[[str], object]) -> list[Path]:
@@ -749,6 +813,7 @@ def _build_report(
     experiments = _experiments(verified, compare)
     if experiments:
         document["experiments"] = experiments
+    document["spend"] = spend(rows, experiments)
     from sevro_core.formats.schemas import validate_output
 
     validate_output("report.v1", document, compiled=len(rows) > LARGE_DOCUMENT_ITEMS)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sevro_core.limits import MAX_DIAGNOSTIC_CHARS
+from sevro_core.prices import builtin_prices
 from sevro_core.run.records import TrialRecord
 from sevro_core.states import (
     Execution,
@@ -230,6 +231,7 @@ def run_document(
             for r in records
         ],
         "result": retained_result(result, store.run_dir),
+        "prices": (settings.host_options.prices or builtin_prices()).evidence(),
         **_experiment_parts(plan, statistics),
         **_judge_calibration(plan),
         **({"holdout": dict(settings.holdout)} if settings.holdout is not None else {}),
