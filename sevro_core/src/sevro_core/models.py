@@ -234,7 +234,8 @@ class Usage:
 
     ``cost_usd`` is what sevro computed from a price table (``sevro_core.prices``, or a host
     configuration's own prices) for complete usage of a priced model; ``reported_cost_usd`` is
-    what the CLI itself reported (Claude Code's ``total_cost_usd``), kept beside, never mixed."""
+    what the agent CLI itself reported as its cost (where it reports one), kept beside, never
+    mixed."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
