@@ -577,6 +577,10 @@ class HostRequest:
 
     profile: HostProfile | None = None
     """The case's host profile (declared tools, runtime, context observation), or None."""
+    max_cost_usd: float | None = None
+    """The call's spend ceiling in USD (``--max-call-cost-usd``), or None for none: what the
+    run reserved for this call. A host whose CLI can stop itself at a budget passes it on (over
+    all the call's turns); the others cannot, and the run's journal still charges the call."""
 
     def settle(self, turn: int, reply: str | None) -> None:
         """Report turn ``turn`` settled (a no-op when the engine asked for nothing)."""
