@@ -263,6 +263,14 @@ ThresholdOpt = Annotated[
     float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
 ]
 JobsOpt = Annotated[int, typer.Option(help="Trials run in parallel.")]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where the trials run: an executor plugin (`sevro plugins` lists them); local runs "
+        "them here, at most --jobs at once. Not part of the evaluation identity.",
+    ),
+]
 DryOpt = Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")]
 ConditionOpt = Annotated[str, typer.Option(help="passive or enforced.")]
 ResultsRootOpt = Annotated[Path, typer.Option("--results-root", help="Where runs are kept.")]
@@ -633,6 +641,7 @@ def run(
     trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
     jobs: JobsOpt = DEFAULT_JOBS,
+    executor: ExecutorOpt = "local",
     dry: DryOpt = False,
     condition: ConditionOpt = "passive",
     results_root: ResultsRootOpt = Path("sevro-results"),

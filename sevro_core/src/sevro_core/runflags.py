@@ -115,6 +115,8 @@ class RunFlags:
     holdout: Path | None = None
     prices: Path | None = None
     """``--prices``: a price table over the built-in one (None: the built-in table)."""
+    executor: str = "local"
+    """``--executor``: the executor plugin the trials run on (checked when planning)."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -154,10 +156,7 @@ def run_settings(
     if not project.is_dir():
         raise InvocationError("--project-root is not a directory", source=flags.project_root)
     workspace_root = _workspace_root(flags.workspace_root)
-    if not flags.sandbox.strip():
-        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
-    if flags.shell_isolation and flags.sandbox == "none":
-        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
+    _check_sandbox(flags)
     protected = _protected_roots(flags.protected_root or [])
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
@@ -194,7 +193,15 @@ def run_settings(
         provenance=provenance_choice(flags),
         settings_file=flags.settings_file,
         extension=extension_flags(flags),
+        executor=flags.executor,
     )
+
+
+def _check_sandbox(flags: RunFlags) -> None:
+    if not flags.sandbox.strip():
+        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    if flags.shell_isolation and flags.sandbox == "none":
+        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
 
 
 _EXTENSION_ONLY = (

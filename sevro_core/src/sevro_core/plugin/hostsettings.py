@@ -57,6 +57,7 @@ RESERVED_FLAGS = frozenset(
         "--holdout",
         "--seed",
         "--effort",
+        "--executor",
         "--fail-on-regression",
         "--github-summary",
         "--group",

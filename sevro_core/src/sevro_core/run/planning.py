@@ -65,6 +65,7 @@ from sevro_core.plugin.protocols import (
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
+    Executor,
     FixtureContext,
     Grader,
     Host,
@@ -98,6 +99,8 @@ from sevro_core.vocabulary import (
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 DEFAULT_POLICY = "sevro.verdict.default"
 CONDITIONS = ("passive", "enforced")
+EXECUTOR_PREFIX = "sevro.executor."
+"""``--executor local`` names ``sevro.executor.local``: the built-in executors' namespace."""
 
 
 @frozen
@@ -162,6 +165,8 @@ class RunSettings:
     """``--extension-command-file`` and its flags: the case comes from the extension."""
     holdout: Mapping[str, Any] | None = None
     """The holdout plan that authorised the run and its consumption (run.json ``holdout``)."""
+    executor: str = "local"
+    """``--executor``: where the trials run (a name or id); not part of the identity."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -225,6 +230,8 @@ class RunPlan:
     host_plugin: Host
     host: ConfiguredHost
     verdict_policy: VerdictPolicy
+    executor: Executor
+    """Where the trials run (``--executor``): recorded in run.json, not part of the identity."""
     registry: Registry
     identity: Mapping[str, Any]
     configuration: Mapping[str, Any]
@@ -267,6 +274,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
+    executor = resolve_executor(registry, settings.executor)
     candidate = evolve(settings, host_options=_candidate_options(settings, cases))
     host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
     source = _open_case_source(registry, settings, host)
@@ -295,10 +303,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             project_digest=project["digest"],
             configuration_digest=configuration["digest"],
             case_digests=[p.digests for p in planned if p.arm is None or p.arm == arms[0]],
-            evaluator={
-                "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
-                "extension": source.identity["evaluator"] if source is not None else None,
-            },
+            evaluator=_evaluator(policy, source),
             graders_active=graders_active,
             route=host.route,
             condition=settings.condition,
@@ -314,6 +319,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         host_plugin=host_plugin,
         host=host,
         verdict_policy=policy,
+        executor=executor,
         registry=registry,
         identity=identity,
         configuration=configuration,
@@ -627,6 +633,27 @@ class IsolationUnavailable:
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         raise GradingError(f"{self.grader} needs a sandbox: {self.reason}")
+
+
+def _evaluator(policy: VerdictPolicy, source: OpenedCaseSource | None) -> dict[str, Any]:
+    """The identity's evaluator: the verdict policy and an extension's own evaluator."""
+    return {
+        "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
+        "extension": source.identity["evaluator"] if source is not None else None,
+    }
+
+
+def resolve_executor(registry: Registry, name: str) -> Executor:
+    """``local`` and ``sevro.executor.local`` both name the built-in executor; an unknown name
+    is one line listing the installed ones (exit 64)."""
+    for candidate in (name, f"{EXECUTOR_PREFIX}{name}"):
+        found = registry.executor(candidate)
+        if found is not None:
+            return found
+    installed = [i.removeprefix(EXECUTOR_PREFIX) for i in registry.ids("executor")]
+    raise InvocationError(
+        f"--executor {name[:64]!r} is not installed; installed: {', '.join(installed) or 'none'}"
+    )
 
 
 def _verdict_policy(registry: Registry, policy_id: str) -> VerdictPolicy:

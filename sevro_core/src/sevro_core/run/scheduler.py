@@ -1,5 +1,8 @@
 """Bounded parallel trials (``--jobs``) with deterministic admission stop.
 
+The trials run on the run's executor (``--executor``, a plugin; ``local`` by default), which
+decides only where each admitted trial runs: admission, stop rules and record order stay here.
+
 The main thread admits work and waits; signal handlers run there and only set the cancel token.
 Admission stops on cancellation, on a host execution failure and on a grading error; trials
 already running drain and keep their evidence.
@@ -8,12 +11,12 @@ already running drain and keep their evidence.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from attrs import frozen
 
 from sevro_core.models import CancelToken
-from sevro_core.run.engine import execute_trial
+from sevro_core.run.executors import TrialJob, trial_pool
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord, not_admitted
 from sevro_core.states import Execution, Grading
@@ -46,14 +49,12 @@ def run_trials(
     failure: BaseException | None = None
     pending: dict[Future[TrialRecord], WorkItem] = {}
     queue = list(reversed(to_run))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sevro-trial") as pool:
+    with trial_pool(plan, workers, cancel) as pool:
         while True:
             admitting = admitting and not cancel.cancelled
             while admitting and queue and len(pending) < workers:
                 item = queue.pop()
-                pending[
-                    pool.submit(execute_trial, plan, item.planned, item.trial, cancel, store)
-                ] = item
+                pending[pool.submit(TrialJob(plan, item.planned, item.trial, cancel, store))] = item
             if not pending:
                 break
             done, _ = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
