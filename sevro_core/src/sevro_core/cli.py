@@ -530,11 +530,13 @@ class _HostSettingsCommand(TyperCommand):
         params = super().get_params(ctx)
         if "sevro.host-options" not in ctx.meta:
             registry = _registry(ctx)
-            from sevro_core.plugin.hostsettings import click_options
+            from sevro_core.plugin.hostsettings import click_options, executor_click_options
 
             ctx.meta["sevro.host-options"] = (
                 [] if registry is None else click_options(registry.hosts())
             )
+            if registry is not None and self.name == "run":  # executors run trials: run only
+                ctx.meta["sevro.host-options"] += executor_click_options(registry.executors())
         return [*params, *ctx.meta["sevro.host-options"]]
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -543,11 +545,12 @@ class _HostSettingsCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from sevro_core.plugin.hostsettings import OPTION_PREFIX
+        from sevro_core.plugin.hostsettings import EXECUTOR_OPTION_PREFIX, OPTION_PREFIX
 
-        given = {k: v for k, v in ctx.params.items() if k.startswith(OPTION_PREFIX)}
-        ctx.meta["sevro.host-flags"] = given
-        ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
+        for prefix, key in ((OPTION_PREFIX, "host"), (EXECUTOR_OPTION_PREFIX, "executor")):
+            given = {k: v for k, v in ctx.params.items() if k.startswith(prefix)}
+            ctx.meta[f"sevro.{key}-flags"] = given
+            ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
         return super().invoke(ctx)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -556,7 +559,7 @@ class _HostSettingsCommand(TyperCommand):
             record = param.get_help_record(ctx)
             if record is not None:
                 sections.setdefault(_help_section(param), []).append(record)
-        for title in ("Arguments", "Options", "Host settings"):
+        for title in ("Arguments", "Options", "Host settings", "Executor settings"):
             if sections.get(title):
                 with formatter.section(title):
                     formatter.write_dl(sections[title])
@@ -566,6 +569,8 @@ def _help_section(param: click.Parameter) -> str:
     if param.param_type_name == "argument":
         return "Arguments"
     name = param.name or ""
+    if name.startswith("executor_setting"):
+        return "Executor settings"
     return "Host settings" if name.startswith("host_setting") else "Options"
 
 
@@ -714,7 +719,7 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
     line gave none, then Sevro's spellings. The file's use is recorded and told on stderr."""
     from attrs import evolve
 
-    from sevro_core.plugin.hostsettings import runtime_seed_settings
+    from sevro_core.plugin.hostsettings import resolve_executor_settings, runtime_seed_settings
     from sevro_core.run.planning import SettingsFileUse
     from sevro_core.runflags import (
         RunFlags,
@@ -742,7 +747,9 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
         sys.stderr.write(settings_file_note(use))
         flags = evolve(flags, settings_file=use)
     seeds = runtime_seed_settings(registry.hosts(), host_flags)
-    return evolve(flags, runtime_seeds=seeds), host_flags
+    executor_flags = click.get_current_context().meta.get("sevro.executor-flags", {})
+    executor = resolve_executor_settings(registry.executors(), flags.executor, executor_flags)
+    return evolve(flags, runtime_seeds=seeds, executor_settings=executor), host_flags
 
 
 def _holdout_before(flags: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
@@ -23,7 +23,7 @@ from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.prices import run_prices
 from sevro_core.reporting.ci import CiOutputs
-from sevro_core.run.planning import RunSettings, SettingsFileUse
+from sevro_core.run.planning import ExecutorChoice, RunSettings, SettingsFileUse
 from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ class RunFlags:
     """``--prices``: a price table over the built-in one (None: the built-in table)."""
     executor: str = "local"
     """``--executor``: the executor plugin the trials run on (checked when planning)."""
+    executor_settings: Mapping[str, str] = field(factory=dict)
+    """The executor flags given, by key (only the chosen executor's: checked by the CLI)."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -193,7 +195,7 @@ def run_settings(
         provenance=provenance_choice(flags),
         settings_file=flags.settings_file,
         extension=extension_flags(flags),
-        executor=flags.executor,
+        executor=ExecutorChoice(flags.executor, flags.executor_settings),
     )
 
 

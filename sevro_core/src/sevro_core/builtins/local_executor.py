@@ -10,7 +10,14 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from sevro_core.api import Executor, ExecutorOptions, TrialPool, TrialTask, hookimpl
+from sevro_core.api import (
+    Executor,
+    ExecutorOptions,
+    HostSetting,
+    TrialPool,
+    TrialTask,
+    hookimpl,
+)
 
 
 class _ThreadPool:
@@ -33,6 +40,7 @@ class LocalExecutor:
     version = "1.0.0"
     capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset()
+    settings: tuple[HostSetting, ...] = ()
 
     def start(self, options: ExecutorOptions) -> TrialPool:
         return _ThreadPool(max(1, options.workers))

@@ -301,10 +301,15 @@ def _collect(manager: pluggy.PluginManager, infos: list[PluginInfo]) -> Registry
         for impl in reversed(caller.get_hookimpls()):
             info = by_name[impl.plugin_name]
             impl.function(register=_registrar(kind, info, objects[kind], owners))
-    from sevro_core.plugin.hostsettings import check_declarations
+    from sevro_core.plugin.hostsettings import check_declarations, check_executor_declarations
 
     check_declarations(
         objects["host"], {oid: name for (k, oid), name in owners.items() if k == "host"}
+    )
+    check_executor_declarations(
+        objects["executor"],
+        objects["host"],
+        {oid: name for (k, oid), name in owners.items() if k == "executor"},
     )
     return Registry(manager=manager, plugins=infos, objects=objects)
 

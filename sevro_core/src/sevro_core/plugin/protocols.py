@@ -525,7 +525,8 @@ class ExecutorOptions:
     cancel: CancelToken
     """The run's cancel token (SIGINT, SIGTERM, a stopped run); trials already see it."""
     settings: Mapping[str, str] = field(factory=dict)
-    """The executor's own options by namespaced key; the built-in executor has none."""
+    """The executor's own settings given on the command line, by key (``acme.address``); the
+    built-in executor declares none."""
 
 
 class Executor(Plugin, Protocol):
@@ -547,6 +548,12 @@ class Executor(Plugin, Protocol):
     persisted record. Cancellation must cancel outstanding remote tasks, and a lost worker must
     resolve its future to an execution failure with the reason, never to nothing.
     """
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """Its own options (optional, like a host's settings): each becomes a ``sevro run``
+        flag, given to ``start`` in ``ExecutorOptions.settings`` when this executor is chosen
+        (another executor's flag is exit 64); never runtime seeds or candidate-only."""
 
     def start(self, options: ExecutorOptions) -> TrialPool:
         """Start the workers for one run; refuse what cannot run (``ConfigurationError``)."""

@@ -43,7 +43,8 @@ class TrialJob:
 def trial_pool(plan: RunPlan, workers: int, cancel: CancelToken) -> Iterator[TrialPool]:
     """The run's executor started with ``workers`` slots; shut down (every submitted trial
     ended) when the admission loop leaves, also on failure."""
-    pool = plan.executor.start(ExecutorOptions(workers=workers, cancel=cancel))
+    settings = plan.settings.executor.settings
+    pool = plan.executor.start(ExecutorOptions(workers=workers, cancel=cancel, settings=settings))
     try:
         yield pool
     finally:

@@ -57,6 +57,7 @@ from sevro_core.plugin.casesources import (
     ExtensionFlags,
     OpenedCaseSource,
 )
+from sevro_core.plugin.hostsettings import EXECUTOR_PREFIX, executor_short_name
 from sevro_core.plugin.instrumentation import host_capabilities_of, instrumentation_of
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
@@ -99,8 +100,6 @@ from sevro_core.vocabulary import (
 ENGINE_PROVIDES = frozenset({FINAL_MESSAGE_OBSERVATION})
 DEFAULT_POLICY = "sevro.verdict.default"
 CONDITIONS = ("passive", "enforced")
-EXECUTOR_PREFIX = "sevro.executor."
-"""``--executor local`` names ``sevro.executor.local``: the built-in executors' namespace."""
 
 
 @frozen
@@ -122,6 +121,14 @@ class SettingsFileUse:
             "applied": list(self.applied),
             "overridden": list(self.overridden),
         }
+
+
+@frozen
+class ExecutorChoice:
+    """``--executor`` as given (a short name or an id) and its settings by key."""
+
+    name: str = "local"
+    settings: Mapping[str, str] = field(factory=dict)
 
 
 @frozen
@@ -165,8 +172,8 @@ class RunSettings:
     """``--extension-command-file`` and its flags: the case comes from the extension."""
     holdout: Mapping[str, Any] | None = None
     """The holdout plan that authorised the run and its consumption (run.json ``holdout``)."""
-    executor: str = "local"
-    """``--executor``: where the trials run (a name or id); not part of the identity."""
+    executor: ExecutorChoice = field(factory=ExecutorChoice)
+    """``--executor`` and its settings: where the trials run; not part of the identity."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -274,7 +281,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
-    executor = resolve_executor(registry, settings.executor)
+    executor = resolve_executor(registry, settings.executor.name)
     candidate = evolve(settings, host_options=_candidate_options(settings, cases))
     host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
     source = _open_case_source(registry, settings, host)
@@ -650,7 +657,7 @@ def resolve_executor(registry: Registry, name: str) -> Executor:
         found = registry.executor(candidate)
         if found is not None:
             return found
-    installed = [i.removeprefix(EXECUTOR_PREFIX) for i in registry.ids("executor")]
+    installed = [executor_short_name(i) for i in registry.ids("executor")]
     raise InvocationError(
         f"--executor {name[:64]!r} is not installed; installed: {', '.join(installed) or 'none'}"
     )
