@@ -535,7 +535,7 @@ class _HostSettingsCommand(TyperCommand):
             ctx.meta["sevro.host-options"] = (
                 [] if registry is None else click_options(registry.hosts())
             )
-            if registry is not None and self.name == "run":  # executors run trials: run only
+            if registry is not None and self.name in ("run", "seal"):  # they plan and run trials
                 ctx.meta["sevro.host-options"] += executor_click_options(registry.executors())
         return [*params, *ctx.meta["sevro.host-options"]]
 
