@@ -324,3 +324,27 @@ def test_report_shows_reservations_and_forfeits(sevro_project: SevroProject) -> 
     markdown = sevro_project.sevro("report", run_dir)
     assert "### Spend ceilings" in markdown.stdout
     assert "| $1.0000 | $0.6000 | $0.0000 | 2 | 2 ($0.6000) | no |" in markdown.stdout
+
+
+def test_the_documented_example_stops_where_the_docs_say(sevro_project: SevroProject) -> None:
+    """docs/spend.md's scripted-host example with its flags: four trials, then exit 5; without
+    the reported usage (the behaviour it shows) every call forfeits and only three run."""
+    text = (Path(__file__).parents[2] / "docs" / "spend.md").read_text()
+    section = text[text.index("**Trying it without a model.**") :]
+    body = section[
+        section.index("```json\n") + 8 : section.index("\n```", section.index("```json"))
+    ]
+    config = json.loads(body)
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    flags = ["--trials", "6", "--max-cost-usd", "1", "--max-call-cost-usd", "0.3"]
+    for usage, started in ((True, 4), (False, 3)):
+        if not usage:
+            config.pop("usage")
+        sevro_project.write_json("documented.json", config)
+        done = sevro_project.run(
+            case, "--host-config", sevro_project.root / "documented.json", "--jobs", "1",
+            *flags, "--accept-exposure",
+        )  # fmt: skip
+        assert done.exit_code == 5, done.stderr
+        trials = done.json()["cases"][0]["trials"]
+        assert sum(t["execution"] == "completed" for t in trials) == started

@@ -304,3 +304,7 @@ MAX_HOLDOUT_PLAN_BYTES = 4 * MIB
 # Prices
 MAX_PRICES_FILE_BYTES = 1 * MIB
 """A ``--prices`` file (beyond: refused before the run)."""
+
+MAX_SPEND_CEILING_USD = 1_000_000.0
+"""The largest USD amount ``--max-cost-usd`` or ``--max-call-cost-usd`` may give: a typo of a
+few extra digits is refused rather than obeyed."""

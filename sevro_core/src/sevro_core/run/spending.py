@@ -19,6 +19,7 @@ from attrs import field, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
+from sevro_core.limits import MAX_SPEND_CEILING_USD
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.store.runstate import Claim
 from sevro_core.store.spendgate import CANDIDATE_ROLE, CEILING_SLACK_USD, SpendCeilings, SpendGate
@@ -141,8 +142,6 @@ def all_trials(plan: RunPlan) -> list[tuple[str, int]]:
     return [(p.unit, t) for p in plan.cases for t in trials]
 
 
-MAX_CEILING_USD = 1_000_000.0
-"""The largest ceiling a flag may give: a typo of a few digits is refused, not obeyed."""
 SPEND_ROLES = (CANDIDATE_ROLE, *JUDGE_ROLES)
 
 
@@ -160,10 +159,10 @@ def _amount(text: str, flag: str) -> tuple[str | None, float]:
         usd = float(value.strip().removeprefix("$"))
     except ValueError:
         usd = math.nan
-    if not math.isfinite(usd) or not 0 < usd <= MAX_CEILING_USD:
+    if not math.isfinite(usd) or not 0 < usd <= MAX_SPEND_CEILING_USD:
         raise InvocationError(
             f"{flag} {text!r}: the amount must be a number of USD above 0 and at most "
-            f"{MAX_CEILING_USD:g}"
+            f"{MAX_SPEND_CEILING_USD:g}"
         )
     return role or None, usd
 
