@@ -279,6 +279,18 @@ def test_totals(tmp_path: Path) -> None:
     assert accepted(tmp_path) == totals  # a replay sums to the same figures
 
 
+def test_totals_are_exact_sums(tmp_path: Path) -> None:
+    with SpendJournal.open(tmp_path, RUN, attempt=1) as journal:
+        for n in range(10):
+            journal.reserve(f"1:{n}", "semantic", 0.1, "x")
+        assert journal.totals().open_usd == 1.0
+        for n in range(10):
+            journal.reconcile(f"1:{n}", 0.1)
+        totals = journal.totals()
+    assert sum([0.1] * 10) != 1.0  # what adding floats one by one would report
+    assert (totals.charged_usd, totals.by_role["semantic"], totals.committed()) == (1.0,) * 3
+
+
 # --- a crash -------------------------------------------------------------------------------
 
 CRASHING = """
