@@ -778,6 +778,7 @@ def _build_report(
                 "task": result["task"]["verdict"],
                 "exitCode": result["exitCode"],
                 "caseCount": len(result["cases"]),
+                **({"spendLimits": run["spend"]} if run is not None and "spend" in run else {}),
             }
         )
         if run is None or run_dir is None:
