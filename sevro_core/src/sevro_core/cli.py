@@ -872,6 +872,11 @@ def _note(note: str) -> None:
     sys.stderr.write(f"sevro: {note}\n")
 
 
+def _notice(line: str) -> None:
+    """What the operator must see before dispatch (the worst-case spend), on stderr."""
+    sys.stderr.write(f"sevro: {line}\n")
+
+
 def _execute(plan: Any, flags: Any) -> Any:
     import json
 
@@ -897,7 +902,7 @@ def _execute(plan: Any, flags: Any) -> Any:
             on_trial=progress.advance,
             resume=flags.resume,
             on_reused=progress.reused,
-            on_notice=lambda line: sys.stderr.write(f"sevro: {line}\n"),
+            on_notice=_notice,
         )
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")

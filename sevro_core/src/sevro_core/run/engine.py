@@ -159,17 +159,8 @@ def execute_trial(
     t0 = time.monotonic()
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
-    run = _Trial(
-        plan,
-        planned,
-        trial,
-        cancel,
-        store,
-        workspace,
-        private,
-        _recorder(planned, workspace, private),
-        spend,
-    )
+    turns = _recorder(planned, workspace, private)
+    run = _Trial(plan, planned, trial, cancel, store, workspace, private, turns, spend)
     fixture, baseline = _prepare_fixture(run)
     _install_preparation(run, fixture)
     t_fixture = time.monotonic()
