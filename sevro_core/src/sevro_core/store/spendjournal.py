@@ -19,6 +19,7 @@ import re
 import stat
 import threading
 from collections.abc import Iterator, Mapping
+from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -187,8 +188,12 @@ class _Ledger:
         self.prev = GENESIS
         self.attempt = 1
         self.open: dict[str, _Open] = {}
-        self.charges: list[tuple[str, float]] = []  # (role, usd) of every closed call
-        self.forfeited: list[float] = []
+        # exact sums (a float's Fraction is exact), so a total never drifts with the order of
+        # the calls and costs O(1) per record
+        self.charged: dict[str, Fraction] = {}  # per role, of every closed call
+        self.forfeited = Fraction(0)
+        self.closed = 0
+        self.forfeits = 0
         self.reconciled = 0
         self.overruns = 0
         self.size = 0
@@ -232,23 +237,25 @@ class _Ledger:
             self.open[call] = _Open(record["role"], usd, record["attempt"], record["label"])
             return
         reserved = self.open.pop(call)
-        self.charges.append((reserved.role, usd))
+        self.charged[reserved.role] = self.charged.get(reserved.role, Fraction(0)) + Fraction(usd)
+        self.closed += 1
         if record["kind"] == FORFEIT:
-            self.forfeited.append(usd)
+            self.forfeits += 1
+            self.forfeited += Fraction(usd)
         else:
             self.reconciled += 1
             self.overruns += usd > reserved.usd
 
     def totals(self) -> SpendTotals:
         return SpendTotals(
-            charged_usd=math.fsum(usd for _, usd in self.charges),
+            charged_usd=float(sum(self.charged.values(), Fraction(0))),
             open_usd=math.fsum(item.usd for item in self.open.values()),
-            by_role=_by_role((role, usd) for role, usd in self.charges),
+            by_role={role: float(usd) for role, usd in self.charged.items()},
             open_by_role=_by_role((item.role, item.usd) for item in self.open.values()),
-            reservations=len(self.open) + len(self.charges),
+            reservations=len(self.open) + self.closed,
             reconciled=self.reconciled,
-            forfeits=len(self.forfeited),
-            forfeited_usd=math.fsum(self.forfeited),
+            forfeits=self.forfeits,
+            forfeited_usd=float(self.forfeited),
             overruns=self.overruns,
         )
 
@@ -436,7 +443,11 @@ class SpendJournal:
         except BaseException:
             os.close(fd)
             raise
-        journal._forfeit_earlier()
+        try:
+            journal._forfeit_earlier()
+        except BaseException:
+            journal.close()
+            raise
         return journal
 
     @staticmethod
