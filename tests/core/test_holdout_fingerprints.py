@@ -84,11 +84,11 @@ def _planned(case_id: str, target: str | None) -> Any:
 def test_distinct_tasks_are_counted_per_skill_under_test() -> None:
     """Two skills share a run: each counts only the cases an arm targets it on, and a
     near-duplicate counts once within its skill."""
-    cases = [{"id": f"c{i}", "taskFingerprint": f"t{i}"} for i in range(5)]
-    cases.append({"id": "twin", "taskFingerprint": "t0"})
+    cases = [{"caseId": f"c{i}", "taskFingerprint": f"t{i}"} for i in range(5)]
+    cases.append({"caseId": "twin", "taskFingerprint": "t0"})
     targets = {"c0": "alpha", "c1": "alpha", "twin": "alpha", "c2": "beta", "c3": "beta"}
-    planned = [_planned(c["id"], targets.get(c["id"])) for c in cases]
+    planned = [_planned(c["caseId"], targets.get(c["caseId"])) for c in cases]
     plan = SimpleNamespace(cases=planned)
     assert tasks_by_skill(plan, cases) == {"alpha": 2, "beta": 2}  # type: ignore[arg-type]
-    untargeted = SimpleNamespace(cases=[_planned(c["id"], None) for c in cases])
+    untargeted = SimpleNamespace(cases=[_planned(c["caseId"], None) for c in cases])
     assert tasks_by_skill(untargeted, cases) == {}  # type: ignore[arg-type]

@@ -103,7 +103,7 @@ def distinct_tasks(cases: Sequence[Mapping[str, str]]) -> int:
 def tasks_by_skill(plan: RunPlan, cases: Sequence[Mapping[str, str]]) -> dict[str, int]:
     """Distinct tasks per skill under test: the skill an arm targets for a case (a case counts
     for every skill some arm targets on it); empty when no arm targets a skill."""
-    fingerprints = {c["id"]: c["taskFingerprint"] for c in cases}
+    fingerprints = {c["caseId"]: c["taskFingerprint"] for c in cases}
     found: dict[str, set[str]] = {}
     for planned in plan.cases:
         if planned.arm is None:
