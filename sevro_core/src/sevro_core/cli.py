@@ -305,6 +305,35 @@ HoldoutOpt = Annotated[
         show_default=False,
     ),
 ]
+MaxCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--max-cost-usd",
+        metavar="[ROLE=]USD",
+        help="Stop the run before a call would take its spend past USD (bare: every role "
+        "together; ROLE=USD: candidate, semantic, advisory or comparator calls). Repeatable; "
+        "needs --max-call-cost-usd. See docs/spend.md.",
+        show_default=False,
+    ),
+]
+MaxCallCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--max-call-cost-usd",
+        metavar="[ROLE=]USD",
+        help="What one call may cost, reserved before it starts and passed to a CLI that can "
+        "stop itself (bare: every role not named). Repeatable. See docs/spend.md.",
+        show_default=False,
+    ),
+]
+AcceptExposureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--accept-exposure",
+        help="Run even though the worst case (calls x per-call ceilings) passes a ceiling: "
+        "the ceiling then stops the run (exit 5).",
+    ),
+]
 SandboxOpt = Annotated[
     str,
     typer.Option(
@@ -662,6 +691,9 @@ def run(
     local_http: LocalHttpOpt = False,
     runtime_config_file: RuntimeConfigOpt = None,
     prices: PricesOpt = None,
+    max_cost_usd: MaxCostOpt = None,
+    max_call_cost_usd: MaxCallCostOpt = None,
+    accept_exposure: AcceptExposureOpt = False,
     run_settings_file: RunSettingsFileOpt = None,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
@@ -700,7 +732,7 @@ def run(
         check_settings_used(
             registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
         )
-        plan = plan_run(loaded, registry, settings)
+        plan = _with_spend(plan_run(loaded, registry, settings), flags)
         if sealed is not None:
             plan = _holdout_claim(plan, sealed)
     except SevroError as exc:  # bad input (64) or an extension failing before any trial (70)
@@ -750,6 +782,21 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
     executor_flags = click.get_current_context().meta.get("sevro.executor-flags", {})
     executor = resolve_executor_settings(registry.executors(), flags.executor, executor_flags)
     return evolve(flags, runtime_seeds=seeds, executor_settings=executor), host_flags
+
+
+def _with_spend(plan: Any, flags: Any) -> Any:
+    """The plan with its spend ceilings for the roles it runs (the candidate, then each
+    configured judge); a ceiling that cannot work is refused here (exit 64)."""
+    from attrs import evolve
+
+    from sevro_core.run.spending import spend_ceilings
+    from sevro_core.store.spendgate import CANDIDATE_ROLE
+
+    roles = [CANDIDATE_ROLE, *plan.judges.routes]
+    ceilings = spend_ceilings(
+        flags.max_cost_usd or [], flags.max_call_cost_usd or [], flags.accept_exposure, roles
+    )
+    return evolve(plan, settings=evolve(plan.settings, spend=ceilings))
 
 
 def _holdout_before(flags: Any) -> Any:
@@ -841,6 +888,11 @@ def _note(note: str) -> None:
     sys.stderr.write(f"sevro: {note}\n")
 
 
+def _notice(line: str) -> None:
+    """What the operator must see before dispatch (the worst-case spend), on stderr."""
+    sys.stderr.write(f"sevro: {line}\n")
+
+
 def _execute(plan: Any, flags: Any) -> Any:
     import json
 
@@ -862,7 +914,11 @@ def _execute(plan: Any, flags: Any) -> Any:
         arms=arms,
     ) as progress:
         outcome = execute(
-            plan, on_trial=progress.advance, resume=flags.resume, on_reused=progress.reused
+            plan,
+            on_trial=progress.advance,
+            resume=flags.resume,
+            on_reused=progress.reused,
+            on_notice=_notice,
         )
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
@@ -873,6 +929,10 @@ def _execute(plan: Any, flags: Any) -> Any:
         sys.stdout.write(
             render_summary(outcome.result, outcome.statistics, origin, advisory=advisory)
         )
+        if outcome.spend is not None:
+            from sevro_core.reporting.output import spend_line
+
+            sys.stdout.write(spend_line(outcome.spend))
     return outcome
 
 

@@ -115,6 +115,11 @@ class RunFlags:
     holdout: Path | None = None
     prices: Path | None = None
     """``--prices``: a price table over the built-in one (None: the built-in table)."""
+    max_cost_usd: list[str] | None = None
+    """``--max-cost-usd [ROLE=]USD``: the run's and roles' spend ceilings (run/spending.py)."""
+    max_call_cost_usd: list[str] | None = None
+    """``--max-call-cost-usd [ROLE=]USD``: what one call of each role reserves."""
+    accept_exposure: bool = False
     executor: str = "local"
     """``--executor``: the executor plugin the trials run on (checked when planning)."""
     executor_settings: Mapping[str, str] = field(factory=dict)

@@ -22,6 +22,9 @@ RESERVED_FLAGS = frozenset(
     {
         "--baseline",
         "--prices",
+        "--max-cost-usd",
+        "--max-call-cost-usd",
+        "--accept-exposure",
         "--semantic-host",
         "--semantic-model",
         "--semantic-effort",

@@ -545,8 +545,12 @@ class Executor(Plugin, Protocol):
     private evidence directory, a bounded result (trial evidence and artifacts with their
     digests) sent back, and an owner-side step that checks the digests and persists the result
     through the owner's store exactly as a local trial; the future then resolves to that
-    persisted record. Cancellation must cancel outstanding remote tasks, and a lost worker must
-    resolve its future to an execution failure with the reason, never to nothing.
+    persisted record. The run's spend gate stays with the owner too: the scheduler reserves each
+    candidate call before submitting and settles it from the returned record, but judge calls
+    reserve during the trial, so a remote trial's judge reservations must travel back to the
+    owner's journal (or its judging run on the owner). Cancellation must cancel outstanding
+    remote tasks, and a lost worker must resolve its future to an execution failure with the
+    reason, never to nothing.
     """
 
     @property

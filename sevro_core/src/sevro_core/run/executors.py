@@ -18,6 +18,7 @@ from sevro_core.run.engine import execute_trial
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.store.evidence import EvidenceStore
+from sevro_core.store.spendgate import SpendGate
 
 
 @frozen
@@ -29,6 +30,9 @@ class TrialJob:
     trial: int
     cancel: CancelToken
     store: EvidenceStore
+    spend: SpendGate | None = None
+    """The run's spend gate (None without a ceiling): the candidate's call ceiling (reserved by
+    the scheduler before submitting) and each judge call's reservation during the trial."""
 
     @property
     def unit(self) -> str:
@@ -36,7 +40,9 @@ class TrialJob:
 
     def run(self) -> TrialRecord:
         """The trial, end to end, in this process; its evidence persisted by the owner's store."""
-        return execute_trial(self.plan, self.planned, self.trial, self.cancel, self.store)
+        return execute_trial(
+            self.plan, self.planned, self.trial, self.cancel, self.store, self.spend
+        )
 
 
 @contextmanager

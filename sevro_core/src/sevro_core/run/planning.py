@@ -85,6 +85,7 @@ from sevro_core.run.identity import (
     evaluation_identity,
 )
 from sevro_core.run.provenance import ProvenanceChoice
+from sevro_core.store.spendgate import SpendCeilings
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
     COMPARATOR_ROLE,
@@ -172,6 +173,9 @@ class RunSettings:
     """``--extension-command-file`` and its flags: the case comes from the extension."""
     holdout: Mapping[str, Any] | None = None
     """The holdout plan that authorised the run and its consumption (run.json ``holdout``)."""
+    spend: SpendCeilings | None = None
+    """``--max-cost-usd``/``--max-call-cost-usd``: each call reserves its ceiling in the run's
+    spend journal before it starts (None: no ceiling, no journal)."""
     executor: ExecutorChoice = field(factory=ExecutorChoice)
     """``--executor`` and its settings: where the trials run; not part of the identity."""
 
