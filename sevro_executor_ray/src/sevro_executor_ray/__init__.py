@@ -1,0 +1,1 @@
+"""sevro on a Ray cluster: the ``sevro.executor.ray`` executor (``--executor ray``)."""

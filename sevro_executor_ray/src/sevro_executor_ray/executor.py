@@ -1,0 +1,93 @@
+"""The ``sevro.executor.ray`` executor (``--executor ray``): a run's trials as Ray tasks.
+
+The run owner stays the only writer: each trial runs on a worker from a picklable description
+(no secret in it), into a private evidence directory, and comes back as a bounded shipment the
+owner checks and persists through its own store (``sevro_core.api``'s remote-trial API). Ray is
+imported only when this executor starts, so loading the plugin (``sevro --help``) never imports it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from sevro_core.api import (
+    Executor,
+    ExecutorOptions,
+    HostSetting,
+    InvocationError,
+    TrialPool,
+    hookimpl,
+)
+
+ADDRESS_KEY = "ray.address"
+ADDRESS_SETTING = HostSetting(
+    ADDRESS_KEY,
+    "--ray-address",
+    "The Ray cluster: auto (RAY_ADDRESS or the cluster started on this machine), HOST:PORT "
+    "of its head node, or local (a cluster started for this run and stopped after it).",
+    "string",
+)
+_HOST_PORT = re.compile(r"^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$")
+
+
+def ray_address(value: str) -> str | None:
+    """What ``ray.init(address=...)`` gets for ``--ray-address`` (None: bad input)."""
+    if value in ("auto", "local"):
+        return value
+    if _HOST_PORT.match(value) and 0 < int(value.rsplit(":", 1)[1]) < 65536:
+        return value
+    return None
+
+
+def connect(value: str) -> Any:
+    """``ray.init`` for ``--ray-address``; a cluster that cannot be reached is exit 64."""
+    address = ray_address(value)
+    if address is None:
+        raise InvocationError(
+            f"--ray-address {value!r} is not auto, local or HOST:PORT of a Ray head node"
+        )
+    import logging
+
+    import ray
+
+    # ray.init installs its own SIGTERM handler (sys.exit): the owner's handlers must stay.
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if address == "local":
+        options["include_dashboard"] = False
+    try:
+        ray.init(address=address, **options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise InvocationError(
+            f"cannot reach the Ray cluster (--ray-address {value}): {' '.join(str(exc).split())}"
+        ) from None
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+    return ray
+
+
+class RayExecutor:
+    """Trials as Ray tasks on the cluster ``--ray-address`` names, checked node by node first."""
+
+    id = "sevro.executor.ray"
+    version = "0.1.0"
+    capabilities: frozenset[str] = frozenset()
+    requires: frozenset[str] = frozenset()
+    settings: tuple[HostSetting, ...] = (ADDRESS_SETTING,)
+
+    def start(self, options: ExecutorOptions) -> TrialPool:
+        value = options.settings.get(ADDRESS_KEY, "auto")
+        ray = connect(value)
+        from sevro_executor_ray.pool import RayPool
+
+        return RayPool(ray, options)
+
+
+@hookimpl
+def sevro_register_executors(register: Callable[[Executor], None]) -> None:
+    register(RayExecutor())

@@ -1,0 +1,16 @@
+"""Bounds only the Ray executor applies (docs/limits.md lists them with the core's)."""
+
+from __future__ import annotations
+
+RAY_CANCEL_GRACE_S = 30.0
+"""Seconds a cancelled run waits for its remote trials to stop on the relayed cancel token (and
+ship their cancelled evidence) before it force-kills their workers (those trials are lost)."""
+
+RAY_DOCTOR_TIMEOUT_S = 300.0
+"""Seconds the per-node doctor may take on all nodes together before the run is refused."""
+
+RAY_CANCEL_POLL_S = 0.5
+"""Seconds between a remote trial's looks at the owner's cancel flag."""
+
+RAY_RESUBMITS = 1
+"""Times a trial whose worker died before it started is submitted again (then it is lost)."""

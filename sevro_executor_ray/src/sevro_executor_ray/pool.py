@@ -1,0 +1,230 @@
+"""One run's trials on a Ray cluster: the owner's side.
+
+Each submitted trial becomes a Ray task on a worker; a collector thread waits for the tasks and
+persists each shipment through the owner's store (digests and bounds checked on arrival), or
+records a lost worker's trial as an execution failure. The owner's cancel token is relayed to
+the workers, which end their trials ``cancelled`` as a local run does; a worker that does not
+stop within the grace is killed and its trial is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, cast
+
+from attrs import define
+
+from sevro_core.api import (
+    ConfigurationError,
+    ExecutorOptions,
+    InvocationError,
+    TrialDescription,
+    TrialTask,
+    describe_trial,
+    lost_trial,
+    persist_shipment,
+)
+from sevro_executor_ray.limits import (
+    RAY_CANCEL_GRACE_S,
+    RAY_DOCTOR_TIMEOUT_S,
+    RAY_RESUBMITS,
+)
+
+MAX_REASON_CHARS = 400
+
+
+@define
+class _Submitted:
+    """A trial on its way: what the owner submitted and the future it gave back."""
+
+    task: Any
+    description: TrialDescription
+    future: Future[Any]
+    key: str
+    resubmits: int = 0
+    forced: bool = False
+
+
+class RayPool:
+    """A started Ray executor for one run (``TrialPool``)."""
+
+    def __init__(self, ray: Any, options: ExecutorOptions) -> None:
+        from sevro_executor_ray.worker import CancelFlag
+
+        self._ray = ray
+        self._options = options
+        self._flag = CancelFlag.remote()
+        self._lock = threading.Lock()
+        self._pending: dict[Any, _Submitted] = {}
+        self._checked = False
+        self._closing = threading.Event()
+        self._cancelled_at: float | None = None
+        self._collector = threading.Thread(target=self._collect, name="sevro-ray", daemon=True)
+        self._collector.start()
+
+    def submit(self, task: TrialTask) -> Future[Any]:
+        try:
+            description = describe_trial(cast(Any, task))
+        except ConfigurationError as exc:
+            raise InvocationError(f"--executor ray cannot run this run: {exc.message}") from None
+        if not self._checked:
+            check_nodes(self._ray, description)
+            self._checked = True
+        submitted = _Submitted(task, description, Future(), f"{task.unit}#{task.trial}")
+        submitted.future.set_running_or_notify_cancel()
+        self._launch(submitted)
+        return submitted.future
+
+    def _launch(self, submitted: _Submitted) -> None:
+        from sevro_executor_ray.worker import run_trial
+
+        ref = run_trial.remote(submitted.description, self._flag, submitted.key)
+        with self._lock:
+            self._pending[ref] = submitted
+
+    def shutdown(self) -> None:
+        """Every submitted trial ended (persisted, lost or failed), then the driver leaves."""
+        self._closing.set()
+        self._collector.join()
+        with contextlib.suppress(Exception):
+            self._ray.kill(self._flag)
+        self._ray.shutdown()
+
+    def _collect(self) -> None:
+        """Resolve each future as its task ends; never leave one unresolved."""
+        try:
+            while True:
+                with self._lock:
+                    refs = list(self._pending)
+                if not refs:
+                    if self._closing.is_set():
+                        return
+                    self._watch_cancel()
+                    self._closing.wait(0.05)
+                    continue
+                ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0.1)
+                for ref in ready:
+                    self._arrive(ref)
+                self._watch_cancel()
+        except BaseException as exc:  # the collector itself failed: every trial says so
+            with self._lock:
+                left, self._pending = list(self._pending.values()), {}
+            for submitted in left:
+                submitted.future.set_exception(exc)
+
+    def _arrive(self, ref: Any) -> None:
+        with self._lock:
+            submitted = self._pending.pop(ref)
+        task = submitted.task
+        try:
+            try:
+                shipment = self._ray.get(ref)
+            except self._ray.exceptions.RayError as exc:
+                self._failed(submitted, exc)
+                return
+            record = persist_shipment(task.store, shipment, (task.unit, task.trial))
+        except BaseException as exc:  # refused shipment or a persistence failure: run stops
+            submitted.future.set_exception(exc)
+            return
+        submitted.future.set_result(record)
+
+    def _failed(self, submitted: _Submitted, exc: BaseException) -> None:
+        """A task that did not return: the trial's own error stops the run as locally; a lost
+        worker or node makes the trial an execution failure, or runs it again when it never
+        started."""
+        errors = self._ray.exceptions
+        if isinstance(exc, errors.RayTaskError) and not isinstance(exc, errors.TaskCancelledError):
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            submitted.future.set_exception(cause)
+            return
+        if (
+            not submitted.forced
+            and not self._options.cancel.cancelled
+            and submitted.resubmits < RAY_RESUBMITS
+            and not self._started(submitted.key)
+        ):
+            submitted.resubmits += 1
+            self._launch(submitted)
+            return
+        submitted.future.set_result(lost_trial(submitted.task, self._reason(submitted, exc)))
+
+    def _started(self, key: str) -> bool:
+        try:
+            return bool(self._ray.get(self._flag.started.remote(key), timeout=30))
+        except self._ray.exceptions.RayError:
+            return True  # unknown: never run a trial twice
+
+    def _reason(self, submitted: _Submitted, exc: BaseException) -> str:
+        if submitted.forced:
+            why = (
+                f"the run was cancelled ({self._options.cancel.reason}) and the Ray worker did "
+                f"not stop within {RAY_CANCEL_GRACE_S:g} s: it was killed"
+            )
+        else:
+            detail = " ".join(str(exc).split())
+            why = f"the Ray worker or node running the trial was lost ({type(exc).__name__}): "
+            why += detail
+        return why[:MAX_REASON_CHARS]
+
+    def _watch_cancel(self) -> None:
+        """Relay the owner's cancellation; force-kill what is still running after the grace."""
+        cancel = self._options.cancel
+        if not cancel.cancelled:
+            return
+        now = time.monotonic()
+        if self._cancelled_at is None:
+            self._cancelled_at = now
+            self._flag.cancel.remote(cancel.reason or "cancelled")
+            return
+        if now - self._cancelled_at < RAY_CANCEL_GRACE_S:
+            return
+        with self._lock:
+            running = [(r, s) for r, s in self._pending.items() if not s.forced]
+        for ref, submitted in running:
+            submitted.forced = True
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=True)
+
+
+def check_nodes(ray: Any, description: TrialDescription) -> None:
+    """The per-node doctor: every alive node that can run a trial runs the run's host doctors
+    there; any failing check refuses the run (exit 64) before a trial is sent."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from sevro_executor_ray.worker import node_doctor, versions
+
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0)]
+    if not nodes:
+        raise InvocationError("the Ray cluster has no alive node with a CPU to run trials on")
+    refs = [
+        node_doctor.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+        ).remote(description)
+        for n in nodes
+    ]
+    try:
+        reports = ray.get(refs, timeout=RAY_DOCTOR_TIMEOUT_S)
+    except (ray.exceptions.RayError, TimeoutError) as exc:
+        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
+        raise InvocationError(
+            f"the per-node doctor did not finish on the Ray cluster: {detail}"
+        ) from None
+    owner = versions()
+    for node, report in zip(nodes, reports, strict=True):
+        address = f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}"
+        where = f"Ray node {report.node} ({address}, id {node['NodeID'][:12]})"
+        if report.versions != owner:
+            raise InvocationError(
+                f"{where} has {dict(report.versions)}, the run owner {dict(owner)}: "
+                "install the same sevro on every node"
+            )
+        for check in report.checks:
+            if not check.ok:
+                fix = f"; fix: {check.fix}" if check.fix else ""
+                raise InvocationError(
+                    f"{where}: doctor check {check.name!r} of {check.host} failed: "
+                    f"{check.detail}{fix}"
+                )

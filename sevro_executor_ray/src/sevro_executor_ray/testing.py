@@ -1,0 +1,200 @@
+"""A real Ray cluster for tests: a head node and a second worker node, each its own ``ray start``
+process on 127.0.0.1, tiny (2 CPUs each, a 100 MB object store, no dashboard), in a private temp
+dir, and stopped (every process it started, nothing else) when the test ends.
+
+``ray stop`` would stop every Ray process of the user on the machine, other people's clusters
+too; instead each node runs ``ray start --block`` in its own process group and teardown ends
+exactly those groups and any process whose command line names this cluster's temp dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from attrs import frozen
+
+from sevro_core.testing import require_tool
+
+NODE_CPUS = 2
+OBJECT_STORE_BYTES = 100 * 1024 * 1024
+START_TIMEOUT_S = 90.0
+
+
+def require_ray() -> str:
+    """The ``ray`` CLI next to this interpreter (``sevro[ray]`` installs it); skip when missing
+    locally, fail when ``CI=true``."""
+    import sys
+
+    beside = Path(sys.executable).parent / "ray"
+    if beside.is_file():
+        return str(beside)
+    return require_tool("ray")
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on 127.0.0.1 right now."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@frozen
+class RayNode:
+    """One ``ray start --block`` process (its own process group) and its log."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    node_manager_port: int
+
+
+class LocalRayCluster:
+    """A head node and ``workers`` worker nodes, each a separate ``ray start`` process."""
+
+    def __init__(self, ray: str, root: Path, worker_env: Mapping[str, str] | None = None) -> None:
+        self.ray = ray
+        self.root = root
+        self.worker_env = dict(worker_env or {})
+        self.nodes: list[RayNode] = []
+        port, client = free_ports(2)
+        self.address = f"127.0.0.1:{port}"
+        self._client_port = client
+
+    def start(self, workers: int = 1) -> None:
+        head = [
+            "--head",
+            "--port",
+            self.address.rsplit(":", 1)[1],
+            "--ray-client-server-port",
+            str(self._client_port),
+            "--include-dashboard",
+            "false",
+        ]
+        self._start_node(head, "head")
+        for n in range(workers):
+            self._start_node(["--address", self.address], f"worker{n + 1}", self.worker_env)
+        self.wait_for_nodes(1 + workers)
+
+    def _start_node(
+        self, role: list[str], name: str, extra_env: Mapping[str, str] | None = None
+    ) -> None:
+        ports = free_ports(7)
+        argv = [
+            self.ray, "start", *role, "--block", "--node-ip-address", "127.0.0.1",
+            "--num-cpus", str(NODE_CPUS), "--object-store-memory", str(OBJECT_STORE_BYTES),
+            "--disable-usage-stats",
+            "--temp-dir", str(self.root / name),
+            "--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
+            "--dashboard-agent-listen-port", str(ports[2]),
+            "--dashboard-agent-grpc-port", str(ports[3]),
+            "--metrics-export-port", str(ports[4]), "--runtime-env-agent-port", str(ports[5]),
+            "--min-worker-port", "0", "--max-worker-port", "0",
+        ]  # fmt: skip
+        log = self.root / f"{name}.log"
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(extra_env or {})}
+        env.pop("RAY_ADDRESS", None)
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        self.nodes.append(RayNode(process, log, ports[0]))
+
+    def wait_for_nodes(self, count: int) -> None:
+        """Block until ``count`` nodes are alive (``ray status`` is slow: ask the GCS)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        script = (
+            "import ray,sys;ray.init(address=sys.argv[1],logging_level='ERROR',"
+            "log_to_driver=False);print(sum(n['Alive'] for n in ray.nodes()))"
+        )
+        python = str(Path(self.ray).parent / "python")
+        while time.monotonic() < deadline:
+            for node in self.nodes:
+                if node.process.poll() is not None:
+                    raise RuntimeError(f"ray node exited: {node.log.read_text()[-2000:]}")
+            done = subprocess.run(
+                [python, "-c", script, self.address],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=60,
+            )
+            if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"the Ray cluster did not reach {count} nodes")
+
+    def processes(self) -> list[int]:
+        """Every live process this cluster started: its process groups and any process whose
+        command line names its temp dir (workers that left the group)."""
+        groups = {n.process.pid for n in self.nodes}
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                pgid = os.getpgid(int(entry.name))
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, ProcessLookupError):
+                continue
+            if pgid in groups or str(self.root).encode() in cmdline:
+                found.append(int(entry.name))
+        return found
+
+    def stop(self) -> None:
+        """Stop every node: SIGTERM each ``ray start --block`` (it stops its node), then kill
+        whatever of this cluster is left."""
+        for node in self.nodes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for node in self.nodes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for _ in range(20):
+            left = [p for p in self.processes() if p != os.getpid()]
+            if not left:
+                return
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.25)
+
+
+@contextlib.contextmanager
+def local_ray_cluster(
+    workers: int = 1, worker_env: Mapping[str, str] | None = None
+) -> Iterator[LocalRayCluster]:
+    """A started head plus ``workers`` worker nodes (``worker_env`` added to theirs); stopped
+    and removed on exit."""
+    ray = require_ray()
+    root = Path(tempfile.mkdtemp(prefix="sray", dir="/tmp"))  # short: Ray's socket paths
+    cluster = LocalRayCluster(ray, root, worker_env)
+    try:
+        cluster.start(workers)
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[LocalRayCluster]:
+    """One real two-node cluster for a test module."""
+    with local_ray_cluster() as cluster:
+        yield cluster

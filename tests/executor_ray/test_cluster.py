@@ -1,0 +1,208 @@
+"""Trials on a real local Ray cluster (a head node and a second worker node, each its own
+``ray start`` process): results equal the local executor's up to timings, each node is checked
+before any trial, a worker killed mid-trial loses only its trial, a killed owner resumes, and
+SIGINT cancels the remote trials."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sevro_core.testing import SevroProject, require_sandbox, start_sevro
+from sevro_executor_ray.testing import LocalRayCluster, local_ray_cluster
+from tests.e2e.helpers import assert_valid_evidence, load, notes_experiment, regex_check
+
+TRIAL_TITLE = b"ray::sevro_trial"
+
+
+def _outcome(result: dict[str, Any]) -> list[Any]:
+    """A result without its timings, paths and run id: what must not depend on the executor."""
+    return [
+        (c["caseId"], c.get("arm"), c["passedTrials"], c["task"], [t["task"] for t in c["trials"]])
+        for c in result["cases"]
+    ]
+
+
+def _trial_files(result: dict[str, Any]) -> list[str]:
+    run_dir = Path(result["evidencePath"]).parent
+    return sorted(str(p.relative_to(run_dir)) for p in (run_dir / "cases").rglob("trial-*.json"))
+
+
+def _run(project: SevroProject, results: str, *args: str | Path) -> Any:
+    """``sevro run`` into its own results root outside the project (whose digest is part of
+    the identity and must be the same for every run compared)."""
+    out = project.root.parent / results
+    return project.sevro("run", *args, "--json", "--results-root", out, timeout=300)
+
+
+def _on_ray(cluster: LocalRayCluster) -> tuple[str, ...]:
+    return ("--executor", "ray", "--ray-address", cluster.address)
+
+
+def _running_trials(cluster: LocalRayCluster) -> list[int]:
+    """Worker processes of this cluster running a trial right now (Ray retitles them)."""
+    found = []
+    for pid in cluster.processes():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.startswith(TRIAL_TITLE):
+            found.append(pid)
+    return found
+
+
+def _wait_no_trials(cluster: LocalRayCluster, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while _running_trials(cluster):
+        assert time.monotonic() < deadline, "a remote trial outlived its run"
+        time.sleep(0.2)
+
+
+def test_a_scripted_run_on_the_cluster_equals_the_local_run(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    first = sevro_project.case("one.json", id="one", checks=[regex_check("r", "^trial [12]$")])
+    second = sevro_project.case("two.json", id="two", checks=[regex_check("r", "^trial 1$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "trial {{sevro.trial}}"}}]])
+    common = (first, second, "--host-config", host, "--trials", "3", "--jobs", "4")
+    local = _run(sevro_project, "local", *common)
+    assert local.exit_code == 1, local.stderr
+    remote = _run(sevro_project, "ray", *common, *_on_ray(ray_cluster))
+    assert remote.exit_code == 1, remote.stderr
+    assert json.loads(remote.stdout)  # stdout stays the JSON result: Ray prints nothing there
+    run = assert_valid_evidence(remote.json())
+    assert run["executor"] == {"id": "sevro.executor.ray", "version": "0.1.0"}
+    assert run["evaluationIdentity"] == load(local.json()["evidencePath"])["evaluationIdentity"]
+    assert _outcome(remote.json()) == _outcome(local.json())
+    assert _trial_files(remote.json()) == _trial_files(local.json())
+    _wait_no_trials(ray_cluster)
+
+
+def test_an_experiment_on_the_cluster_equals_the_local_run(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    require_sandbox()
+    project = notes_experiment(sevro_project)
+    common = ("cases", "--skill", "skills/notes", "--host-config", "host.json")
+    common += ("--baseline", "none", "--trials", "2", "--jobs", "2")
+    local = _run(project, "local", *common)
+    assert local.exit_code == 1, local.stderr  # the baseline arm fails, as before
+    remote = _run(project, "ray", *common, *_on_ray(ray_cluster))
+    assert remote.exit_code == 1, remote.stderr
+    assert _outcome(remote.json()) == _outcome(local.json())
+    run = assert_valid_evidence(remote.json())
+    assert run["executor"]["id"] == "sevro.executor.ray"
+    assert run["evaluationIdentity"] == load(local.json()["evidencePath"])["evaluationIdentity"]
+    assert _trial_files(remote.json()) == _trial_files(local.json())
+
+
+def _slow_project(project: SevroProject, slow_ms: int) -> tuple[Path, ...]:
+    """Case ``quick`` replies at once, case ``slow`` sleeps ``slow_ms`` first; both pass."""
+    quick = project.case("quick.json", id="quick", checks=[regex_check("r", "^done$")])
+    slow = project.case("slow.json", id="slow", checks=[regex_check("r", "^done$")])
+    host = project.script(
+        cases={
+            "quick": [[{"reply": {"text": "done"}}]],
+            "slow": [[{"sleep": {"ms": slow_ms}}, {"reply": {"text": "done"}}]],
+        }
+    )
+    return quick, slow, Path("--host-config"), host
+
+
+def _wait_quick_done_and_slow_running(process: Any, results: Path, cluster: LocalRayCluster) -> int:
+    """The quick trial persisted by the owner, the slow one running on a worker: its pid."""
+    process.wait_until(lambda: any(results.rglob("quick/trial-1.json")), timeout=120)
+    process.wait_until(lambda: len(_running_trials(cluster)) == 1, timeout=60)
+    (pid,) = _running_trials(cluster)
+    return pid
+
+
+def test_a_worker_killed_mid_trial_loses_only_that_trial(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    args = (*_slow_project(sevro_project, 60_000), "--jobs", "2", *_on_ray(ray_cluster))
+    results = sevro_project.root.parent / "killed"
+    argv = ("run", *args, "--json", "--results-root", results)
+    with start_sevro(argv, cwd=sevro_project.root) as process:
+        worker = _wait_quick_done_and_slow_running(process, results, ray_cluster)
+        os.kill(worker, signal.SIGKILL)
+        done = process.finish(timeout=120)
+    result = done.json()
+    assert done.exit_code not in (0, 1), done.stderr  # an execution failure, never a pass
+    by_case = {c["caseId"]: c for c in result["cases"]}
+    assert by_case["quick"]["passedTrials"] == 1
+    assert by_case["slow"]["passedTrials"] == 0
+    (trial,) = by_case["slow"]["trials"]
+    document = load(Path(result["evidencePath"]).parent / "cases" / "slow" / "trial-1.json")
+    assert document["states"]["execution"] == "failed", trial
+    assert document["execution"]["errorCode"] == "sevro.executor.lost"
+    assert "Ray worker or node running the trial was lost" in json.dumps(document)
+    assert _trial_files(result) == ["cases/quick/trial-1.json", "cases/slow/trial-1.json"]
+    _wait_no_trials(ray_cluster)
+
+
+def test_a_killed_owner_resumes_on_the_cluster(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    args = (*_slow_project(sevro_project, 8_000), "--jobs", "2", *_on_ray(ray_cluster))
+    results = sevro_project.root.parent / "resumed"
+    argv = ("run", *args, "--json", "--results-root", results)
+    with start_sevro(argv, cwd=sevro_project.root) as process:
+        _wait_quick_done_and_slow_running(process, results, ray_cluster)
+        quick = next(results.rglob("quick/trial-1.json")).read_bytes()
+        process.signal_group(signal.SIGKILL)  # the owner dies; Ray cancels its tasks
+        process.finish(timeout=30)
+    _wait_no_trials(ray_cluster)
+    again = sevro_project.sevro("run", *argv[1:], "--resume", timeout=300)
+    assert again.exit_code == 0, again.stderr
+    result = again.json()
+    assert [c["passedTrials"] for c in result["cases"]] == [1, 1]
+    run_dir = Path(result["evidencePath"]).parent
+    assert (run_dir / "cases" / "quick" / "trial-1.json").read_bytes() == quick  # reused
+    assert _trial_files(result) == ["cases/quick/trial-1.json", "cases/slow/trial-1.json"]
+
+
+def test_sigint_cancels_the_remote_trials(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    args = (*_slow_project(sevro_project, 120_000), "--jobs", "2", *_on_ray(ray_cluster))
+    results = sevro_project.root.parent / "cancelled"
+    argv = ("run", *args, "--json", "--results-root", results)
+    with start_sevro(argv, cwd=sevro_project.root) as process:
+        _wait_quick_done_and_slow_running(process, results, ray_cluster)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        done = process.finish(timeout=60)
+    assert time.monotonic() - started < 20  # the relayed token stopped the sleep, no grace
+    result = done.json()
+    assert done.exit_code == 130, done.stderr
+    document = load(Path(result["evidencePath"]).parent / "cases" / "slow" / "trial-1.json")
+    assert document["states"]["execution"] == "cancelled"
+    _wait_no_trials(ray_cluster, timeout=10)
+
+
+def test_a_node_failing_its_doctor_refuses_the_run_before_any_trial(
+    sevro_project: SevroProject,
+) -> None:
+    """The worker node cannot find bubblewrap (its PATH lacks it): the run names that node and
+    the sandbox check, exit 64, and nothing ran; the same cluster's head alone is fine."""
+    require_sandbox()
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    bin_dir = str(Path(sys.executable).parent)
+    with local_ray_cluster(worker_env={"PATH": bin_dir}) as cluster:
+        refused = _run(sevro_project, "refused", case, "--host-config", host, *_on_ray(cluster))
+        assert refused.exit_code == 64, refused.stderr
+        line = refused.stderr.strip()
+        assert "\n" not in line
+        assert line.startswith("sevro: error: Ray node ")
+        worker_port = cluster.nodes[1].node_manager_port
+        assert f":{worker_port}, id " in line and "doctor check 'sandbox'" in line
+        assert not any((sevro_project.root.parent / "refused").rglob("trial-*.json"))
+        assert not _running_trials(cluster)
