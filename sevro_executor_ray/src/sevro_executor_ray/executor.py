@@ -68,7 +68,25 @@ def connect(value: str) -> Any:
         for sig, handler in handlers.items():
             if handler is not None:
                 signal.signal(sig, handler)
+    _errors_to_stderr()
     return ray
+
+
+def _errors_to_stderr() -> None:
+    """Ray's driver prints the cluster's error messages ("a worker died ...") on stdout, which
+    is ``sevro run --json``'s document: send them to stderr, where the operator still sees them.
+    (Ray 2.60 has no option for it; its private hook is patched only where it exists.)"""
+    from ray._private import worker
+
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "sevro_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.sevro_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 class RayExecutor:

@@ -57,6 +57,7 @@ class RayPool:
         self._ray = ray
         self._options = options
         self._flag = CancelFlag.remote()
+        ray.get(self._flag.reason.remote())  # the flag is up before any trial asks it
         self._lock = threading.Lock()
         self._pending: dict[Any, _Submitted] = {}
         self._checked = False

@@ -140,21 +140,29 @@ class LocalRayCluster:
         raise RuntimeError(f"the Ray cluster did not reach {count} nodes")
 
     def processes(self) -> list[int]:
-        """Every live process this cluster started: its process groups and any process whose
-        command line names its temp dir (workers that left the group)."""
-        groups = {n.process.pid for n in self.nodes}
-        found = []
+        """Every live process this cluster started: descendants of its ``ray start`` processes
+        (Ray's workers start their own sessions, so process groups are not enough) and any
+        process whose command line names its temp dir."""
+        parents: dict[int, int] = {}
+        named: set[int] = set()
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
-                pgid = os.getpgid(int(entry.name))
+                stat = (entry / "stat").read_text()
                 cmdline = (entry / "cmdline").read_bytes()
-            except (OSError, ProcessLookupError):
+            except OSError:
                 continue
-            if pgid in groups or str(self.root).encode() in cmdline:
-                found.append(int(entry.name))
-        return found
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            if str(self.root).encode() in cmdline:
+                named.add(int(entry.name))
+        found = {n.process.pid for n in self.nodes if n.process.poll() is None} | named
+        grew = True
+        while grew:
+            more = {pid for pid, parent in parents.items() if parent in found} - found
+            found |= more
+            grew = bool(more)
+        return sorted(p for p in found if p in parents)
 
     def stop(self) -> None:
         """Stop every node: SIGTERM each ``ray start --block`` (it stops its node), then kill
