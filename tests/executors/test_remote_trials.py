@@ -490,3 +490,78 @@ def test_a_run_that_cannot_be_pickled_is_refused_naming_the_setting(tmp_path: Pa
     unpicklable = evolve(job, plan=evolve(job.plan, settings=settings))
     with pytest.raises(ConfigurationError, match="its setting holdout cannot be pickled"):
         describe_trial(unpicklable)
+
+
+CEILING_HOST = Path(__file__).resolve().with_name("ceiling_host.py")
+
+
+def _ceiling_run(project: SevroProject, dump: Path, *extra: str | Path) -> CliResult:
+    case = project.case(checks=[regex_check("r", "^ceiling 1.0$")])
+    flags = (case, "--host", "acme.host.ceiling", "--sandbox", "none", "--plugin", CEILING_HOST)
+    return project.run(*flags, "--plugin", PLUGIN, *extra)
+
+
+def test_the_candidates_call_ceiling_reaches_the_host_on_the_worker(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    remote = (*EXECUTOR, "--acme-spawn-dump", dump)
+    ceiling = ("--max-cost-usd", "5", "--max-call-cost-usd", "1")
+    given = _ceiling_run(sevro_project, dump, *remote, *ceiling)
+    assert given.exit_code == 0, given.stderr  # the host on the worker was given $1
+    run = assert_valid_evidence(given.json())
+    assert run["spend"]["totals"]["reservations"] == 1  # reserved by the owner, once
+    assert run["spend"]["totals"]["forfeits"] == 1  # the host reports no usage
+    none = _ceiling_run(sevro_project, dump, *remote)  # negative control: no ceiling, none given
+    assert none.exit_code == 1, none.stderr
+    assert none.json()["cases"][0]["trials"][0]["checks"][0]["status"] == "failed"
+
+
+def test_a_secret_host_setting_is_never_sent_to_a_worker(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    secret = ("--acme-token", "s3cr3t-token-9f2e")
+    local = _ceiling_run(sevro_project, dump, *secret)
+    assert local.exit_code == 1, local.stderr  # positive control: it runs locally
+    refused = _ceiling_run(sevro_project, dump, *secret, *EXECUTOR, "--acme-spawn-dump", dump)
+    assert refused.exit_code != 0
+    assert "host setting acme.token is secret" in refused.stdout + refused.stderr
+    assert not list(dump.iterdir()), "nothing was described, nothing pickled"
+
+
+def test_judges_under_a_spend_ceiling_are_not_sent_to_a_worker(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    from tests.judges.helpers import verdicts
+
+    semantic = {
+        "id": "says-ok",
+        "grader": "sevro.semantic",
+        "configuration": {"proposition": "The reply says ok."},
+    }
+    case = sevro_project.case(checks=[regex_check("r", "^ok$"), semantic])
+    judge = sevro_project.write_json(
+        "host.json",
+        {
+            "format": "sevro.scripted-host.v1",
+            "default": {"turns": [[{"reply": {"text": "ok"}}]]},
+            "judges": {"semantic": [{"reply": verdicts(("says-ok", "pass", "It says ok."))}]},
+        },
+    )
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    flags = (case, "--host-config", judge, "--semantic-host", "scripted")
+    flags += ("--semantic-host-config", judge, "--plugin", PLUGIN)
+    flags += (*EXECUTOR, "--acme-spawn-dump", dump)
+    judged = sevro_project.run(*flags)
+    assert judged.exit_code == 0, judged.stderr  # positive control: the judge runs on the worker
+    checks = judged.json()["cases"][0]["trials"][0]["checks"]
+    assert {c["id"]: c["status"] for c in checks} == {"r": "passed", "says-ok": "passed"}
+    described = len(list(dump.iterdir()))
+    refused = sevro_project.run(*flags, "--max-cost-usd", "5", "--max-call-cost-usd", "1")
+    assert refused.exit_code != 0
+    assert "judges and a spend ceiling" in refused.stdout + refused.stderr
+    assert len(list(dump.iterdir())) == described

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+import structlog
 from attrs import field, fields, frozen
 
 from sevro_core.errors import ConfigurationError, PersistenceError, SevroError
@@ -36,6 +37,7 @@ from sevro_core.limits import (
     MAX_SHIPPED_TRIAL_BYTES,
     MAX_SHIPPED_TRIAL_FILES,
 )
+from sevro_core.logs import configure as configure_logs
 from sevro_core.models import CancelToken, Case, unit_key
 from sevro_core.plugin.manager import Registry, load_plugins
 from sevro_core.run.engine import execute_trial, persist_failure
@@ -199,6 +201,8 @@ def _worker_plan(description: TrialDescription) -> RunPlan:
         plan = _PLANS.get(key)
         if plan is not None:
             return plan
+        if not structlog.is_configured():  # a worker's log lines go to stderr, as sevro's do
+            configure_logs()
         registry = _REGISTRIES.get(description.plugin_files)
         if registry is None:
             registry = load_plugins(description.plugin_files)
@@ -248,7 +252,7 @@ def _worker_gate(
     ceiling = settings.spend.call_ceiling(CANDIDATE_ROLE) if settings.spend else None
     if ceiling is None:
         return None
-    journal = SpendJournal.open(root / "spend", description.run_id, attempt=description.attempt)
+    journal = SpendJournal.open(root, description.run_id, attempt=description.attempt)
     ceilings = SpendCeilings(call_usd={CANDIDATE_ROLE: ceiling})
     return SpendGate(journal, ceilings, description.attempt)
 
