@@ -24,6 +24,7 @@ import pytest
 from attrs import evolve, frozen
 
 from sevro_core.api import (
+    EXECUTOR_LOST_CODE,
     CancelToken,
     ConfigurationError,
     HostOptions,
@@ -35,6 +36,7 @@ from sevro_core.api import (
     TrialShipment,
     describe_trial,
     load_plugins,
+    lost_trial,
     persist_shipment,
     run_described_trial,
 )
@@ -565,3 +567,33 @@ def test_judges_under_a_spend_ceiling_are_not_sent_to_a_worker(
     assert refused.exit_code != 0
     assert "judges and a spend ceiling" in refused.stdout + refused.stderr
     assert len(list(dump.iterdir())) == described
+
+
+def test_a_cancelled_worker_trial_comes_back_cancelled_and_a_lost_one_failed(
+    tmp_path: Path,
+) -> None:
+    """In this process (the worker's cache included): the run's cancel token reaches the trial
+    on the worker, which ends ``cancelled`` as locally; ``lost_trial`` is a failure, never a
+    pass, whose reason the run summary shows."""
+    from sevro_core.reporting.failures import trial_reason
+
+    job = _in_process_job(tmp_path, trials=3)
+    done = run_described_trial(describe_trial(job))  # positive control: it completes
+    record = persist_shipment(job.store, done, ("example", 1))
+    assert record.states.execution.value == "completed"
+    cancel = CancelToken()
+    cancel.cancel("SIGINT")
+    stopped = run_described_trial(describe_trial(evolve(job, trial=2)), cancel)
+    cancelled = persist_shipment(job.store, stopped, ("example", 2))
+    assert cancelled.states.execution.value == "cancelled"
+    assert cancelled.error_code == "sevro.run.cancelled"
+    lost = lost_trial(evolve(job, trial=3), "node n2 died")
+    assert (lost.states.execution.value, lost.states.verdict.value) == ("failed", "not_assessed")
+    assert lost.error_code == EXECUTOR_LOST_CODE
+    assert lost.path is not None and lost.document == load(lost.path)
+    assert lost.sha256 == hashlib.sha256(lost.path.read_bytes()).hexdigest()
+    reason = trial_reason(lost.document["evidence"])
+    assert reason == (
+        "execution failed (sevro.executor.lost): the worker running this trial was lost: "
+        "node n2 died"
+    )
