@@ -115,6 +115,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     )
     two = project.case("two.json", id="two", checks=[regex_check("r", "^trial [12]$")])
     host = project.script(default=STEPS)
+    runtime = {"format": "sevro.runtime.v1", "environment": {"set": {"NODE_ENV": "test"}}}
+    project.write_json("sevro.json", runtime)  # the runtime policy travels with the settings
     dump = base / "dump"
     dump.mkdir()
     runs = Runs(
@@ -169,6 +171,8 @@ def test_a_description_pickles_and_names_what_the_owner_planned(runs: Runs) -> N
     assert [c.id for c in description.cases] == ["one", "two"]
     assert description.plugin_files == (PLUGIN,)
     assert description.settings.results_root == runs.base / "spawned"
+    assert description.settings.runtime is not None
+    assert ("NODE_ENV", "test") in description.settings.runtime.variables
 
 
 def _owner(root: Path, run_id: str, attempt: int = 1) -> EvidenceStore:
