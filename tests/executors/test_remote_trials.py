@@ -49,7 +49,7 @@ from sevro_core.run.loading import load_cases
 from sevro_core.run.planning import RunSettings, plan_run
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.store.runstate import DEFAULT_STATE_DIR, RunState
-from sevro_core.testing import SevroProject, require_tool
+from sevro_core.testing import SevroProject, require_sandbox, require_tool
 from sevro_core.testing.cliresult import CliResult
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check
 from tests.extensions.conftest import REFERENCE
@@ -128,8 +128,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 
 def _untimed(document: dict[str, Any]) -> dict[str, Any]:
+    """The trial file without its run id, workspace path and timings (any ``...Ms`` or
+    ``...At`` value, at any depth: how long a step took, when it ran)."""
     evidence = {k: v for k, v in document["evidence"].items() if k not in TIMINGS}
-    return {**{k: v for k, v in document.items() if k != "runId"}, "evidence": evidence}
+    return _timeless({**{k: v for k, v in document.items() if k != "runId"}, "evidence": evidence})
+
+
+def _timeless(value: Any) -> Any:
+    if isinstance(value, dict):
+        timed = [k for k in value if k.endswith(("Ms", "At"))]
+        return {k: _timeless(v) for k, v in value.items() if k not in timed}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
 
 
 def _run_dir(result: CliResult) -> Path:
@@ -601,3 +612,32 @@ def test_a_cancelled_worker_trial_comes_back_cancelled_and_a_lost_one_failed(
         "execution failed (sevro.executor.lost): the worker running this trial was lost: "
         "node n2 died"
     )
+
+
+def test_an_experiments_arms_run_on_workers_as_locally(
+    sevro_project: SevroProject, tmp_path: Path
+) -> None:
+    """``case@arm`` units: each arm's skills are mounted by the worker's own plan."""
+    from tests.e2e.helpers import notes_experiment
+
+    require_sandbox()
+    project = notes_experiment(sevro_project)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    common = ("cases", "--skill", "skills/notes", "--host-config", "host.json")
+    common += ("--baseline", "none", "--trials", "2", "--jobs", "2", "--plugin", str(PLUGIN))
+    local = project.sevro("run", *common, "--json", "--results-root", tmp_path / "local")
+    remote = project.sevro(
+        "run", *common, "--json", "--results-root", tmp_path / "remote",
+        *EXECUTOR, "--acme-spawn-dump", dump,
+    )  # fmt: skip
+    assert local.exit_code == remote.exit_code == 1, remote.stderr  # the baseline arm fails
+    assert_valid_evidence(remote.json())
+    units = sorted(p.name for p in (_run_dir(remote) / "cases").iterdir())
+    assert units == ["notes@baseline", "notes@candidate"]
+    for unit in units:
+        for trial in (1, 2):
+            there = load(_run_dir(remote) / "cases" / unit / f"trial-{trial}.json")
+            here = load(_run_dir(local) / "cases" / unit / f"trial-{trial}.json")
+            assert _untimed(there) == _untimed(here)
+    assert len(list(dump.glob("*.shipment.pickle"))) == 4
