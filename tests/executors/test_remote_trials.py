@@ -228,6 +228,13 @@ def _with_document(
     )
 
 
+def _raw_document(shipment: TrialShipment, data: bytes) -> TrialShipment:
+    old = _file(shipment, ".json")
+    return _replaced(
+        shipment, old, ShippedFile(old.relative, data, hashlib.sha256(data).hexdigest())
+    )
+
+
 def _with_blob(shipment: TrialShipment, suffix: str, data: bytes) -> TrialShipment:
     """The shipment with one blob's bytes replaced and every digest made to agree."""
     old = _file(shipment, suffix)
@@ -307,6 +314,12 @@ TAMPERED: dict[str, tuple[Callable[[TrialShipment], TrialShipment], str]] = {
     "a trial file that is not trial evidence": (
         lambda s: _with_document(s, lambda d: d.pop("evidence")),
         "does not match the trial evidence schema",
+    ),
+    "a trial file that is not JSON": (lambda s: _raw_document(s, b"{"), "not JSON"),
+    "a trial file nested too deep": (lambda s: _raw_document(s, b"[" * 200_000), "not JSON"),
+    "a trial file naming a run with control characters": (
+        lambda s: _with_document(s, lambda d: d.update(runId="run\x1b[31m")),
+        "it is run 'run\\x1b[31m'",
     ),
     "the trial file missing": (
         lambda s: evolve(s, files=tuple(f for f in s.files if not f.relative.endswith(".json"))),

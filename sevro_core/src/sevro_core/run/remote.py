@@ -370,7 +370,7 @@ def _checked_document(
         refuse(relative, f"larger than {MAX_RESULT_FILE_BYTES} bytes")
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         refuse(relative, "not JSON")
     if not is_valid("trial-evidence.v1", document):
         refuse(relative, "it does not match the trial evidence schema")
@@ -379,16 +379,23 @@ def _checked_document(
         unit_key(document["caseId"], document.get("arm")),
         document["trial"],
         document["evidence"]["attempt"],
-        document["result"]["artifactPath"],
+        document["result"].get("artifactPath"),
     )
     wanted = (store.run_id, shipment.unit, shipment.trial, store.attempt, relative)
     if found != wanted:
+        run, unit, trial, attempt, path = (_shown(v) for v in found)
         refuse(
             relative,
-            f"it is run {found[0]}, {found[1]}#{found[2]} attempt {found[3]} at {found[4]}; "
-            f"expected run {wanted[0]}, {wanted[1]}#{wanted[2]} attempt {wanted[3]} at {wanted[4]}",
+            f"it is run {run}, {unit}#{trial} attempt {attempt} at {path}; expected run "
+            f"{wanted[0]}, {wanted[1]}#{wanted[2]} attempt {wanted[3]} at {wanted[4]}",
         )
     return dict(document)
+
+
+def _shown(value: object) -> str:
+    """A value a worker sent, safe on one terminal line (quoted when it is not plain)."""
+    text = str(value)
+    return text if text.isprintable() and len(text) <= 200 else repr(text[:200])
 
 
 def _check_references(
