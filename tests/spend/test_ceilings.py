@@ -42,6 +42,12 @@ def host(project: SevroProject, *, usage: bool = True, **extra: Any) -> Path:
     return project.write_json("host.json", config)
 
 
+def ceiling_run(project: SevroProject, *flags: str, usage: bool = True) -> CliResult:
+    """``sevro run --json`` of one case passing on ``ok``, its host reporting ``USAGE``."""
+    case = project.case(checks=[regex_check("r", "^ok$")])
+    return project.run(case, "--host-config", host(project, usage=usage), *flags)
+
+
 def journal(project: SevroProject, run_id: str) -> list[dict[str, Any]]:
     path = project.results / ".sevro-state" / "spend" / f"{run_id}.jsonl"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -108,11 +114,9 @@ def test_the_summary_says_the_ceiling_stopped_the_run(sevro_project: SevroProjec
 
 def test_without_a_ceiling_in_reach_the_run_completes(sevro_project: SevroProject) -> None:
     """Control: the same run under a ceiling it never reaches runs every trial, exit 0."""
-    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
-    done = sevro_project.run(
-        case, "--host-config", host(sevro_project), "--trials", "3",
-        "--max-cost-usd", "1", "--max-call-cost-usd", "0.3",
-    )  # fmt: skip
+    done = ceiling_run(
+        sevro_project, "--trials", "3", "--max-cost-usd", "1", "--max-call-cost-usd", "0.3"
+    )
     assert done.exit_code == 0, done.stderr
     spend = run_json(done)["spend"]
     assert spend["stopped"] is None
@@ -125,11 +129,9 @@ def test_without_a_ceiling_in_reach_the_run_completes(sevro_project: SevroProjec
 def test_exposure_over_the_ceiling_is_refused_before_anything_runs(
     sevro_project: SevroProject,
 ) -> None:
-    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
-    done = sevro_project.run(
-        case, "--host-config", host(sevro_project), "--trials", "4",
-        "--max-cost-usd", "1", "--max-call-cost-usd", "0.3",
-    )  # fmt: skip
+    done = ceiling_run(
+        sevro_project, "--trials", "4", "--max-cost-usd", "1", "--max-call-cost-usd", "0.3"
+    )
     assert done.exit_code == 64, done.stderr
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("sevro: error: spend: worst case $1.2 (4 candidate x $0.3)")
@@ -139,10 +141,9 @@ def test_exposure_over_the_ceiling_is_refused_before_anything_runs(
 
 def test_unknown_cost_is_charged_at_the_ceiling(sevro_project: SevroProject) -> None:
     """A call whose cost is unknown (no usage reported) forfeits its whole reservation."""
-    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
-    done = sevro_project.run(
-        case, "--host-config", host(sevro_project, usage=False), "--trials", "3", "--jobs", "1",
-        "--max-cost-usd", "0.7", "--max-call-cost-usd", "0.3", "--accept-exposure",
+    done = ceiling_run(
+        sevro_project, "--trials", "3", "--jobs", "1", "--max-cost-usd", "0.7",
+        "--max-call-cost-usd", "0.3", "--accept-exposure", usage=False,
     )  # fmt: skip
     assert done.exit_code == 5, done.stderr  # 2 forfeits of $0.3: a third would pass $0.7
     records = journal(sevro_project, done.json()["runId"])
@@ -213,8 +214,7 @@ def test_a_role_ceiling_leaves_the_judges_checks_unasked(sevro_project: SevroPro
 def test_ceilings_that_cannot_work_exit_64(
     sevro_project: SevroProject, flags: list[str], message: str
 ) -> None:
-    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
-    done = sevro_project.run(case, "--host-config", host(sevro_project), *flags)
+    done = ceiling_run(sevro_project, *flags)
     assert done.exit_code == 64, done.stderr
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("sevro: error: ") and message in line, line
@@ -308,10 +308,9 @@ def test_a_run_without_a_journal_cannot_resume_with_a_ceiling(
 
 
 def test_report_shows_reservations_and_forfeits(sevro_project: SevroProject) -> None:
-    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
-    done = sevro_project.run(
-        case, "--host-config", host(sevro_project, usage=False), "--trials", "2",
-        "--max-cost-usd", "1", "--max-call-cost-usd", "0.3",
+    done = ceiling_run(
+        sevro_project, "--trials", "2", "--max-cost-usd", "1", "--max-call-cost-usd", "0.3",
+        usage=False,
     )  # fmt: skip
     assert done.exit_code == 0, done.stderr
     run_dir = Path(done.json()["evidencePath"]).parent

@@ -16,18 +16,11 @@ from sevro_core.testing.mockmodel import Message, reply
 from sevro_hosts_codex.testing import require_codex
 from tests.e2e.helpers import assert_valid_evidence
 from tests.hosts_codex.helpers import run_codex
+from tests.hosts_codex.test_real_cli import PRICES_FILE, READY
 
 pytestmark = pytest.mark.slow
 
-READY = {"id": "ready", "grader": "sevro.regex", "configuration": {"pattern": "^ready$"}}
-PRICES = {
-    "format": "sevro.prices.v1",
-    "version": "test.1",
-    "asOf": "2026-12-05",
-    "models": {
-        "mock-model": {"input": 1, "cachedInput": 0.5, "output": 4, "reasoning": 6, "source": "t"}
-    },
-}
+PRICES = PRICES_FILE
 CALL_COST = 0.000136
 """The mock's usage (100 in, 20 of them cached, 10 out, 3 of them reasoning) at PRICES."""
 

@@ -210,7 +210,20 @@ from sevro_core.reporting.calibration import render_judge_calibration
 from sevro_core.reporting.experiment import render_experiment_statistics
 from sevro_core.reporting.failures import trial_ranges
 from sevro_core.reporting.skilleval import render_skilleval
+from sevro_core.run.executors import TrialJob
 from sevro_core.run.loading import load_case
+from sevro_core.run.records import EXECUTOR_LOST_CODE
+from sevro_core.run.remote import (
+    RemoteMismatch,
+    ShipmentRefused,
+    ShippedFile,
+    TrialDescription,
+    TrialShipment,
+    describe_trial,
+    lost_trial,
+    persist_shipment,
+    run_described_trial,
+)
 from sevro_core.run.sources import load_case_sources
 from sevro_core.states import CheckStatus, Completeness, Execution, Grading, Verdict
 from sevro_core.vocabulary import (
@@ -276,6 +289,19 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "TrialTask",
     "VerdictPolicy",
     "WorkspaceProbe",
+    # ---- remote executors: a trial described for a worker, its evidence sent back and
+    # persisted by the run owner (run/remote.py; docs/scale-out.md)
+    "EXECUTOR_LOST_CODE",
+    "RemoteMismatch",
+    "ShipmentRefused",
+    "ShippedFile",
+    "TrialDescription",
+    "TrialJob",
+    "TrialShipment",
+    "describe_trial",
+    "lost_trial",
+    "persist_shipment",
+    "run_described_trial",
     # ---- case sources (the extension protocol's engine side)
     "EXTENSION_CASE_SOURCE",
     "CasePreparation",

@@ -204,6 +204,15 @@ no later open could read."""
 MAX_SPEND_LABEL_CHARS = 200
 """A spend journal record's call id and label (a longer label is cut)."""
 
+# Trials run on a remote worker (run/remote.py)
+MAX_SHIPPED_TRIAL_BYTES = 512 * MIB
+"""All files one remote trial sends back to the run owner (its trial file, final message and
+artifacts): room for the host's artifacts, the fixture's and 64 judge calls' prompts and
+replies; a larger shipment is refused on the worker and again on arrival (exit 70)."""
+MAX_SHIPPED_TRIAL_FILES = 256
+"""Files one remote trial sends back: at most 32 host and 4 fixture artifacts, two per judge
+call (64 calls), its trial file and final message."""
+
 # Reports and results
 MAX_RESULT_FILE_BYTES = 64 * MIB
 MAX_PLUGIN_FILE_BYTES = 1 * MIB

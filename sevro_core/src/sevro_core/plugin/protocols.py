@@ -540,17 +540,18 @@ class Executor(Plugin, Protocol):
 
     The built-in ``local`` executor runs ``task.run()`` on a bounded thread pool in this
     process. An executor that runs trials elsewhere (a Ray cluster) cannot call ``task.run()``
-    there, since the owner's store, run state and plan live here. It will need (issue 23
-    item 2) a task that splits into a picklable trial description the worker executes into a
-    private evidence directory, a bounded result (trial evidence and artifacts with their
-    digests) sent back, and an owner-side step that checks the digests and persists the result
-    through the owner's store exactly as a local trial; the future then resolves to that
-    persisted record. The run's spend gate stays with the owner too: the scheduler reserves each
-    candidate call before submitting and settles it from the returned record, but judge calls
-    reserve during the trial, so a remote trial's judge reservations must travel back to the
-    owner's journal (or its judging run on the owner). Cancellation must cancel outstanding
-    remote tasks, and a lost worker must resolve its future to an execution failure with the
-    reason, never to nothing.
+    there, since the owner's store, run state and plan live here. It sends
+    ``describe_trial(task)`` (a picklable description) to the worker, which runs
+    ``run_described_trial(description)`` (the run planned again there, its identity checked,
+    the trial run into a private evidence directory) and returns a bounded shipment of the
+    trial's files with their digests; ``persist_shipment(task.store, shipment, (task.unit,
+    task.trial))`` checks it and persists it through the owner's store exactly as a local
+    trial, and the future resolves to that record. A lost worker resolves its future to
+    ``lost_trial(task, reason)``, an execution failure with the reason, never to nothing
+    (all in ``sevro_core.api``; docs/plugins.md). The run's spend gate stays with the owner: the
+    scheduler reserves each candidate call before submitting and settles it from the returned
+    record; judge calls reserve during the trial, so ``describe_trial`` refuses judges under a
+    spend ceiling. Cancellation must cancel outstanding remote tasks.
     """
 
     @property

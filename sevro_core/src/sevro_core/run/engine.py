@@ -120,6 +120,8 @@ from sevro_core.vocabulary import (
 )
 
 PRISTINE_PREFIX = "sevro-pristine-"
+LOST_WORKSPACE = "unavailable: it was on the worker that was lost"
+"""A lost trial's ``workspace``: the path was never reported back."""
 WORKSPACE_TOKEN = "{{sevro.workspace}}"  # noqa: S105 - a template token
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -554,6 +556,51 @@ def _persist(run: _Trial, findings: TrialFindings) -> TrialRecord:
         ) from exc
     remove_tree(run.workspace)
     remove_tree(run.private)
+    return evolve(record, document=document, sha256=digest)
+
+
+def persist_failure(
+    plan: RunPlan, planned: PlannedCase, trial: int, store: EvidenceStore, error: tuple[str, str]
+) -> TrialRecord:
+    """Persist a trial that failed where this process could not see it (its remote worker
+    was lost) as an execution failure with ``error`` (code, reason): nothing ran here, nothing
+    is graded, its verdict is never a pass."""
+    started_at, t0 = timestamp(), time.monotonic()
+    observations = {FINAL_MESSAGE_OBSERVATION: _final_observation(None)}
+    report = FixtureReport()
+    required = _required_evidence(planned, observations, None, report)
+    states, grader_error = _judge(plan, planned, Execution.FAILED, [], None, required)
+    findings = TrialFindings(
+        plan=plan,
+        planned=planned,
+        trial=trial,
+        workspace=Path(),
+        started_at=started_at,
+        t0=t0,
+        durations={"fixtureMs": 0.0, "candidateMs": None, "gradingMs": 0.0},
+        result=None,
+        report=report,
+        observations=observations,
+        outcomes=[],
+        grader_error=grader_error,
+        required=required,
+        states=states,
+        error=error,
+    )
+    evidence = {**trial_evidence(findings, store), "workspace": LOST_WORKSPACE}
+    path = store.case_dir(planned.unit) / f"trial-{trial}.json"
+    record = TrialRecord(
+        arm=planned.arm.id if planned.arm is not None else None,
+        case_id=planned.case.id,
+        trial=trial,
+        states=states,
+        checks=(),
+        path=path,
+        error_code=error[0],
+        attempt=store.attempt,
+    )
+    document = trial_document(record, path, evidence, store)
+    _, digest = store.write_trial(document)
     return evolve(record, document=document, sha256=digest)
 
 

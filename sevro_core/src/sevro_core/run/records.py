@@ -16,6 +16,10 @@ from attrs import frozen
 from sevro_core.models import CheckOutcome, TrialStates, unit_key
 from sevro_core.states import CheckStatus, Execution, Grading, Verdict
 
+EXECUTOR_LOST_CODE = "sevro.executor.lost"
+"""The execution error of a trial whose remote worker or node died: a failure, never a pass,
+and run again on resume (the run state cannot say how far it got)."""
+
 
 @frozen
 class TrialRecord:

@@ -1,8 +1,9 @@
 """Resuming an interrupted run: which persisted trials can be trusted, and which run again.
 
 A trial is reused only when its file still has the digest recorded at checkpoint time, passes
-its schema, belongs to this run and evaluation, was not cancelled, and every blob it references
-still matches. Anything else is rerun, never trusted; the earlier files are moved aside.
+its schema, belongs to this run and evaluation, was not cancelled nor lost with its remote
+worker, and every blob it references still matches. Anything else is rerun, never trusted;
+the earlier files are moved aside.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -21,19 +24,26 @@ from sevro_core.formats.schemas import is_valid
 from sevro_core.limits import MAX_ARTIFACT_BYTES, MAX_FINAL_MESSAGE_BYTES, MAX_RESULT_FILE_BYTES
 from sevro_core.models import unit_key
 from sevro_core.run.planning import RunPlan
-from sevro_core.run.records import TrialRecord
+from sevro_core.run.records import EXECUTOR_LOST_CODE, TrialRecord
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.store.runstate import RunState, TrialCheckpoint
 
 log = structlog.get_logger("sevro.resume")
 
 
-def _blob_ok(run_dir: Path, ref: dict[str, object], limit: int) -> bool:
+def referenced_blobs(evidence: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], int]]:
+    """Every file a trial document references (its raw final message and artifacts), each
+    with the bound it was written under: what must match before the trial is trusted."""
+    blobs = [(evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES)] if evidence["rawResult"] else []
+    return blobs + [(ref, MAX_ARTIFACT_BYTES) for ref in evidence["artifactRefs"]]
+
+
+def _blob_ok(run_dir: Path, ref: Mapping[str, Any], limit: int) -> bool:
     try:
         data, size = read_confined(run_dir, str(ref["path"]), limit)
     except (OSError, WorkspaceEscapeError):
         return False
-    return size == ref["byteLength"] and hashlib.sha256(data).hexdigest() == ref["sha256"]
+    return bool(size == ref["byteLength"] and hashlib.sha256(data).hexdigest() == ref["sha256"])
 
 
 def _verified(
@@ -65,9 +75,9 @@ def _verified(
         return "it belongs to another run, case, trial or evaluation"
     if evidence["execution"]["status"] == "cancelled":
         return "it was cancelled"
-    blobs = [(evidence["rawResult"], MAX_FINAL_MESSAGE_BYTES)] if evidence["rawResult"] else []
-    blobs += [(ref, MAX_ARTIFACT_BYTES) for ref in evidence["artifactRefs"]]
-    if not all(_blob_ok(store.run_dir, ref, limit) for ref, limit in blobs):
+    if evidence["execution"].get("errorCode") == EXECUTOR_LOST_CODE:
+        return "the worker running it was lost"
+    if not all(_blob_ok(store.run_dir, ref, limit) for ref, limit in referenced_blobs(evidence)):
         return "a file it references is missing or changed"
     return TrialRecord.from_document(document, store.run_dir / checkpoint.path, checkpoint.sha256)
 

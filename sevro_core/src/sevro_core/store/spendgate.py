@@ -95,11 +95,18 @@ def candidate_usage(document: Mapping[str, Any]) -> Usage | None:
 
 
 def usage_cost(usage: Usage | None) -> float | None:
-    """What a finished call cost, when it is known: complete usage with a computed cost."""
+    """What a finished call is charged, when its cost is known: complete usage with a computed
+    cost; the CLI's own reported cost instead when it is higher (a computed cost can be a lower
+    bound: prompt-cache writes priced as input), so the journal never understates a call."""
     if usage is None or not usage.complete or usage.cost_usd is None:
         return None
     cost = float(usage.cost_usd)
-    return cost if math.isfinite(cost) and cost >= 0 else None
+    if not math.isfinite(cost) or cost < 0:
+        return None
+    reported = usage.reported_cost_usd
+    if reported is not None and math.isfinite(reported) and reported > cost:
+        return float(reported)
+    return cost
 
 
 class SpendGate:
