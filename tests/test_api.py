@@ -28,6 +28,7 @@ PACKAGES: tuple[tuple[str, Path], ...] = (
     ("sevro_hosts_pi", ROOT / "sevro_hosts_pi" / "src" / "sevro_hosts_pi"),
     ("sevro_judges", ROOT / "sevro_judges" / "src" / "sevro_judges"),
     ("sevro_extensions", ROOT / "sevro_extensions" / "src" / "sevro_extensions"),
+    ("sevro_executor_ray", ROOT / "sevro_executor_ray" / "src" / "sevro_executor_ray"),
 )
 """First-party plugin packages: (dotted name, directory)."""
 CORE = ROOT / "sevro_core" / "src" / "sevro_core"

@@ -162,10 +162,14 @@ def test_an_unknown_executor_or_a_foreign_flag_is_refused_before_anything_runs(
     host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
     unknown = sevro_project.run(case, "--host-config", host, "--executor", "nope")
     assert unknown.exit_code == 64
-    assert unknown.stderr == "sevro: error: --executor 'nope' is not installed; installed: local\n"
-    listed = sevro_project.run(case, "--host-config", host, "--executor", "ray", "--plugin", plugin)
+    assert unknown.stderr == (
+        "sevro: error: --executor 'nope' is not installed; installed: local, ray\n"
+    )  # ray: sevro[ray] (sevro-executor-ray) is part of this workspace
+    listed = sevro_project.run(
+        case, "--host-config", host, "--executor", "serial", "--plugin", plugin
+    )
     assert listed.exit_code == 64
-    assert "installed: acme.executor.counting, local\n" in listed.stderr
+    assert "installed: acme.executor.counting, local, ray\n" in listed.stderr
     foreign = sevro_project.run(
         case, "--host-config", host, "--plugin", plugin, "--acme-executor-log", log
     )

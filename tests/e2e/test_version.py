@@ -19,6 +19,7 @@ def test_version_names_sevro_and_installed_plugins(sevro_project: SevroProject) 
         "sevro-hosts-codex",
         "sevro-hosts-claude",
         "sevro-hosts-pi",
+        "sevro-executor-ray",
     ):
         assert f"  {dist} {metadata.version(dist)}" in lines
     assert lines[-1].startswith("  python ")

@@ -12,5 +12,8 @@ RAY_DOCTOR_TIMEOUT_S = 300.0
 RAY_CANCEL_POLL_S = 0.5
 """Seconds between a remote trial's looks at the owner's cancel flag."""
 
+RAY_MAX_REASON_CHARS = 400
+"""Characters of Ray's reason kept in a lost trial's message or a refused node's line."""
+
 RAY_RESUBMITS = 1
 """Times a trial whose worker died before it started is submitted again (then it is lost)."""

@@ -30,10 +30,9 @@ from sevro_core.api import (
 from sevro_executor_ray.limits import (
     RAY_CANCEL_GRACE_S,
     RAY_DOCTOR_TIMEOUT_S,
+    RAY_MAX_REASON_CHARS,
     RAY_RESUBMITS,
 )
-
-MAX_REASON_CHARS = 400
 
 
 @define
@@ -168,7 +167,7 @@ class RayPool:
             detail = " ".join(str(exc).split())
             why = f"the Ray worker or node running the trial was lost ({type(exc).__name__}): "
             why += detail
-        return why[:MAX_REASON_CHARS]
+        return why[:RAY_MAX_REASON_CHARS]
 
     def _watch_cancel(self) -> None:
         """Relay the owner's cancellation; force-kill what is still running after the grace."""
@@ -209,7 +208,7 @@ def check_nodes(ray: Any, description: TrialDescription) -> None:
     try:
         reports = ray.get(refs, timeout=RAY_DOCTOR_TIMEOUT_S)
     except (ray.exceptions.RayError, TimeoutError) as exc:
-        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
+        detail = " ".join(str(exc).split())[:RAY_MAX_REASON_CHARS]
         raise InvocationError(
             f"the per-node doctor did not finish on the Ray cluster: {detail}"
         ) from None

@@ -28,6 +28,9 @@ from sevro_core.testing import require_tool
 NODE_CPUS = 2
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 START_TIMEOUT_S = 90.0
+START_ATTEMPTS = 2
+"""A node that times out starting on a loaded machine (Ray's own startup wait) is retried once,
+on fresh ports and a fresh temp dir."""
 
 
 def require_ray() -> str:
@@ -67,9 +70,18 @@ class RayNode:
 class LocalRayCluster:
     """A head node and ``workers`` worker nodes, each a separate ``ray start`` process."""
 
-    def __init__(self, ray: str, root: Path, worker_env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        ray: str,
+        root: Path,
+        worker_env: Mapping[str, str] | None = None,
+        node_cpus: int = NODE_CPUS,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.ray = ray
         self.root = root
+        self.node_cpus = node_cpus
+        self.env = dict(env or {})
         self.worker_env = dict(worker_env or {})
         self.nodes: list[RayNode] = []
         port, client = free_ports(2)
@@ -97,7 +109,7 @@ class LocalRayCluster:
         ports = free_ports(7)
         argv = [
             self.ray, "start", *role, "--block", "--node-ip-address", "127.0.0.1",
-            "--num-cpus", str(NODE_CPUS), "--object-store-memory", str(OBJECT_STORE_BYTES),
+            "--num-cpus", str(self.node_cpus), "--object-store-memory", str(OBJECT_STORE_BYTES),
             "--disable-usage-stats",
             "--temp-dir", str(self.root / name),
             "--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
@@ -107,7 +119,7 @@ class LocalRayCluster:
             "--min-worker-port", "0", "--max-worker-port", "0",
         ]  # fmt: skip
         log = self.root / f"{name}.log"
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(extra_env or {})}
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **self.env, **(extra_env or {})}
         env.pop("RAY_ADDRESS", None)
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -186,19 +198,32 @@ class LocalRayCluster:
 
 @contextlib.contextmanager
 def local_ray_cluster(
-    workers: int = 1, worker_env: Mapping[str, str] | None = None
+    workers: int = 1,
+    worker_env: Mapping[str, str] | None = None,
+    node_cpus: int = NODE_CPUS,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalRayCluster]:
-    """A started head plus ``workers`` worker nodes (``worker_env`` added to theirs); stopped
-    and removed on exit."""
+    """A started head plus ``workers`` worker nodes, each offering ``node_cpus`` logical CPUs,
+    ``env`` added to every node's environment (a credential set on the cluster) and
+    ``worker_env`` to the worker nodes'; stopped and removed on exit."""
     ray = require_ray()
-    root = Path(tempfile.mkdtemp(prefix="sray", dir="/tmp"))  # short: Ray's socket paths
-    cluster = LocalRayCluster(ray, root, worker_env)
-    try:
-        cluster.start(workers)
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    for attempt in range(START_ATTEMPTS):
+        root = Path(tempfile.mkdtemp(prefix="sray", dir="/tmp"))  # short: Ray's socket paths
+        cluster = LocalRayCluster(ray, root, worker_env, node_cpus, env)
+        try:
+            cluster.start(workers)
+        except RuntimeError:
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
+            if attempt + 1 == START_ATTEMPTS:
+                raise
+            continue
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
+        return
 
 
 @pytest.fixture(scope="module")
