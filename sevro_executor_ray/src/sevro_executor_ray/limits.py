@@ -9,7 +9,7 @@ ship their cancelled evidence) before it force-kills their workers (those trials
 RAY_DOCTOR_TIMEOUT_S = 300.0
 """Seconds the per-node doctor may take on all nodes together before the run is refused."""
 
-RAY_CANCEL_POLL_S = 0.5
+RAY_CANCEL_POLL_S = 1.0
 """Seconds between a remote trial's looks at the owner's cancel flag."""
 
 RAY_MAX_REASON_CHARS = 400
