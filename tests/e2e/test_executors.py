@@ -190,7 +190,11 @@ def test_plugins_lists_executors(sevro_project: SevroProject) -> None:
         for r in p["registers"]
         if r["kind"] == "executor"
     }
-    assert executors == {"sevro.executor.local": "entry-point", "acme.executor.counting": "file"}
+    assert executors == {
+        "sevro.executor.local": "entry-point",
+        "sevro.executor.ray": "entry-point",  # sevro[ray], part of this workspace
+        "acme.executor.counting": "file",
+    }
     table = sevro_project.sevro("plugins")
     assert "executor" in table.stdout and "sevro.executor.local" in table.stdout
     shown = sevro_project.sevro("run", "--help", "--plugin", plugin)

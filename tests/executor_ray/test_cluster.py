@@ -210,3 +210,28 @@ def test_a_node_failing_its_doctor_refuses_the_run_before_any_trial(
         assert f":{worker_port}, id " in line and "doctor check 'sandbox'" in line
         assert not any((sevro_project.root.parent / "refused").rglob("trial-*.json"))
         assert not _running_trials(cluster)
+
+
+CEILING_HOST = Path(__file__).resolve().parents[1] / "executors" / "ceiling_host.py"
+
+
+def test_a_secret_host_setting_is_refused_before_anything_reaches_the_cluster(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    """A secret given as a flag value would have to travel in the task's arguments: refused
+    (exit 64, one line) before the doctor or any trial; the value is nowhere in the cluster's
+    files. Positive control: without the secret the same run passes on the cluster."""
+    secret = "s3cr3t-ray-token-7c1d"
+    case = sevro_project.case(checks=[regex_check("r", "^ceiling None$")])
+    flags = (case, "--host", "acme.host.ceiling", "--sandbox", "none", "--plugin", CEILING_HOST)
+    refused = _run(sevro_project, "secret", *flags, "--acme-token", secret, *_on_ray(ray_cluster))
+    assert refused.exit_code == 64, refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert "--executor ray cannot run this run" in refused.stderr
+    assert "acme.token is secret" in refused.stderr
+    files = [p for p in ray_cluster.root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert files  # the grep sees the cluster's logs and session files
+    assert [p for p in files if secret.encode() in p.read_bytes()] == []
+    # the scripted host's sandbox check would refuse --sandbox none; this host has no doctor
+    passed = _run(sevro_project, "plain", *flags, *_on_ray(ray_cluster))
+    assert passed.exit_code == 0, passed.stderr

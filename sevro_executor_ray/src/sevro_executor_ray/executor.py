@@ -9,8 +9,11 @@ imported only when this executor starts, so loading the plugin (``sevro --help``
 from __future__ import annotations
 
 import re
+import shutil
 import signal
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sevro_core.api import (
@@ -42,8 +45,9 @@ def ray_address(value: str) -> str | None:
     return None
 
 
-def connect(value: str) -> Any:
-    """``ray.init`` for ``--ray-address``; a cluster that cannot be reached is exit 64."""
+def connect(value: str) -> tuple[Any, Path | None]:
+    """``ray.init`` for ``--ray-address``, and the temp dir of a cluster started for the run
+    (None on an existing cluster); a cluster that cannot be reached is exit 64."""
     address = ray_address(value)
     if address is None:
         raise InvocationError(
@@ -56,11 +60,15 @@ def connect(value: str) -> Any:
     # ray.init installs its own SIGTERM handler (sys.exit): the owner's handlers must stay.
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    temp = None
     if address == "local":
-        options["include_dashboard"] = False
+        temp = _local_temp_dir()
+        options.update(include_dashboard=False, _temp_dir=str(temp))
     try:
         ray.init(address=address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
         raise InvocationError(
             f"cannot reach the Ray cluster (--ray-address {value}): {' '.join(str(exc).split())}"
         ) from None
@@ -69,7 +77,14 @@ def connect(value: str) -> Any:
             if handler is not None:
                 signal.signal(sig, handler)
     _errors_to_stderr()
-    return ray
+    return ray, temp
+
+
+def _local_temp_dir() -> Path:
+    """A private, short temp dir for a cluster started for the run (Ray's default is under
+    ``$TMPDIR``, where a long path overflows its Unix socket names); removed after the run."""
+    short = Path("/tmp")  # noqa: S108 - mkdtemp: a fresh 0700 directory with a random name
+    return Path(tempfile.mkdtemp(prefix="sevro-ray-", dir=short if short.is_dir() else None))
 
 
 def _errors_to_stderr() -> None:
@@ -100,10 +115,10 @@ class RayExecutor:
 
     def start(self, options: ExecutorOptions) -> TrialPool:
         value = options.settings.get(ADDRESS_KEY, "auto")
-        ray = connect(value)
+        ray, temp = connect(value)
         from sevro_executor_ray.pool import RayPool
 
-        return RayPool(ray, options)
+        return RayPool(ray, options, temp)
 
 
 @hookimpl

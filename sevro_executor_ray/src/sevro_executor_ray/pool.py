@@ -10,9 +10,11 @@ stop within the grace is killed and its trial is lost.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, cast
 
 from attrs import define
@@ -50,9 +52,10 @@ class _Submitted:
 class RayPool:
     """A started Ray executor for one run (``TrialPool``)."""
 
-    def __init__(self, ray: Any, options: ExecutorOptions) -> None:
+    def __init__(self, ray: Any, options: ExecutorOptions, temp: Path | None = None) -> None:
         from sevro_executor_ray.worker import CancelFlag
 
+        self._temp = temp
         self._ray = ray
         self._options = options
         self._flag = CancelFlag.remote()
@@ -91,7 +94,9 @@ class RayPool:
         self._collector.join()
         with contextlib.suppress(Exception):
             self._ray.kill(self._flag)
-        self._ray.shutdown()
+        self._ray.shutdown()  # a cluster started for the run (local) stops here
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
 
     def _collect(self) -> None:
         """Resolve each future as its task ends; never leave one unresolved."""

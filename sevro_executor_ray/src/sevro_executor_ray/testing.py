@@ -28,6 +28,10 @@ from sevro_core.testing import require_tool
 NODE_CPUS = 2
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 START_TIMEOUT_S = 90.0
+CLUSTER_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+"""Every node's and driver's: no usage stats, and no token authentication (Ray 2.60 turns it on
+when ``~/.ray/auth_token`` exists, which a ``ray.init()`` local cluster creates: a test cluster
+must not depend on what else ran as this user)."""
 START_ATTEMPTS = 2
 """A node that times out starting on a loaded machine (Ray's own startup wait) is retried once,
 on fresh ports and a fresh temp dir."""
@@ -119,7 +123,7 @@ class LocalRayCluster:
             "--min-worker-port", "0", "--max-worker-port", "0",
         ]  # fmt: skip
         log = self.root / f"{name}.log"
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **self.env, **(extra_env or {})}
+        env = {**os.environ, **CLUSTER_ENV, **self.env, **(extra_env or {})}
         env.pop("RAY_ADDRESS", None)
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -135,12 +139,14 @@ class LocalRayCluster:
             "log_to_driver=False);print(sum(n['Alive'] for n in ray.nodes()))"
         )
         python = str(Path(self.ray).parent / "python")
+        env = {**os.environ, **CLUSTER_ENV}
         while time.monotonic() < deadline:
             for node in self.nodes:
                 if node.process.poll() is not None:
                     raise RuntimeError(f"ray node exited: {node.log.read_text()[-2000:]}")
             done = subprocess.run(
                 [python, "-c", script, self.address],
+                env=env,
                 capture_output=True,
                 text=True,
                 check=False,
@@ -205,8 +211,23 @@ def local_ray_cluster(
 ) -> Iterator[LocalRayCluster]:
     """A started head plus ``workers`` worker nodes, each offering ``node_cpus`` logical CPUs,
     ``env`` added to every node's environment (a credential set on the cluster) and
-    ``worker_env`` to the worker nodes'; stopped and removed on exit."""
+    ``worker_env`` to the worker nodes'; stopped and removed on exit. While it runs, this
+    process's environment has :data:`CLUSTER_ENV` too, so the drivers it starts (``sevro run``)
+    match the cluster."""
     ray = require_ray()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in CLUSTER_ENV.items():
+            patch.setenv(name, value)
+        yield from _started(ray, workers, worker_env, node_cpus, env)
+
+
+def _started(
+    ray: str,
+    workers: int,
+    worker_env: Mapping[str, str] | None,
+    node_cpus: int,
+    env: Mapping[str, str] | None,
+) -> Iterator[LocalRayCluster]:
     for attempt in range(START_ATTEMPTS):
         root = Path(tempfile.mkdtemp(prefix="sray", dir="/tmp"))  # short: Ray's socket paths
         cluster = LocalRayCluster(ray, root, worker_env, node_cpus, env)
