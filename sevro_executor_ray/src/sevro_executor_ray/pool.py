@@ -110,7 +110,11 @@ class RayPool:
                     self._watch_cancel()
                     self._closing.wait(0.05)
                     continue
-                ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0.1)
+                # as soon as one trial is back, with every other one already back too
+                ready, rest = self._ray.wait(refs, num_returns=1, timeout=0.1)
+                if ready and rest:
+                    more, _ = self._ray.wait(rest, num_returns=len(rest), timeout=0)
+                    ready += more
                 for ref in ready:
                     self._arrive(ref)
                 self._watch_cancel()
