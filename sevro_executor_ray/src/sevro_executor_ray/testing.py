@@ -144,14 +144,17 @@ class LocalRayCluster:
             for node in self.nodes:
                 if node.process.poll() is not None:
                     raise RuntimeError(f"ray node exited: {node.log.read_text()[-2000:]}")
-            done = subprocess.run(
-                [python, "-c", script, self.address],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=60,
-            )
+            try:
+                done = subprocess.run(
+                    [python, "-c", script, self.address],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=max(1.0, min(30.0, deadline - time.monotonic())),
+                )
+            except subprocess.TimeoutExpired:
+                continue  # the GCS is not answering yet (a loaded machine): ask again
             if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
                 return
             time.sleep(0.5)
