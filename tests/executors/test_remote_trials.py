@@ -15,6 +15,7 @@ import pickle
 import socket
 import stat
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -518,7 +519,7 @@ def _in_process_job(tmp_path: Path, *plugins: Path, **settings: Any) -> TrialJob
         **settings,
     }
     plan = plan_run(load_cases([case]), load_plugins(plugins), RunSettings(**values))
-    store = EvidenceStore(tmp_path / "results", "run-1")
+    store = EvidenceStore(tmp_path / "results", str(uuid.uuid4()))  # as the run state names runs
     return TrialJob(plan, plan.cases[0], 1, CancelToken(), store)
 
 
@@ -670,3 +671,27 @@ def test_an_experiments_arms_run_on_workers_as_locally(
             here = load(_run_dir(local) / "cases" / unit / f"trial-{trial}.json")
             assert _untimed(there) == _untimed(here)
     assert len(list(dump.glob("*.shipment.pickle"))) == 4
+
+
+def test_a_worker_plans_once_per_run_and_bounds_what_it_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sevro_core.run import remote
+
+    planned: list[str] = []
+
+    def counting(*args: Any) -> Any:
+        planned.append("plan")
+        return plan_run(*args)
+
+    monkeypatch.setattr(remote, "plan_run", counting)
+    job = _in_process_job(tmp_path, trials=3)
+    for trial in (1, 2):
+        shipment = run_described_trial(describe_trial(evolve(job, trial=trial)))
+        assert shipment.document == f"cases/example/trial-{trial}.json"
+    assert planned == ["plan"], "one plan per process and run attempt"
+    size = sum(len(f.data) for f in shipment.files)
+    monkeypatch.setattr(remote, "MAX_SHIPPED_TRIAL_BYTES", size - 1)  # a bound it passes
+    with pytest.raises(ShipmentRefused, match=f"wrote more than {size - 1} bytes of evidence"):
+        run_described_trial(describe_trial(evolve(job, trial=3)))
+    assert planned == ["plan"]
