@@ -41,6 +41,7 @@ from sevro_core.api import (
     persist_shipment,
     run_described_trial,
 )
+from sevro_core.errors import PersistenceError
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_SHIPPED_TRIAL_BYTES,
@@ -637,6 +638,8 @@ def test_a_cancelled_worker_trial_comes_back_cancelled_and_a_lost_one_failed(
     assert lost.error_code == EXECUTOR_LOST_CODE
     assert lost.path is not None and lost.document == load(lost.path)
     assert lost.sha256 == hashlib.sha256(lost.path.read_bytes()).hexdigest()
+    with pytest.raises(PersistenceError, match="example#1 is persisted already"):
+        lost_trial(job, "too late")  # its shipment was persisted: nothing is counted twice
     reason = trial_reason(lost.document["evidence"])
     assert reason == (
         "execution failed (sevro.executor.lost): the worker running this trial was lost: "

@@ -445,6 +445,10 @@ def lost_trial(job: TrialJob, reason: str) -> TrialRecord:
     """ON THE OWNER: the trial whose worker or node died, persisted through the owner's store
     as an execution failure (``sevro.executor.lost``) with ``reason``; resume runs it again."""
     message = f"the worker running this trial was lost: {reason}"
+    if os.path.lexists(job.store.run_dir / "cases" / job.unit / f"trial-{job.trial}.json"):
+        raise PersistenceError(  # what its worker sent was persisted: it is not lost
+            f"trial {job.unit}#{job.trial} is persisted already; it cannot also be lost"
+        )
     return persist_failure(
         job.plan, job.planned, job.trial, job.store, (EXECUTOR_LOST_CODE, message)
     )
