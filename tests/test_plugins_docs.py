@@ -1,4 +1,5 @@
-"""docs/plugins.md's grader, host and reporter work as the page says, through the real CLI.
+"""docs/plugins.md's grader, host, reporter and executor work as the page says, through the real
+CLI.
 
 Each ``python`` block of the page names its file on its first line (``# acme_file_grader.py``);
 the blocks are written to the test's directory and loaded with ``--plugin``. Every claim is
@@ -22,7 +23,13 @@ from sevro_core.testing import CliResult, SevroProject, require_sandbox
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
 PYTHON_BLOCK = re.compile(r"^```python\n# (?P<name>[a-z_]+\.py)\n(?P<body>.*?)^```$", re.M | re.S)
-EXAMPLES = ("acme_file_grader.py", "acme_shell_host.py", "acme_csv_reporter.py", "test_acme.py")
+EXAMPLES = (
+    "acme_file_grader.py",
+    "acme_shell_host.py",
+    "acme_csv_reporter.py",
+    "acme_serial_executor.py",
+    "test_acme.py",
+)
 """The page's files; ``test_acme.py`` is the test kit's (tests/core/test_testkit_docs.py)."""
 
 
@@ -207,3 +214,25 @@ def test_the_reporter_prints_each_run_as_a_csv_line(
     }
     unknown = sevro_project.sevro("report", sevro_project.results, "--format", "csv")
     assert unknown.exit_code == 64 and "no reporter for format 'csv'" in unknown.stderr
+
+
+def test_the_executor_runs_every_trial_with_its_own_flag(
+    plugins: dict[str, Path], sevro_project: SevroProject
+) -> None:
+    executor = plugins["acme_serial_executor.py"]
+    case = sevro_project.case(
+        checks=[{"id": "r", "grader": "sevro.regex", "configuration": {"pattern": "^ok$"}}]
+    )
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    common = (case, "--host-config", host, "--trials", "2", "--jobs", "2", "--plugin", executor)
+    serial = sevro_project.run(
+        *common, "--executor", "acme.executor.serial", "--acme-label", "serial"
+    )
+    assert serial.exit_code == 0, serial.stderr
+    said = [line for line in serial.stderr.splitlines() if line.startswith("serial: ")]
+    assert said == ["serial: example trial 1", "serial: example trial 2"]
+    local = sevro_project.run(*common)  # control: the default executor says nothing
+    assert local.exit_code == 0 and "example trial" not in local.stderr
+    foreign = sevro_project.run(*common, "--acme-label", "serial")
+    assert foreign.exit_code == 64
+    assert foreign.stderr == "sevro: error: --acme-label needs --executor acme.executor.serial\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from attrs import evolve
@@ -11,7 +13,13 @@ from attrs import evolve
 from sevro_core.errors import InvocationError
 from sevro_core.limits import MAX_HOLDOUT_PLAN_BYTES
 from sevro_core.models import Case, CheckDeclaration
-from sevro_core.run.holdout import distinct_tasks, read_plan, seal, task_fingerprint
+from sevro_core.run.holdout import (
+    distinct_tasks,
+    read_plan,
+    seal,
+    task_fingerprint,
+    tasks_by_skill,
+)
 
 BASE = Case(id="a", prompt="Write NOTES.md.", fixture={"files": {}})
 FIXTURE = "0" * 64
@@ -64,3 +72,23 @@ def test_a_plan_of_another_format_is_refused(tmp_path: Path) -> None:
     seal(plan, {"format": "sevro.run-settings.v1"})
     with pytest.raises(InvocationError, match="'planId' is required"):
         read_plan(plan)
+
+
+def _planned(case_id: str, target: str | None) -> Any:
+    """A planned case of an arm whose target skill for it is ``target`` (the fields
+    ``tasks_by_skill`` reads)."""
+    resolved = SimpleNamespace(for_case=lambda _: SimpleNamespace(target=target))
+    return SimpleNamespace(case=SimpleNamespace(id=case_id), arm=SimpleNamespace(resolved=resolved))
+
+
+def test_distinct_tasks_are_counted_per_skill_under_test() -> None:
+    """Two skills share a run: each counts only the cases an arm targets it on, and a
+    near-duplicate counts once within its skill."""
+    cases = [{"caseId": f"c{i}", "taskFingerprint": f"t{i}"} for i in range(5)]
+    cases.append({"caseId": "twin", "taskFingerprint": "t0"})
+    targets = {"c0": "alpha", "c1": "alpha", "twin": "alpha", "c2": "beta", "c3": "beta"}
+    planned = [_planned(c["caseId"], targets.get(c["caseId"])) for c in cases]
+    plan = SimpleNamespace(cases=planned)
+    assert tasks_by_skill(plan, cases) == {"alpha": 2, "beta": 2}  # type: ignore[arg-type]
+    untargeted = SimpleNamespace(cases=[_planned(c["caseId"], None) for c in cases])
+    assert tasks_by_skill(untargeted, cases) == {}  # type: ignore[arg-type]

@@ -138,3 +138,56 @@ def test_a_switch_is_a_flag_without_a_value_and_true_or_false_as_a_pair() -> Non
     assert off == {"acme.strict": "false"}
     with pytest.raises(InvocationError, match="switch: its value must be true or false"):
         resolve_settings(hosts, "acme.host.switched", {}, ["acme.strict=yes"])
+
+
+ADDRESS = HostSetting("acme.address", "--acme-address", "Cluster address.", "string")
+
+
+class Remote:
+    """An executor declaring its own option, as hosts declare settings."""
+
+    settings = (ADDRESS,)
+
+
+def test_executor_settings_are_checked_like_host_settings() -> None:
+    from sevro_core.plugin.hostsettings import check_executor_declarations
+
+    check_executor_declarations({"acme.executor.remote": Remote()}, HOSTS, {})
+
+    class ClashesWithHost:
+        settings = (HostSetting("acme.where", "--acme-bin", "Clash.", "string"),)
+
+    with pytest.raises(InvocationError, match="flag --acme-bin is declared twice: by host"):
+        check_executor_declarations({"acme.executor.x": ClashesWithHost()}, HOSTS, {})
+    with pytest.raises(InvocationError, match=r"key acme\.address is declared twice"):
+        check_executor_declarations(
+            {"acme.executor.remote": Remote(), "acme.executor.twin": Remote()}, {}, {}
+        )
+
+    class Reserved:
+        settings = (HostSetting("acme.jobs", "--jobs", "Core flag.", "string"),)
+
+    with pytest.raises(InvocationError, match="--jobs, which is a flag of sevro itself"):
+        check_executor_declarations({"acme.executor.x": Reserved()}, {}, {})
+
+    class CandidateOnly:
+        settings = (
+            HostSetting("acme.x", "--acme-x", "Host business.", "string", True, None, True),
+        )
+
+    with pytest.raises(InvocationError, match="only a host's settings can be"):
+        check_executor_declarations({"acme.executor.x": CandidateOnly()}, {}, {})
+
+
+def test_an_executor_flag_needs_its_executor() -> None:
+    from sevro_core.plugin.hostsettings import executor_option_name, resolve_executor_settings
+
+    executors: dict[str, Any] = {"acme.executor.remote": Remote(), "sevro.executor.local": Bare()}
+    flags = {executor_option_name(ADDRESS): "auto"}
+    chosen = resolve_executor_settings(executors, "acme.executor.remote", flags)
+    assert chosen == {"acme.address": "auto"}
+    assert resolve_executor_settings(executors, "local", {}) == {}
+    with pytest.raises(
+        InvocationError, match=r"^--acme-address needs --executor acme\.executor\.remote$"
+    ):
+        resolve_executor_settings(executors, "local", flags)

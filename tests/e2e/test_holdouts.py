@@ -71,6 +71,7 @@ def test_seal_run_once_then_already_consumed(project: SevroProject, plans: Path)
     document = sealed(project, plan, "--seed", "7")
     assert stat.S_IMODE(plan.stat().st_mode) == 0o600
     assert document["seed"] == 7 and document["distinctTasks"] == MIN_HOLDOUT_DISTINCT_TASKS
+    assert document["distinctTasksBySkill"] == {"notes": MIN_HOLDOUT_DISTINCT_TASKS}
     assert [a["id"] for a in document["arms"]] == ["baseline", "candidate"]
     assert document["repetitions"] == 1 and document["host"] == "sevro.host.scripted"
     done = run(project, plan)
@@ -239,7 +240,7 @@ def test_filters_resume_and_dry_runs_are_refused(
 def test_too_few_distinct_tasks_are_refused(project: SevroProject, plans: Path) -> None:
     (project.root / "cases/task7.json").unlink()
     done = seal(project, plans / "plan.json")
-    refused(done, f"at least {MIN_HOLDOUT_DISTINCT_TASKS} distinct", "have 7")
+    refused(done, f"at least {MIN_HOLDOUT_DISTINCT_TASKS} distinct", "skill 'notes' has 7")
     assert not (plans / "plan.json").exists()
 
 
@@ -255,7 +256,7 @@ def test_near_duplicates_collapse_into_one_task(project: SevroProject, plans: Pa
     digests = {c["caseId"]: c["caseDigest"] for c in document["cases"]}
     assert fingerprints["twin"] == fingerprints["notes"] and digests["twin"] != digests["notes"]
     (project.root / "cases/task7.json").unlink()
-    refused(seal(project, plans / "other.json"), "have 7")
+    refused(seal(project, plans / "other.json"), "skill 'notes' has 7")
 
 
 def test_the_plan_is_never_written_in_the_project_nor_over_a_file(

@@ -263,6 +263,14 @@ ThresholdOpt = Annotated[
     float, typer.Option(help="Share of trials that must pass for a case to pass, in (0, 1].")
 ]
 JobsOpt = Annotated[int, typer.Option(help="Trials run in parallel.")]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where the trials run: an executor plugin (`sevro plugins` lists them); local runs "
+        "them here, at most --jobs at once. Not part of the evaluation identity.",
+    ),
+]
 DryOpt = Annotated[bool, typer.Option("--dry", help="Prepare fixtures only; run no host.")]
 ConditionOpt = Annotated[str, typer.Option(help="passive or enforced.")]
 ResultsRootOpt = Annotated[Path, typer.Option("--results-root", help="Where runs are kept.")]
@@ -295,6 +303,35 @@ HoldoutOpt = Annotated[
         "--holdout",
         help="Run a plan sealed by `sevro holdout seal`, once, exactly as sealed.",
         show_default=False,
+    ),
+]
+MaxCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--max-cost-usd",
+        metavar="[ROLE=]USD",
+        help="Stop the run before a call would take its spend past USD (bare: every role "
+        "together; ROLE=USD: candidate, semantic, advisory or comparator calls). Repeatable; "
+        "needs --max-call-cost-usd. See docs/spend.md.",
+        show_default=False,
+    ),
+]
+MaxCallCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--max-call-cost-usd",
+        metavar="[ROLE=]USD",
+        help="What one call may cost, reserved before it starts and passed to a CLI that can "
+        "stop itself (bare: every role not named). Repeatable. See docs/spend.md.",
+        show_default=False,
+    ),
+]
+AcceptExposureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--accept-exposure",
+        help="Run even though the worst case (calls x per-call ceilings) passes a ceiling: "
+        "the ceiling then stops the run (exit 5).",
     ),
 ]
 SandboxOpt = Annotated[
@@ -522,11 +559,13 @@ class _HostSettingsCommand(TyperCommand):
         params = super().get_params(ctx)
         if "sevro.host-options" not in ctx.meta:
             registry = _registry(ctx)
-            from sevro_core.plugin.hostsettings import click_options
+            from sevro_core.plugin.hostsettings import click_options, executor_click_options
 
             ctx.meta["sevro.host-options"] = (
                 [] if registry is None else click_options(registry.hosts())
             )
+            if registry is not None and self.name in ("run", "seal"):  # they plan and run trials
+                ctx.meta["sevro.host-options"] += executor_click_options(registry.executors())
         return [*params, *ctx.meta["sevro.host-options"]]
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -535,11 +574,12 @@ class _HostSettingsCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from sevro_core.plugin.hostsettings import OPTION_PREFIX
+        from sevro_core.plugin.hostsettings import EXECUTOR_OPTION_PREFIX, OPTION_PREFIX
 
-        given = {k: v for k, v in ctx.params.items() if k.startswith(OPTION_PREFIX)}
-        ctx.meta["sevro.host-flags"] = given
-        ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
+        for prefix, key in ((OPTION_PREFIX, "host"), (EXECUTOR_OPTION_PREFIX, "executor")):
+            given = {k: v for k, v in ctx.params.items() if k.startswith(prefix)}
+            ctx.meta[f"sevro.{key}-flags"] = given
+            ctx.params = {k: v for k, v in ctx.params.items() if k not in given}
         return super().invoke(ctx)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -548,7 +588,7 @@ class _HostSettingsCommand(TyperCommand):
             record = param.get_help_record(ctx)
             if record is not None:
                 sections.setdefault(_help_section(param), []).append(record)
-        for title in ("Arguments", "Options", "Host settings"):
+        for title in ("Arguments", "Options", "Host settings", "Executor settings"):
             if sections.get(title):
                 with formatter.section(title):
                     formatter.write_dl(sections[title])
@@ -558,6 +598,8 @@ def _help_section(param: click.Parameter) -> str:
     if param.param_type_name == "argument":
         return "Arguments"
     name = param.name or ""
+    if name.startswith("executor_setting"):
+        return "Executor settings"
     return "Host settings" if name.startswith("host_setting") else "Options"
 
 
@@ -633,6 +675,7 @@ def run(
     trials: TrialsOpt = None,
     threshold: ThresholdOpt = 1.0,
     jobs: JobsOpt = DEFAULT_JOBS,
+    executor: ExecutorOpt = "local",
     dry: DryOpt = False,
     condition: ConditionOpt = "passive",
     results_root: ResultsRootOpt = Path("sevro-results"),
@@ -648,6 +691,9 @@ def run(
     local_http: LocalHttpOpt = False,
     runtime_config_file: RuntimeConfigOpt = None,
     prices: PricesOpt = None,
+    max_cost_usd: MaxCostOpt = None,
+    max_call_cost_usd: MaxCallCostOpt = None,
+    accept_exposure: AcceptExposureOpt = False,
     run_settings_file: RunSettingsFileOpt = None,
     case_source_root: SourceRootOpt = None,
     case_source_map_file: SourceMapOpt = None,
@@ -686,7 +732,7 @@ def run(
         check_settings_used(
             registry.hosts(), host_flags, settings.hosts_used(), settings.candidate_hosts()
         )
-        plan = plan_run(loaded, registry, settings)
+        plan = _with_spend(plan_run(loaded, registry, settings), flags)
         if sealed is not None:
             plan = _holdout_claim(plan, sealed)
     except SevroError as exc:  # bad input (64) or an extension failing before any trial (70)
@@ -705,7 +751,7 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
     line gave none, then Sevro's spellings. The file's use is recorded and told on stderr."""
     from attrs import evolve
 
-    from sevro_core.plugin.hostsettings import runtime_seed_settings
+    from sevro_core.plugin.hostsettings import resolve_executor_settings, runtime_seed_settings
     from sevro_core.run.planning import SettingsFileUse
     from sevro_core.runflags import (
         RunFlags,
@@ -733,7 +779,24 @@ def _run_flags(options: dict[str, Any], registry: Any) -> tuple[Any, dict[str, s
         sys.stderr.write(settings_file_note(use))
         flags = evolve(flags, settings_file=use)
     seeds = runtime_seed_settings(registry.hosts(), host_flags)
-    return evolve(flags, runtime_seeds=seeds), host_flags
+    executor_flags = click.get_current_context().meta.get("sevro.executor-flags", {})
+    executor = resolve_executor_settings(registry.executors(), flags.executor, executor_flags)
+    return evolve(flags, runtime_seeds=seeds, executor_settings=executor), host_flags
+
+
+def _with_spend(plan: Any, flags: Any) -> Any:
+    """The plan with its spend ceilings for the roles it runs (the candidate, then each
+    configured judge); a ceiling that cannot work is refused here (exit 64)."""
+    from attrs import evolve
+
+    from sevro_core.run.spending import spend_ceilings
+    from sevro_core.store.spendgate import CANDIDATE_ROLE
+
+    roles = [CANDIDATE_ROLE, *plan.judges.routes]
+    ceilings = spend_ceilings(
+        flags.max_cost_usd or [], flags.max_call_cost_usd or [], flags.accept_exposure, roles
+    )
+    return evolve(plan, settings=evolve(plan.settings, spend=ceilings))
 
 
 def _holdout_before(flags: Any) -> Any:
@@ -825,6 +888,11 @@ def _note(note: str) -> None:
     sys.stderr.write(f"sevro: {note}\n")
 
 
+def _notice(line: str) -> None:
+    """What the operator must see before dispatch (the worst-case spend), on stderr."""
+    sys.stderr.write(f"sevro: {line}\n")
+
+
 def _execute(plan: Any, flags: Any) -> Any:
     import json
 
@@ -846,7 +914,11 @@ def _execute(plan: Any, flags: Any) -> Any:
         arms=arms,
     ) as progress:
         outcome = execute(
-            plan, on_trial=progress.advance, resume=flags.resume, on_reused=progress.reused
+            plan,
+            on_trial=progress.advance,
+            resume=flags.resume,
+            on_reused=progress.reused,
+            on_notice=_notice,
         )
     if flags.as_json:
         sys.stdout.write(json.dumps(outcome.result) + "\n")
@@ -857,6 +929,10 @@ def _execute(plan: Any, flags: Any) -> Any:
         sys.stdout.write(
             render_summary(outcome.result, outcome.statistics, origin, advisory=advisory)
         )
+        if outcome.spend is not None:
+            from sevro_core.reporting.output import spend_line
+
+            sys.stdout.write(spend_line(outcome.spend))
     return outcome
 
 

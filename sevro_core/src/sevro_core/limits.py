@@ -196,6 +196,14 @@ MAX_TRIALS = 10_000
 KILL_GRACE_SECONDS = 2.0
 RUN_STATE_BUSY_TIMEOUT_MS = 5000
 
+# Spend journal (store/spendjournal.py)
+MAX_SPEND_JOURNAL_BYTES = 64 * MIB
+"""One run's spend journal, read whole on every open (10,000 calls x 3 records of ~1 KiB fit
+twice over); an append that would pass it fails the run (exit 70) instead of writing a journal
+no later open could read."""
+MAX_SPEND_LABEL_CHARS = 200
+"""A spend journal record's call id and label (a longer label is cut)."""
+
 # Reports and results
 MAX_RESULT_FILE_BYTES = 64 * MIB
 MAX_PLUGIN_FILE_BYTES = 1 * MIB
@@ -296,3 +304,7 @@ MAX_HOLDOUT_PLAN_BYTES = 4 * MIB
 # Prices
 MAX_PRICES_FILE_BYTES = 1 * MIB
 """A ``--prices`` file (beyond: refused before the run)."""
+
+MAX_SPEND_CEILING_USD = 1_000_000.0
+"""The largest USD amount ``--max-cost-usd`` or ``--max-call-cost-usd`` may give: a typo of a
+few extra digits is refused rather than obeyed."""

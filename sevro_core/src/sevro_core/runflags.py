@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from sevro_core.errors import InvocationError
 from sevro_core.formats.jsonio import JsonValue
@@ -23,7 +23,7 @@ from sevro_core.models import Case
 from sevro_core.plugin.protocols import CredentialLocations, HostOptions
 from sevro_core.prices import run_prices
 from sevro_core.reporting.ci import CiOutputs
-from sevro_core.run.planning import RunSettings, SettingsFileUse
+from sevro_core.run.planning import ExecutorChoice, RunSettings, SettingsFileUse
 from sevro_core.vocabulary import ADVISORY_ROLE, JUDGE_ROLES, SEMANTIC_ROLE
 
 if TYPE_CHECKING:
@@ -115,6 +115,15 @@ class RunFlags:
     holdout: Path | None = None
     prices: Path | None = None
     """``--prices``: a price table over the built-in one (None: the built-in table)."""
+    max_cost_usd: list[str] | None = None
+    """``--max-cost-usd [ROLE=]USD``: the run's and roles' spend ceilings (run/spending.py)."""
+    max_call_cost_usd: list[str] | None = None
+    """``--max-call-cost-usd [ROLE=]USD``: what one call of each role reserves."""
+    accept_exposure: bool = False
+    executor: str = "local"
+    """``--executor``: the executor plugin the trials run on (checked when planning)."""
+    executor_settings: Mapping[str, str] = field(factory=dict)
+    """The executor flags given, by key (only the chosen executor's: checked by the CLI)."""
 
     @property
     def ci_outputs(self) -> CiOutputs:
@@ -154,10 +163,7 @@ def run_settings(
     if not project.is_dir():
         raise InvocationError("--project-root is not a directory", source=flags.project_root)
     workspace_root = _workspace_root(flags.workspace_root)
-    if not flags.sandbox.strip():
-        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
-    if flags.shell_isolation and flags.sandbox == "none":
-        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
+    _check_sandbox(flags)
     protected = _protected_roots(flags.protected_root or [])
     results = flags.results_root.expanduser().resolve()
     check_results_root(results)
@@ -194,7 +200,15 @@ def run_settings(
         provenance=provenance_choice(flags),
         settings_file=flags.settings_file,
         extension=extension_flags(flags),
+        executor=ExecutorChoice(flags.executor, flags.executor_settings),
     )
+
+
+def _check_sandbox(flags: RunFlags) -> None:
+    if not flags.sandbox.strip():
+        raise InvocationError("--sandbox must be auto, none or a sandbox backend name")
+    if flags.shell_isolation and flags.sandbox == "none":
+        raise InvocationError("--shell-isolation asks for isolation; --sandbox none turns it off")
 
 
 _EXTENSION_ONLY = (

@@ -49,6 +49,8 @@ class ExitCode(enum.IntEnum):
     EXECUTION_FAILED = 2
     GRADING_ERROR = 3
     EVIDENCE_UNAVAILABLE = 4
+    SPEND_CEILING = 5
+    """The run stopped at its spend ceiling: no call past it started (``docs/spend.md``)."""
     INVOCATION = 64
     INTERNAL = 70
     SIGINT = 130

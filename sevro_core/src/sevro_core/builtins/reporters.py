@@ -128,7 +128,41 @@ class MarkdownReporter:
         lines += _table(["case", "role", "route"], [list(r) for r in routes])
         lines += _judge_usage_section(report["rows"], report.get("experiments", []))
         lines += _spend_section(report.get("spend", []))
+        lines += _ceilings_section(report["inputs"])
         return "\n".join(lines) + "\n"
+
+
+def _ceilings_section(inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each run's spend ceiling and journal: what was charged, reserved and forfeited, and
+    whether the ceiling stopped the run (nothing for runs without a ceiling)."""
+    limited = [i for i in inputs if "spendLimits" in i]
+    if not limited:
+        return []
+    rows = []
+    for item in limited:
+        limits, totals = item["spendLimits"], item["spendLimits"]["totals"]
+        stopped = limits.get("stopped")
+        rows.append(
+            [
+                item["runId"] or item["source"],
+                _cost(limits["ceilings"].get("run")) or "none",
+                _cost(totals.get("chargedUsd")),
+                _cost(totals.get("openUsd")),
+                totals.get("reservations", 0),
+                f"{totals.get('forfeits', 0)} ({_cost(totals.get('forfeitedUsd'))})",
+                "no" if stopped is None else f"yes: {stopped['reason']}",
+            ]
+        )
+    lines = [
+        "",
+        "### Spend ceilings",
+        "",
+        "Each call reserved its per-call ceiling before it started; a call whose cost is "
+        "unknown, or whose process died, is charged its whole reservation (a forfeit).",
+        "",
+    ]
+    headers = ["run", "ceiling", "charged", "still reserved", "reservations", "forfeits"]
+    return lines + _table([*headers, "stopped by the ceiling"], rows)
 
 
 def _spend_section(spend: Sequence[Mapping[str, Any]]) -> list[str]:

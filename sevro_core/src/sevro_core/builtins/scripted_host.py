@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from sevro_core.api import (
     COMMANDS_OBSERVATION,
@@ -46,8 +46,10 @@ from sevro_core.api import (
     ReadLog,
     Route,
     SkillPlaces,
+    Usage,
     WorkspaceEscapeError,
     WorkspaceFiles,
+    builtin_prices,
     changes,
     check_relative_path,
     command_reads,
@@ -144,8 +146,28 @@ class ScriptedHost:
             effort=options.effort or "none",
         )
         return ConfiguredScriptedHost(
-            route=route, scripts=scripts, default=default, config=dict(config)
+            route=route,
+            scripts=scripts,
+            default=default,
+            config=dict(config),
+            turn_usage=_reported_usage(config, options, route),
         )
+
+
+def _reported_usage(config: Mapping[str, Any], options: HostOptions, route: Route) -> Usage:
+    """What each turn (or judge call) reports having used (``usage``), priced from the run's
+    table for the route's model like a real CLI's usage; unknown without ``usage``."""
+    declared = config.get("usage")
+    if declared is None:
+        return UNKNOWN_USAGE
+    usage = Usage(
+        input_tokens=declared["inputTokens"],
+        output_tokens=declared["outputTokens"],
+        cached_input_tokens=declared["cachedInputTokens"],
+        reasoning_tokens=declared["reasoningTokens"],
+        complete=True,
+    )
+    return (options.prices or builtin_prices()).priced(route.model or "", usage)
 
 
 def _configure_judge(options: HostOptions, config: Mapping[str, Any]) -> ConfiguredHost:
@@ -161,7 +183,11 @@ def _configure_judge(options: HostOptions, config: Mapping[str, Any]) -> Configu
         effort=options.effort or "none",
     )
     judged = tuple((rule.get("promptContains"), rule["reply"]) for rule in rules)
-    return ScriptedJudge(route, options.role, judged, {"judges": {options.role: list(rules)}})
+    kept: dict[str, JsonValue] = {"judges": {options.role: list(rules)}}
+    if "usage" in config:
+        kept["usage"] = config["usage"]
+    usage = _reported_usage(config, options, route)
+    return ScriptedJudge(route, options.role, judged, kept, usage=usage)
 
 
 @frozen
@@ -176,6 +202,8 @@ class ScriptedJudge:
     rules: tuple[tuple[str | None, str], ...]
     config: Mapping[str, JsonValue]
     capabilities: frozenset[str] = frozenset()
+    usage: Usage = UNKNOWN_USAGE
+    """What each call reports having used (the configuration's ``usage``, priced)."""
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)
@@ -188,7 +216,7 @@ class ScriptedJudge:
         for contains, reply in self.rules:
             if contains is None or contains in prompt:
                 return HostResult(
-                    final_message=reply, complete=True, usage=UNKNOWN_USAGE, turns_completed=1
+                    final_message=reply, complete=True, usage=self.usage, turns_completed=1
                 )
         return HostResult(
             final_message=None,
@@ -224,6 +252,8 @@ class ConfiguredScriptedHost:
     config: Mapping[str, JsonValue]
     capabilities: frozenset[str] = ScriptedHost.capabilities
     skill_places: SkillPlaces = ScriptedHost.skill_places
+    turn_usage: Usage = UNKNOWN_USAGE
+    """What each turn reports having used (the configuration's ``usage``, priced)."""
 
     def redacted_configuration(self) -> JsonValue:
         return dict(self.config)  # holds no secrets: it is the script itself
@@ -254,6 +284,14 @@ class ConfiguredScriptedHost:
             )
 
     def run(self, request: HostRequest) -> HostResult:
+        result = self._run(request)
+        if result.turns_completed == 0 and not result.complete:
+            return result  # nothing was asked of the "model": no usage to report
+        usages = [self.turn_usage] * max(1, result.turns_completed)
+        all_turns = result.complete and result.turns_completed == len(request.prompts)
+        return evolve(result, usage=Usage.summed(usages, all_turns))
+
+    def _run(self, request: HostRequest) -> HostResult:
         script = self._script_for(request.case_id)
         assert script is not None  # check_case ran at plan time
         state = _TrialState(request)

@@ -36,6 +36,7 @@ from sevro_core.models import (
     JudgeReply,
     Usage,
 )
+from sevro_core.store.spendgate import Reservation, SpendGate, SpendRefused
 from sevro_core.vocabulary import JUDGE_PREFIX
 
 PASSIVE = "passive"
@@ -91,8 +92,10 @@ class JudgeSession:
         *,
         label: tuple[str, int],
         workspace_root: Path | None = None,
+        spend: SpendGate | None = None,
     ) -> None:
         self._routes = routes
+        self._spend = spend
         self._sandbox = sandbox
         self._cancel = cancel
         self._label = label
@@ -114,8 +117,11 @@ class JudgeSession:
             raise GradingError(f"the {role} judge prompt exceeds {MAX_JUDGE_PROMPT_BYTES} bytes")
         if len(self.calls) >= MAX_JUDGE_CALLS_PER_TRIAL:
             raise GradingError(f"more than {MAX_JUDGE_CALLS_PER_TRIAL} judge calls in one trial")
+        reservation = self._reserve(role)
         started = time.monotonic()
-        reply = self._run(route, prompt)
+        reply = self._run(route, prompt, reservation)
+        if self._spend is not None and reservation is not None:
+            self._spend.settle(reservation, reply.usage)
         duration = round((time.monotonic() - started) * 1000, 3)
         call = JudgeCall(len(self.calls) + 1, role, purpose, prompt, reply, duration)
         reply = evolve(reply, artifacts=tuple(a.id for a in call.artifacts()))
@@ -123,7 +129,18 @@ class JudgeSession:
         self._memo[key] = reply
         return reply
 
-    def _run(self, route: JudgeRoute, prompt: str) -> JudgeReply:
+    def _reserve(self, role: str) -> Reservation | None:
+        """The call's reservation (None without a ceiling); :class:`SpendRefused` when the
+        run's ceiling stops new calls."""
+        if self._spend is None:
+            return None
+        reservation = self._spend.reserve(role, f"{self._label[0]}#{self._label[1]}:{role}")
+        if reservation is None:
+            stop = self._spend.stopped
+            raise SpendRefused(stop.reason if stop is not None else "the spend ceiling is reached")
+        return reservation
+
+    def _run(self, route: JudgeRoute, prompt: str, reservation: Reservation | None) -> JudgeReply:
         workspace = create_workspace(self._root)
         private = create_workspace(self._root, prefix=PRIVATE_PREFIX)
         try:
@@ -139,6 +156,7 @@ class JudgeSession:
                     workspace=workspace, private_root=private, cancel=self._cancel
                 ),
                 role=route.role,
+                max_cost_usd=reservation.usd if reservation is not None else None,
             )
             try:
                 result = route.host.run(request)

@@ -15,6 +15,7 @@ import pluggy
 if TYPE_CHECKING:
     from sevro_core.plugin.casesources import CaseSource
     from sevro_core.plugin.protocols import (
+        Executor,
         FixtureProvider,
         Grader,
         Host,
@@ -77,6 +78,12 @@ def sevro_register_rubrics(register: Callable[[Rubric], None]) -> None:
 def sevro_register_case_sources(register: Callable[[CaseSource], None]) -> None:
     """Register case sources (``sevro.extension``): what gives ``sevro run`` its cases, checks
     and evaluation instead of case files."""
+
+
+@hookspec
+def sevro_register_executors(register: Callable[[Executor], None]) -> None:
+    """Register trial executors (``sevro.executor.local``): where a run's trials execute while
+    the run owner admits them and persists their evidence."""
 
 
 @hookspec

@@ -3,6 +3,8 @@
 A host lists its settings (:class:`~sevro_core.plugin.protocols.HostSetting`); sevro turns each
 into a ``--flag`` on ``sevro run`` and ``sevro doctor`` and also accepts it as
 ``--host-setting KEY=VALUE``. The core names no host: everything here comes from the registry.
+An executor declares its own options the same way (tox 4 style: the plugin owns its options);
+they are flags of ``sevro run`` only, read only when that executor runs the trials.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ RESERVED_FLAGS = frozenset(
     {
         "--baseline",
         "--prices",
+        "--max-cost-usd",
+        "--max-call-cost-usd",
+        "--accept-exposure",
         "--semantic-host",
         "--semantic-model",
         "--semantic-effort",
@@ -57,6 +62,7 @@ RESERVED_FLAGS = frozenset(
         "--holdout",
         "--seed",
         "--effort",
+        "--executor",
         "--fail-on-regression",
         "--github-summary",
         "--group",
@@ -164,26 +170,26 @@ def option_name(setting: HostSetting) -> str:
 
 def click_options(hosts: Mapping[str, Any]) -> list[Any]:
     """One ``click.Option`` per declared setting, in registry order."""
+    return [
+        _click_option(setting, option_name(setting), f"--host {short_name(host_id)}")
+        for host_id, setting in _all_settings(hosts)
+    ]
+
+
+def _click_option(setting: HostSetting, name: str, needs: str) -> Any:
     import click
 
-    options = []
-    for host_id, host in hosts.items():
-        for setting in declared_settings(host):
-            metavar = "PATH" if setting.kind == "path" else "TEXT"
-            switch: dict[str, Any] = (
-                {"is_flag": True, "flag_value": "true"} if setting.kind == "switch" else {}
-            )
-            options.append(
-                click.Option(
-                    [setting.flag, option_name(setting)],
-                    help=f"{setting.help} [{setting.key}; --host {short_name(host_id)}]",
-                    metavar=None if switch else metavar,
-                    default=None,
-                    show_default=False,
-                    **switch,
-                )
-            )
-    return options
+    switch: dict[str, Any] = (
+        {"is_flag": True, "flag_value": "true"} if setting.kind == "switch" else {}
+    )
+    return click.Option(
+        [setting.flag, name],
+        help=f"{setting.help} [{setting.key}; {needs}]",
+        metavar=None if switch else ("PATH" if setting.kind == "path" else "TEXT"),
+        default=None,
+        show_default=False,
+        **switch,
+    )
 
 
 def short_name(host_id: str) -> str:
@@ -303,3 +309,75 @@ def _normalise(setting: HostSetting, value: str) -> str:
     if setting.kind == "path":
         return str(Path(value).expanduser().resolve())
     return value
+
+
+EXECUTOR_PREFIX = "sevro.executor."
+"""``--executor local`` names ``sevro.executor.local``: the built-in executors' namespace."""
+EXECUTOR_OPTION_PREFIX = "executor_setting__"
+"""Click parameter names of executor flags start with this; no core parameter's name does."""
+
+
+def executor_short_name(executor_id: str) -> str:
+    """What ``--executor`` accepts for an executor: ``local`` for ``sevro.executor.local``."""
+    return executor_id.removeprefix(EXECUTOR_PREFIX)
+
+
+def executor_option_name(setting: HostSetting) -> str:
+    """The click parameter name of an executor setting's flag."""
+    return EXECUTOR_OPTION_PREFIX + setting.flag[2:].replace("-", "_")
+
+
+def check_executor_declarations(
+    executors: Mapping[str, Any], hosts: Mapping[str, Any], owners: Mapping[str, str]
+) -> None:
+    """An executor's settings follow a host setting's rules (exit 64 otherwise), share no key
+    or flag with a host or another executor, and are neither runtime seeds nor candidate-only
+    (those describe how a candidate runs, which is a host's business)."""
+    taken = {name: f"host {hid}" for hid, s in _all_settings(hosts) for name in (s.key, s.flag)}
+    for executor_id, executor in executors.items():
+        where = f"executor {executor_id} (plugin {owners.get(executor_id, '?')})"
+        if not isinstance(getattr(executor, "settings", ()), tuple | list):
+            raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
+        for setting in declared_settings(executor):
+            _check_one(setting, where)
+            if setting.runtime_seed is not None or setting.candidate_only:
+                raise InvocationError(
+                    f"{where} declares {setting.key} as a runtime seed or candidate-only: "
+                    "only a host's settings can be"
+                )
+            for name, what in ((setting.key, "key"), (setting.flag, "flag")):
+                if name in taken:
+                    raise InvocationError(
+                        f"setting {what} {name} is declared twice: by {taken[name]} and by "
+                        f"{where}; uninstall one or restrict SEVRO_LOAD_PLUGINS"
+                    )
+                taken[name] = where
+
+
+def executor_click_options(executors: Mapping[str, Any]) -> list[Any]:
+    """One ``click.Option`` per executor setting (``sevro run`` only), in registry order."""
+    return [
+        _click_option(setting, executor_option_name(setting), f"--executor {short}")
+        for executor_id, executor in executors.items()
+        for short in (executor_short_name(executor_id),)
+        for setting in declared_settings(executor)
+    ]
+
+
+def resolve_executor_settings(
+    executors: Mapping[str, Any], executor: str, flag_values: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The settings of ``--executor executor`` by key, from the executor flags given
+    (``flag_values`` by :func:`executor_option_name`, None when absent). A flag of an executor
+    the run does not use is exit 64: it would silently do nothing."""
+    given: dict[str, str] = {}
+    for executor_id, plugin in executors.items():
+        short = executor_short_name(executor_id)
+        for setting in declared_settings(plugin):
+            value = flag_values.get(executor_option_name(setting))
+            if value is None:
+                continue
+            if executor not in (executor_id, short):
+                raise InvocationError(f"{setting.flag} needs --executor {short}")
+            given[setting.key] = _normalise(setting, value)
+    return given

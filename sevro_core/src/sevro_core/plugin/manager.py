@@ -25,6 +25,7 @@ from sevro_core.plugin import hookspecs
 from sevro_core.plugin.casesources import CaseSource
 from sevro_core.plugin.protocols import (
     ID_PATTERN,
+    Executor,
     FixtureProvider,
     Grader,
     Host,
@@ -48,6 +49,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("reviewer", "sevro_register_reviewers"),
     ("rubric", "sevro_register_rubrics"),
     ("case-source", "sevro_register_case_sources"),
+    ("executor", "sevro_register_executors"),
 )
 _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "host": ("configure",),
@@ -59,6 +61,7 @@ _REQUIRED_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "reviewer": ("prompt", "review"),
     "rubric": ("prompt", "decide"),
     "case-source": ("open",),
+    "executor": ("start",),
 }
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -146,6 +149,9 @@ class Registry:
     def case_source(self, object_id: str) -> CaseSource | None:
         return self.objects["case-source"].get(object_id)
 
+    def executor(self, object_id: str) -> Executor | None:
+        return self.objects["executor"].get(object_id)
+
     def hosts(self) -> Mapping[str, Host]:
         return self.objects["host"]
 
@@ -173,6 +179,9 @@ class Registry:
 
     def case_sources(self) -> Mapping[str, CaseSource]:
         return self.objects["case-source"]
+
+    def executors(self) -> Mapping[str, Executor]:
+        return self.objects["executor"]
 
     def get(self, kind: str, object_id: str) -> Any | None:
         return self.objects[kind].get(object_id)
@@ -292,10 +301,15 @@ def _collect(manager: pluggy.PluginManager, infos: list[PluginInfo]) -> Registry
         for impl in reversed(caller.get_hookimpls()):
             info = by_name[impl.plugin_name]
             impl.function(register=_registrar(kind, info, objects[kind], owners))
-    from sevro_core.plugin.hostsettings import check_declarations
+    from sevro_core.plugin.hostsettings import check_declarations, check_executor_declarations
 
     check_declarations(
         objects["host"], {oid: name for (k, oid), name in owners.items() if k == "host"}
+    )
+    check_executor_declarations(
+        objects["executor"],
+        objects["host"],
+        {oid: name for (k, oid), name in owners.items() if k == "executor"},
     )
     return Registry(manager=manager, plugins=infos, objects=objects)
 

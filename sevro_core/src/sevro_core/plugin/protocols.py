@@ -7,8 +7,9 @@ Every kind has a namespaced ``id``, a ``version``, the ``capabilities`` it provi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
@@ -475,6 +476,91 @@ class Reporter(Plugin, Protocol):
 
     def render(self, report: Mapping[str, JsonValue]) -> str:
         """Render a ``sevro.report.v1`` document."""
+
+
+class TrialTask(Protocol):
+    """One trial the run owner hands its executor: which unit and trial number, and how to run
+    it here.
+
+    ``run`` runs the trial in this process end to end (fixture, host, graders, verdict) and
+    persists its evidence through the owner's store; what it returns is the owner's record of
+    the trial, opaque to the executor, which only hands it back through the future.
+    """
+
+    @property
+    def unit(self) -> str:
+        """The planned unit: a case id, or ``case@arm`` in an experiment."""
+
+    @property
+    def trial(self) -> int:
+        """The trial (repetition) number, from 1."""
+
+    def run(self) -> Any:
+        """Run the trial here and persist its evidence; never raises for agent failures."""
+
+
+class TrialPool(Protocol):
+    """A started executor: where one run's trials go while the run owner admits them.
+
+    The owner (the scheduler) decides what runs and when: it submits at most
+    ``ExecutorOptions.workers`` tasks at a time, stops admitting on cancellation or a stop rule,
+    and records each result in its own order. The pool only runs what it is given.
+    """
+
+    def submit(self, task: TrialTask) -> Future[Any]:
+        """Start ``task``; the future resolves to what ``task.run()`` returned, or to the
+        exception that stopped it (an internal or persistence failure: the owner stops the run)."""
+
+    def shutdown(self) -> None:
+        """Wait until every submitted task has ended, then release the workers. The owner calls
+        it exactly once, also when the run fails, so no trial outlives its store."""
+
+
+@frozen
+class ExecutorOptions:
+    """What the run owner tells an executor when it starts one for a run."""
+
+    workers: int
+    """The most trials in flight at once: ``--jobs``, never more than the trials left to run."""
+    cancel: CancelToken
+    """The run's cancel token (SIGINT, SIGTERM, a stopped run); trials already see it."""
+    settings: Mapping[str, str] = field(factory=dict)
+    """The executor's own settings given on the command line, by key (``acme.address``); the
+    built-in executor declares none."""
+
+
+class Executor(Plugin, Protocol):
+    """An executor (``sevro.executor.local``): where a run's trials execute.
+
+    The run owner stays the only writer of a run: it plans, claims, admits trials in its fixed
+    order, checkpoints each result and writes ``run.json``; the executor decides only where and
+    on which worker a submitted trial runs. Which executor ran the trials is recorded in
+    ``run.json`` (``executor``) but is not part of the evaluation identity: a run's results are
+    the same up to timings whichever executor ran it.
+
+    The built-in ``local`` executor runs ``task.run()`` on a bounded thread pool in this
+    process. An executor that runs trials elsewhere (a Ray cluster) cannot call ``task.run()``
+    there, since the owner's store, run state and plan live here. It will need (issue 23
+    item 2) a task that splits into a picklable trial description the worker executes into a
+    private evidence directory, a bounded result (trial evidence and artifacts with their
+    digests) sent back, and an owner-side step that checks the digests and persists the result
+    through the owner's store exactly as a local trial; the future then resolves to that
+    persisted record. The run's spend gate stays with the owner too: the scheduler reserves each
+    candidate call before submitting and settles it from the returned record, but judge calls
+    reserve during the trial, so a remote trial's judge reservations must travel back to the
+    owner's journal (or its judging run on the owner). Cancellation must cancel outstanding
+    remote tasks, and a lost worker must resolve its future to an execution failure with the
+    reason, never to nothing.
+    """
+
+    @property
+    def settings(self) -> tuple[HostSetting, ...]:
+        """Its own options (optional, like a host's settings): each becomes a ``sevro run``
+        flag, given to ``start`` in ``ExecutorOptions.settings`` when this executor is chosen
+        (another executor's flag is exit 64); never runtime seeds or candidate-only."""
+
+    def start(self, options: ExecutorOptions) -> TrialPool:
+        """Start the workers for one run; refuse what cannot run (``ConfigurationError``)."""
 
 
 def prepared_host(configured: ConfiguredHost, preparation: HostPreparation) -> ConfiguredHost:

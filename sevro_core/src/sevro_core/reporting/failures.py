@@ -21,7 +21,11 @@ NOT_RUN_REASON = (
     "not run: the run stopped admitting trials after an execution failure or grading error"
 )
 CANCELLED_REASON = "cancelled: the run was interrupted before this trial finished"
-_CONSEQUENCES = frozenset({NOT_RUN_REASON, CANCELLED_REASON})
+SPEND_NOT_RUN_REASON = (
+    "not run: the run's spend ceiling was reached before this trial could reserve its call"
+)
+SPEND_STOP_CODE = "sevro.spend.ceiling-reached"
+_CONSEQUENCES = frozenset({NOT_RUN_REASON, CANCELLED_REASON, SPEND_NOT_RUN_REASON})
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
@@ -81,10 +85,18 @@ def trial_reason(evidence: Mapping[str, Any]) -> str | None:
     return None
 
 
-def summary_reason(trial: Mapping[str, Any]) -> str | None:
+def not_run_reason(result: Mapping[str, Any]) -> str:
+    """Why a result's trials that never started did not: its spend ceiling, or a stop in
+    admission after a failure."""
+    diagnostic = result.get("diagnostic")
+    stopped = isinstance(diagnostic, Mapping) and diagnostic.get("code") == SPEND_STOP_CODE
+    return SPEND_NOT_RUN_REASON if stopped else NOT_RUN_REASON
+
+
+def summary_reason(trial: Mapping[str, Any], not_run: str = NOT_RUN_REASON) -> str | None:
     """A reason from a trial's summary alone, for trials that left no evidence file."""
     if trial["execution"] == "not_run":
-        return NOT_RUN_REASON
+        return not_run
     if trial["execution"] == "cancelled":
         return CANCELLED_REASON
     for check in trial["checks"]:
@@ -108,6 +120,7 @@ def case_failures(
     case: Mapping[str, Any],
     evidences: Mapping[int, Mapping[str, Any]],
     unexamined: Collection[int] = (),
+    not_run: str = NOT_RUN_REASON,
 ) -> CaseFailures | None:
     """Group the case's non-passing trials by reason; None when the case passed or was unasked.
 
@@ -121,7 +134,7 @@ def case_failures(
         if trial["task"] == "passed" or trial["trial"] in unexamined:
             continue
         evidence = evidences.get(trial["trial"])
-        reason = trial_reason(evidence) if evidence is not None else summary_reason(trial)
+        reason = trial_reason(evidence) if evidence is not None else summary_reason(trial, not_run)
         if reason is not None:
             grouped.setdefault(reason, []).append(trial["trial"])
     if not grouped and not unexamined:
@@ -225,9 +238,9 @@ def result_failures(
             if evidence is not None:
                 evidences[trial["trial"]] = evidence
         try:
-            found = case_failures(case, evidences, unexamined)
+            found = case_failures(case, evidences, unexamined, not_run_reason(result))
         except (KeyError, TypeError):  # an unreadable file explains nothing; use the summary
-            found = case_failures(case, {}, unexamined)
+            found = case_failures(case, {}, unexamined, not_run_reason(result))
         if found is not None:
             out.append(found)
     return out, max(len(problem_cases) - max_cases, 0)

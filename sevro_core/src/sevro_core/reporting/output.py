@@ -259,8 +259,25 @@ def render_summary(
         out += skilleval_lines(skill_eval, statistics)
     if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
         out += f"exit 1: {result['diagnostic']['message']}\n"
+    if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.spend.ceiling-reached":
+        message = escape_text(result["diagnostic"]["message"], 1000)
+        out += (
+            f"exit 5: stopped at the spend ceiling: {message}; the finished trials are kept "
+            "(resume with --resume and a higher --max-cost-usd to go on)\n"
+        )
     out += f"evidence={result['evidencePath']}\n"
     return out
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """One line on what the run's journal charged against its ceiling (docs/spend.md)."""
+    totals, ceiling = spend["totals"], spend["ceilings"]["run"]
+    of = f" of the ${ceiling:g} ceiling" if ceiling is not None else ""
+    forfeits = totals["forfeits"]
+    return (
+        f"spend: ${totals['chargedUsd']:.4f} charged{of} over {totals['reservations']} calls; "
+        f"{forfeits} forfeited (${totals['forfeitedUsd']:.4f} charged at their ceiling)\n"
+    )
 
 
 def _failure_lines(result: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ from sevro_core.models import unit_key
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import Reporter
 from sevro_core.reporting.advisory import advisory_trials
-from sevro_core.reporting.failures import case_failures
+from sevro_core.reporting.failures import NOT_RUN_REASON, case_failures, not_run_reason
 from sevro_core.run.results import located_result, retained_result
 from sevro_core.vocabulary import COMPARATOR_ROLE, SKILLS_OBSERVATION
 
@@ -557,7 +557,9 @@ def _expand(paths: Sequence[Path], on_note: Callable[[str], object]) -> list[Pat
 
 
 def _failures(
-    case: Mapping[str, Any], trials: Mapping[tuple[str, int], Mapping[str, Any]]
+    case: Mapping[str, Any],
+    trials: Mapping[tuple[str, int], Mapping[str, Any]],
+    not_run: str = NOT_RUN_REASON,
 ) -> dict[str, Any] | None:
     unit = unit_key(case["caseId"], case.get("arm"))
     evidences = {
@@ -565,7 +567,7 @@ def _failures(
         for t in case["trials"]
         if (unit, t["trial"]) in trials
     }
-    found = case_failures(case, evidences)
+    found = case_failures(case, evidences, not_run=not_run)
     if found is None:
         return None
     kept = found.reasons[:MAX_REPORT_REASONS_PER_CASE]
@@ -778,6 +780,7 @@ def _build_report(
                 "task": result["task"]["verdict"],
                 "exitCode": result["exitCode"],
                 "caseCount": len(result["cases"]),
+                **({"spendLimits": run["spend"]} if run is not None and "spend" in run else {}),
             }
         )
         if run is None or run_dir is None:
@@ -791,7 +794,7 @@ def _build_report(
         verified.append(_VerifiedRun(path, result, run, trials, run_dir))
         for case in result["cases"]:
             row = _row(path, result, run, trials, case)
-            failures = _failures(case, trials) if details else None
+            failures = _failures(case, trials, not_run_reason(result)) if details else None
             if failures is not None:
                 row["failures"] = failures
             reviewed = _advisory(case, trials)

@@ -103,6 +103,7 @@ from sevro_core.states import (
     trial_grading,
 )
 from sevro_core.store.evidence import EvidenceStore
+from sevro_core.store.spendgate import CANDIDATE_ROLE, SpendGate, SpendRefused
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
     COMPARATOR_ROLE,
@@ -140,26 +141,26 @@ class _Trial:
     private: Path
     """The trial's private directory (hosts' and checks' homes), outside the workspace."""
     turns: TurnRecorder
+    spend: SpendGate | None = None
+    """The run's spend gate: the candidate's call ceiling, and each judge call's reservation."""
 
 
 def execute_trial(
-    plan: RunPlan, planned: PlannedCase, trial: int, cancel: CancelToken, store: EvidenceStore
+    plan: RunPlan,
+    planned: PlannedCase,
+    trial: int,
+    cancel: CancelToken,
+    store: EvidenceStore,
+    spend: SpendGate | None = None,
 ) -> TrialRecord:
-    """Run one trial end to end and persist its evidence."""
+    """Run one trial end to end and persist its evidence (the candidate's call was reserved
+    by the scheduler when ``spend`` is given)."""
     started_at = timestamp()
     t0 = time.monotonic()
     workspace = create_workspace(plan.settings.workspace_root)
     private = create_workspace(plan.settings.workspace_root, prefix=PRIVATE_PREFIX)
-    run = _Trial(
-        plan,
-        planned,
-        trial,
-        cancel,
-        store,
-        workspace,
-        private,
-        _recorder(planned, workspace, private),
-    )
+    turns = _recorder(planned, workspace, private)
+    run = _Trial(plan, planned, trial, cancel, store, workspace, private, turns, spend)
     fixture, baseline = _prepare_fixture(run)
     _install_preparation(run, fixture)
     t_fixture = time.monotonic()
@@ -372,6 +373,7 @@ def _judge_session(run: _Trial) -> JudgeSession | None:
         run.cancel,
         label=(run.planned.case.id, run.trial),
         workspace_root=run.plan.settings.workspace_root,
+        spend=run.spend,
     )
 
 
@@ -449,6 +451,7 @@ def _run_candidate(
         isolation=isolation,
         turn_settled=run.turns.settle,
         profile=case.host_profile,
+        max_cost_usd=run.spend.ceilings.call_ceiling(CANDIDATE_ROLE) if run.spend else None,
     )
     result, execution, error = _run_host(run.plan.host_for(run.planned), request)
     if result is not None and run.planned.arm is not None:
@@ -716,6 +719,12 @@ def _grade(
         try:
             outcome = check.compiled.grade(declaration.id, seen)
             problem = _check_observations_problem(outcome, observations) or parts_problem(outcome)
+        except SpendRefused as exc:  # the ceiling stops new calls: the check was not asked
+            detail = f"not asked: {exc}"[:MAX_DIAGNOSTIC_CHARS]
+            by_id[declaration.id] = CheckOutcome(
+                declaration.id, declaration.grader, CheckStatus.UNAVAILABLE, detail=detail
+            )
+            continue
         except GradingError as exc:
             message = str(exc)
         except Exception as exc:  # a grader bug is a grading error, never a pass

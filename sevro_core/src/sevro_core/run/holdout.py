@@ -100,6 +100,20 @@ def distinct_tasks(cases: Sequence[Mapping[str, str]]) -> int:
     return len({c["taskFingerprint"] for c in cases})
 
 
+def tasks_by_skill(plan: RunPlan, cases: Sequence[Mapping[str, str]]) -> dict[str, int]:
+    """Distinct tasks per skill under test: the skill an arm targets for a case (a case counts
+    for every skill some arm targets on it); empty when no arm targets a skill."""
+    fingerprints = {c["caseId"]: c["taskFingerprint"] for c in cases}
+    found: dict[str, set[str]] = {}
+    for planned in plan.cases:
+        if planned.arm is None:
+            continue
+        target = planned.arm.resolved.for_case(planned.case.id).target
+        if target is not None:
+            found.setdefault(target, set()).add(fingerprints[planned.case.id])
+    return {skill: len(tasks) for skill, tasks in sorted(found.items())}
+
+
 def plan_document(plan: RunPlan, seed: int | None) -> dict[str, Any]:
     """The plan for a planned experiment; refused (exit 64) without arms or with fewer than
     ``MIN_HOLDOUT_DISTINCT_TASKS`` distinct tasks."""
@@ -107,10 +121,15 @@ def plan_document(plan: RunPlan, seed: int | None) -> dict[str, Any]:
         raise InvocationError("a holdout plan seals an experiment: give --skill or its file")
     bound = bindings(plan)
     tasks = distinct_tasks(bound["cases"])
-    if tasks < MIN_HOLDOUT_DISTINCT_TASKS:
+    per_skill = tasks_by_skill(plan, bound["cases"])
+    short = {skill: n for skill, n in per_skill.items() if n < MIN_HOLDOUT_DISTINCT_TASKS}
+    if tasks < MIN_HOLDOUT_DISTINCT_TASKS or short:
+        what = f"these {len(bound['cases'])} cases have {tasks}"
+        if short:
+            what = "; ".join(f"skill {skill!r} has {n}" for skill, n in short.items())
         raise InvocationError(
             f"a holdout plan needs at least {MIN_HOLDOUT_DISTINCT_TASKS} distinct task "
-            f"fingerprints, these {len(bound['cases'])} cases have {tasks} "
+            f"fingerprints per skill under test, {what} "
             "(cases that differ only in their checks are one task)"
         )
     if seed is not None and not 0 <= seed <= _MAX_SEED:
@@ -122,6 +141,7 @@ def plan_document(plan: RunPlan, seed: int | None) -> dict[str, Any]:
         "createdAt": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "seed": secrets.randbelow(_MAX_SEED) if seed is None else seed,
         "distinctTasks": tasks,
+        "distinctTasksBySkill": per_skill,
         **bound,
     }
 

@@ -43,6 +43,7 @@ from sevro_core.run.engine import WORKSPACE_TOKEN
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.run.records import TrialRecord
 from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
+from sevro_core.store.spendgate import SpendGate, SpendRefused
 from sevro_core.vocabulary import COMPARATOR_ROLE
 
 NEUTRAL_WORKSPACE: Final = Path("/workspace")
@@ -63,6 +64,7 @@ class _Comparing:
     treatment: str
     records: Mapping[tuple[str, str, int], TrialRecord]
     """Trials by (arm, case id, repetition)."""
+    spend: SpendGate | None = None
 
     @property
     def route(self) -> dict[str, str]:
@@ -75,9 +77,14 @@ class _Comparing:
 
 
 def judge_pairs(
-    plan: RunPlan, store: EvidenceStore, records: Sequence[TrialRecord], cancel: CancelToken
+    plan: RunPlan,
+    store: EvidenceStore,
+    records: Sequence[TrialRecord],
+    cancel: CancelToken,
+    spend: SpendGate | None = None,
 ) -> dict[tuple[str, str], ComparatorJudging] | None:
-    """Judge every eligible pair of every comparison (None when the run has no comparator)."""
+    """Judge every eligible pair of every comparison (None when the run has no comparator);
+    once the spend ceiling stops new calls, no further pair is judged (nor kept half-judged)."""
     route = plan.judges.get(COMPARATOR_ROLE)
     experiment = plan.settings.experiment
     if route is None or experiment is None:
@@ -89,7 +96,7 @@ def judge_pairs(
     out: dict[tuple[str, str], ComparatorJudging] = {}
     for comparison in experiment.comparisons:
         comparing = _Comparing(
-            plan, store, cancel, rubric, comparison.control, comparison.treatment, indexed
+            plan, store, cancel, rubric, comparison.control, comparison.treatment, indexed, spend
         )
         judged = _judge_comparison(comparing)
         out[(comparison.control, comparison.treatment)] = ComparatorJudging(
@@ -144,8 +151,10 @@ def _base(comparing: _Comparing, planned: PlannedCase) -> BaseFiles | str:
 
 
 def _stopped(comparing: _Comparing) -> bool:
-    """Whether the run was cancelled (checked again after every judged pair)."""
-    return comparing.cancel.cancelled
+    """Whether the run was cancelled or stopped at its spend ceiling (checked again after
+    every judged pair)."""
+    spend = comparing.spend
+    return comparing.cancel.cancelled or (spend is not None and spend.stopped is not None)
 
 
 def _case_units(plan: RunPlan, arm: str) -> list[PlannedCase]:
@@ -182,14 +191,18 @@ def _judge_one(
         comparing.cancel,
         label=(planned.case.id, repetition),
         workspace_root=plan.settings.workspace_root,
+        spend=comparing.spend,
     )
 
     def ask(prompt: str, purpose: str) -> JudgeReply:
         return session.ask(COMPARATOR_ROLE, prompt, purpose=purpose)
 
-    judged = judge_pair(
-        ask, comparing.rubric, task, base.files, base.truncated, baseline, candidate
-    )
+    try:
+        judged = judge_pair(
+            ask, comparing.rubric, task, base.files, base.truncated, baseline, candidate
+        )
+    except SpendRefused as exc:  # the caller sees the stop and keeps nothing of the pair
+        return unjudged(f"not asked: {exc}"), list(session.calls)
     return judged, list(session.calls)
 
 

@@ -57,6 +57,7 @@ from sevro_core.plugin.casesources import (
     ExtensionFlags,
     OpenedCaseSource,
 )
+from sevro_core.plugin.hostsettings import EXECUTOR_PREFIX, executor_short_name
 from sevro_core.plugin.instrumentation import host_capabilities_of, instrumentation_of
 from sevro_core.plugin.manager import Registry
 from sevro_core.plugin.protocols import (
@@ -65,6 +66,7 @@ from sevro_core.plugin.protocols import (
     CompiledCheck,
     CompiledFixture,
     ConfiguredHost,
+    Executor,
     FixtureContext,
     Grader,
     Host,
@@ -83,6 +85,7 @@ from sevro_core.run.identity import (
     evaluation_identity,
 )
 from sevro_core.run.provenance import ProvenanceChoice
+from sevro_core.store.spendgate import SpendCeilings
 from sevro_core.vocabulary import (
     ADVISORY_ROLE,
     COMPARATOR_ROLE,
@@ -119,6 +122,14 @@ class SettingsFileUse:
             "applied": list(self.applied),
             "overridden": list(self.overridden),
         }
+
+
+@frozen
+class ExecutorChoice:
+    """``--executor`` as given (a short name or an id) and its settings by key."""
+
+    name: str = "local"
+    settings: Mapping[str, str] = field(factory=dict)
 
 
 @frozen
@@ -162,6 +173,11 @@ class RunSettings:
     """``--extension-command-file`` and its flags: the case comes from the extension."""
     holdout: Mapping[str, Any] | None = None
     """The holdout plan that authorised the run and its consumption (run.json ``holdout``)."""
+    spend: SpendCeilings | None = None
+    """``--max-cost-usd``/``--max-call-cost-usd``: each call reserves its ceiling in the run's
+    spend journal before it starts (None: no ceiling, no journal)."""
+    executor: ExecutorChoice = field(factory=ExecutorChoice)
+    """``--executor`` and its settings: where the trials run; not part of the identity."""
 
     def hosts_used(self) -> list[str]:
         """Every host the run may start, as named: ``--host``, arms' and judges' hosts."""
@@ -225,6 +241,8 @@ class RunPlan:
     host_plugin: Host
     host: ConfiguredHost
     verdict_policy: VerdictPolicy
+    executor: Executor
+    """Where the trials run (``--executor``): recorded in run.json, not part of the identity."""
     registry: Registry
     identity: Mapping[str, Any]
     configuration: Mapping[str, Any]
@@ -267,6 +285,7 @@ def resolve_host_id(registry: Registry, name: str) -> str:
 
 def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -> RunPlan:
     """Resolve the run's plugins and compile its cases; refuse what cannot run (exit 64)."""
+    executor = resolve_executor(registry, settings.executor.name)
     candidate = evolve(settings, host_options=_candidate_options(settings, cases))
     host_plugin, host = _configure_host(registry, settings, settings.host, candidate.host_options)
     source = _open_case_source(registry, settings, host)
@@ -295,10 +314,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
             project_digest=project["digest"],
             configuration_digest=configuration["digest"],
             case_digests=[p.digests for p in planned if p.arm is None or p.arm == arms[0]],
-            evaluator={
-                "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
-                "extension": source.identity["evaluator"] if source is not None else None,
-            },
+            evaluator=_evaluator(policy, source),
             graders_active=graders_active,
             route=host.route,
             condition=settings.condition,
@@ -314,6 +330,7 @@ def plan_run(cases: Sequence[Case], registry: Registry, settings: RunSettings) -
         host_plugin=host_plugin,
         host=host,
         verdict_policy=policy,
+        executor=executor,
         registry=registry,
         identity=identity,
         configuration=configuration,
@@ -627,6 +644,27 @@ class IsolationUnavailable:
 
     def grade(self, check_id: str, view: TrialView) -> CheckOutcome:
         raise GradingError(f"{self.grader} needs a sandbox: {self.reason}")
+
+
+def _evaluator(policy: VerdictPolicy, source: OpenedCaseSource | None) -> dict[str, Any]:
+    """The identity's evaluator: the verdict policy and an extension's own evaluator."""
+    return {
+        "verdictPolicy": {"id": policy.id, "version": str(policy.version)},
+        "extension": source.identity["evaluator"] if source is not None else None,
+    }
+
+
+def resolve_executor(registry: Registry, name: str) -> Executor:
+    """``local`` and ``sevro.executor.local`` both name the built-in executor; an unknown name
+    is one line listing the installed ones (exit 64)."""
+    for candidate in (name, f"{EXECUTOR_PREFIX}{name}"):
+        found = registry.executor(candidate)
+        if found is not None:
+            return found
+    installed = [executor_short_name(i) for i in registry.ids("executor")]
+    raise InvocationError(
+        f"--executor {name[:64]!r} is not installed; installed: {', '.join(installed) or 'none'}"
+    )
 
 
 def _verdict_policy(registry: Registry, policy_id: str) -> VerdictPolicy:

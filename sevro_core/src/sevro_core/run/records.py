@@ -95,10 +95,14 @@ def _check_summary(check: CheckOutcome) -> dict[str, Any]:
 
 
 def not_admitted(
-    case_id: str, trial: int, *, cancelled: bool, arm: str | None = None
+    case_id: str, trial: int, *, cancelled: bool, arm: str | None = None, spend: bool = False
 ) -> TrialRecord:
-    """A trial the scheduler never started (the run was cancelled or stopped admitting)."""
+    """A trial the scheduler never started (the run was cancelled or stopped admitting;
+    ``spend``: its spend ceiling stopped it)."""
     execution = Execution.CANCELLED if cancelled else Execution.NOT_RUN
+    code = "sevro.run.cancelled" if cancelled else "sevro.run.not-admitted"
+    if spend and not cancelled:
+        code = "sevro.spend.ceiling-reached"
     return TrialRecord(
         arm=arm,
         case_id=case_id,
@@ -106,5 +110,5 @@ def not_admitted(
         states=TrialStates(execution, Grading.NOT_REQUESTED, Verdict.NOT_ASSESSED),
         checks=(),
         path=None,
-        error_code="sevro.run.cancelled" if cancelled else "sevro.run.not-admitted",
+        error_code=code,
     )

@@ -31,6 +31,7 @@ from sevro_core.store.evidence import RUN_FORMAT
 if TYPE_CHECKING:  # `sevro report` imports this module and must not load the planner
     from sevro_core.experiments.comparison import ComparatorJudging
     from sevro_core.plugin.casesources import OpenedCaseSource
+    from sevro_core.plugin.protocols import Plugin
     from sevro_core.run.planning import RunPlan
     from sevro_core.store.evidence import EvidenceStore
 
@@ -199,11 +200,9 @@ def run_document(
             "active": [dict(g) for g in plan.graders_active],
             "replacedDefaults": list(source.replaced_graders) if source is not None else [],
         },
-        "verdictPolicy": {
-            "id": plan.verdict_policy.id,
-            "version": str(plan.verdict_policy.version),
-        },
+        "verdictPolicy": _id_version(plan.verdict_policy),
         "routes": [route.to_json() for route in plan.routes],
+        "executor": _id_version(plan.executor),  # who ran the trials: not in the identity
         "plugins": [
             {"name": p.name, "distribution": p.distribution, "version": p.version}
             for p in plan.registry.plugins
@@ -236,6 +235,10 @@ def run_document(
         **_judge_calibration(plan),
         **({"holdout": dict(settings.holdout)} if settings.holdout is not None else {}),
     }
+
+
+def _id_version(plugin: Plugin) -> dict[str, str]:
+    return {"id": plugin.id, "version": str(plugin.version)}
 
 
 def _instrumentation(source: OpenedCaseSource | None, which: str) -> list[Any]:

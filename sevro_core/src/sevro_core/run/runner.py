@@ -33,12 +33,21 @@ from sevro_core.run.results import (
 from sevro_core.run.resume import recover
 from sevro_core.run.scheduler import run_trials
 from sevro_core.run.signals import cancel_on_signals
+from sevro_core.run.spending import (
+    SPEND_STOP_CODE,
+    STOPPED,
+    RunSpend,
+    all_trials,
+    exposure,
+    open_spend,
+)
 from sevro_core.states import ExitCode
 from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
 from sevro_core.store.runstate import DEFAULT_STATE_DIR, Claim, RunState, TrialCheckpoint
 
 if TYPE_CHECKING:
     from sevro_core.experiments.comparison import ComparatorJudging
+    from sevro_core.store.spendgate import SpendGate
 
 log = structlog.get_logger("sevro.run")
 _SIGNAL_EXITS = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
@@ -51,6 +60,8 @@ class RunOutcome:
     exit_code: int
     statistics: dict[str, Any] | None = None
     """An experiment's comparisons (``sevro.experiment-statistics.v1``), None for a plain run."""
+    spend: dict[str, Any] | None = None
+    """run.json's ``spend`` block (the ceilings and the journal's totals), None without one."""
 
 
 def prepare(case_paths: Sequence[Path], registry: Registry, settings: RunSettings) -> RunPlan:
@@ -82,12 +93,16 @@ def execute(
     *,
     resume: bool = False,
     on_reused: Callable[[Sequence[TrialRecord]], None] = lambda _: None,
+    on_notice: Callable[[str], None] = lambda _: None,
 ) -> RunOutcome:
     """Claim the evaluation, run (or resume) it, and write its evidence. ``on_reused`` learns,
     once, the trials a resumed run keeps from its earlier attempt (they never reach
-    ``on_trial``)."""
+    ``on_trial``); ``on_notice`` what the operator must see before dispatch (the worst-case
+    spend)."""
     cancel = cancel or CancelToken()
     settings = plan.settings
+    if settings.spend is not None and not resume:  # refused before anything is written
+        exposure(plan, settings.spend, all_trials(plan))
     try:
         ensure_private_dir(settings.results_root)
     except OSError as exc:
@@ -96,19 +111,23 @@ def execute(
         ) from None
     state = RunState(settings.run_state_root or settings.results_root / DEFAULT_STATE_DIR)
     try:
-        return _execute_claimed(plan, state, on_trial, cancel, resume=resume, on_reused=on_reused)
+        hooks = _Callbacks(on_trial, on_reused, on_notice)
+        return _execute_claimed(plan, state, hooks, cancel, resume=resume)
     finally:
         state.close()
 
 
+@frozen
+class _Callbacks:
+    """What the caller learns as the run goes (see :func:`execute`)."""
+
+    on_trial: Callable[[TrialRecord], None]
+    on_reused: Callable[[Sequence[TrialRecord]], None]
+    on_notice: Callable[[str], None]
+
+
 def _execute_claimed(
-    plan: RunPlan,
-    state: RunState,
-    on_trial: Callable[[TrialRecord], None],
-    cancel: CancelToken,
-    *,
-    resume: bool,
-    on_reused: Callable[[Sequence[TrialRecord]], None],
+    plan: RunPlan, state: RunState, hooks: _Callbacks, cancel: CancelToken, *, resume: bool
 ) -> RunOutcome:
     """Claim the evaluation, run its trials and write ``run.json``, all under signal handling."""
     settings = plan.settings
@@ -124,23 +143,27 @@ def _execute_claimed(
         )
         run_id = claim.run_id
         store, reused = _open_store(plan, state, claim)
-        on_reused(list(reused.values()))
+        spend = _open_spend(plan, state, claim, reused, hooks.on_notice)
+        hooks.on_reused(list(reused.values()))
         info = _started(plan, claim, store)
-        finished = _trial_finished(plan, state, store, info, on_trial)
+        finished = _trial_finished(plan, state, store, info, hooks.on_trial)
         try:
-            records = run_trials(plan, store, cancel, finished, reused=reused)
+            records = run_trials(plan, store, cancel, finished, reused=reused, spend=spend.gate)
         except BaseException as exc:
             log.info("run failed", run_id=run_id, error=str(exc))
             _finish_failed(state, run_id)
             raise
-        result, status = _result(plan, info, store, records, cancel)
-        statistics = _statistics(plan, records, _judging(plan, store, records, cancel))
+        judging = _judging(plan, store, records, cancel, spend.gate)
+        result, status = _result(plan, info, store, records, (cancel, spend))
+        statistics = _statistics(plan, records, judging)
         result = regression_exit(plan, result, statistics)
-        state.finish(run_id, status)
+        state.finish(run_id, "interrupted" if status == STOPPED else status)
         document = run_document(
             plan, store, status, started_at, result, records, state.attempts(run_id), statistics
         )
-        _write_run(state, store, document)
+        spent = spend.evidence()
+        _write_run(state, store, {**document, **spent})
+        spend.close()
     _hook(plan.registry, "sevro_run_finished", run=info, result=result)
     log.info("run finished", run_id=run_id, status=status, exit_code=result["exitCode"])
     return RunOutcome(
@@ -148,6 +171,7 @@ def _execute_claimed(
         run_dir=store.run_dir,
         exit_code=result["exitCode"],
         statistics=statistics,
+        spend=spent.get("spend"),
     )
 
 
@@ -167,6 +191,25 @@ def _open_store(
         _finish_failed(state, claim.run_id)
         raise
     return store, reused
+
+
+def _open_spend(
+    plan: RunPlan,
+    state: RunState,
+    claim: Claim,
+    reused: Mapping[tuple[str, int], TrialRecord],
+    on_notice: Callable[[str], None],
+) -> RunSpend:
+    """The run's spend journal and gate (none without a ceiling), the worst case told before
+    dispatch; a refusal (a resumed run over its ceiling) leaves the run resumable."""
+    try:
+        spend = open_spend(plan, state.root, claim, reused)
+    except Exception:
+        _finish_failed(state, claim.run_id)
+        raise
+    if spend.line is not None:
+        on_notice(spend.line)
+    return spend
 
 
 def _started(plan: RunPlan, claim: Claim, store: EvidenceStore) -> RunInfo:
@@ -236,9 +279,11 @@ def _result(
     info: RunInfo,
     store: EvidenceStore,
     records: Sequence[TrialRecord],
-    cancel: CancelToken,
+    stops: tuple[CancelToken, RunSpend],
 ) -> tuple[dict[str, Any], str]:
-    """The run's ``sevro.cli-result.v1`` and its status (``interrupted`` after a signal)."""
+    """The run's ``sevro.cli-result.v1`` and its status: ``interrupted`` after a signal,
+    ``stopped`` when the spend ceiling stopped it (exit 5)."""
+    cancel, spend = stops
     signal_exit = _SIGNAL_EXITS.get(cancel.reason or "")
     status = "interrupted" if signal_exit is not None else "completed"
     diagnostic = None
@@ -247,6 +292,9 @@ def _result(
             "code": "sevro.run.cancelled",
             "message": f"interrupted by {cancel.reason}",
         }
+    elif spend.stopped is not None:
+        status, signal_exit = STOPPED, ExitCode.SPEND_CEILING
+        diagnostic = {"code": SPEND_STOP_CODE, "message": spend.stopped}
     result = cli_result(
         run_id=info.run_id,
         units=[(p.case.id, p.arm.id if p.arm is not None else None) for p in plan.cases],
@@ -261,7 +309,11 @@ def _result(
 
 
 def _judging(
-    plan: RunPlan, store: EvidenceStore, records: Sequence[TrialRecord], cancel: CancelToken
+    plan: RunPlan,
+    store: EvidenceStore,
+    records: Sequence[TrialRecord],
+    cancel: CancelToken,
+    spend: SpendGate | None,
 ) -> dict[tuple[str, str], ComparatorJudging] | None:
     """The comparator's judgements of the eligible pairs (None without a comparator); a
     failure of the judging step never costs the run its evidence or objective statistics."""
@@ -270,7 +322,7 @@ def _judging(
     from sevro_core.run.pairjudging import judge_pairs
 
     try:
-        return judge_pairs(plan, store, records, cancel)
+        return judge_pairs(plan, store, records, cancel, spend)
     except Exception as exc:
         log.error("comparator judging failed", error=f"{type(exc).__name__}: {exc}")
         return None

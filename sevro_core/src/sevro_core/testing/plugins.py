@@ -61,7 +61,8 @@ class ScopedPlugins:
 
     def register(self, kind: str, *objects: Any, name: str | None = None) -> str:
         """Register ``objects`` of ``kind`` (``grader``, ``host``, ``fixture``, ``sandbox``,
-        ``verdict-policy``, ``reporter``) through one plugin, as its register hook would."""
+        ``verdict-policy``, ``reporter``, ``executor``, ...: a kind of ``KINDS``) through one
+        plugin, as its register hook would."""
         from sevro_core.plugin.hookspecs import hookimpl
         from sevro_core.plugin.manager import KINDS
 
