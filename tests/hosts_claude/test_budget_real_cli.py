@@ -18,10 +18,12 @@ import pytest
 
 from sevro_core.models import CancelToken, HostRequest, HostResult
 from sevro_core.plugin.protocols import HostOptions
+from sevro_core.testing import SevroProject
 from sevro_core.testing.mockmodel import Message, MockModelServer, reply
 from sevro_hosts_claude.host import ClaudeHost, ClaudeTrial, ConfiguredClaudeHost
 from sevro_hosts_claude.testing import require_claude
-from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV, PROTOCOLS
+from tests.hosts_claude.helpers import API_KEY, API_KEY_ENV, PROTOCOLS, claude_args
+from tests.hosts_codex.helpers import trial
 
 pytestmark = pytest.mark.slow
 
@@ -253,3 +255,35 @@ def test_the_ceiling_is_no_part_of_the_hosts_identity(claude: str, tmp_path: Pat
     at = budgeted.index(BUDGET)
     assert budgeted[at : at + 2] == [BUDGET, "0.75"]
     assert [*budgeted[:at], *budgeted[at + 2 :]] == unbudgeted
+
+
+def test_sevro_run_passes_the_per_call_ceiling_and_charges_the_overrun(
+    sevro_project: SevroProject, claude: str, model: Callable[..., MockModelServer]
+) -> None:
+    """Through ``sevro run``: the engine's per-call ceiling reaches Claude Code over both
+    turns, the follow-up stops at what turn 1 left, the trial is an execution failure naming
+    the ceiling, and the journal reconciles the call at what it cost (an overrun), not more."""
+    server = model(2)  # $0.30015 a turn against a $0.5 ceiling
+    case = sevro_project.case(prompt="Prompt 1.", followUpPrompt="Prompt 2.")
+    args = claude_args(sevro_project, claude, server)
+    args[args.index("--model") + 1] = MODEL  # a model Claude Code prices
+    done = sevro_project.run(
+        case,
+        *args,
+        "--max-cost-usd", "5", "--max-call-cost-usd", "0.5",
+        env={API_KEY_ENV: API_KEY},
+        timeout=180,
+    )  # fmt: skip
+    assert done.exit_code == 2, done.stdout + done.stderr  # an execution failure
+    execution = trial(sevro_project)["evidence"]["execution"]
+    assert execution["status"] == "failed"
+    assert "turn 2: the call's spend ceiling of $0.5 was reached" in execution["message"]
+    assert "--max-budget-usd 0.19985" in execution["message"]
+    run_id = done.json()["runId"]
+    path = sevro_project.results / ".sevro-state" / "spend" / f"{run_id}.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["kind"], r["usd"]) for r in records] == [
+        ("reserve", 0.5),
+        ("reconcile", pytest.approx(2 * TURN_COST)),  # not the sum of the session's totals
+    ]
+    assert len(server.requests) == 2
