@@ -191,3 +191,26 @@ def test_plugins_lists_executors(sevro_project: SevroProject) -> None:
     assert "executor" in table.stdout and "sevro.executor.local" in table.stdout
     shown = sevro_project.sevro("run", "--help", "--plugin", plugin)
     assert "Executor settings" in shown.stdout and "--acme-executor-log" in shown.stdout
+
+
+def test_a_run_settings_file_chooses_the_executor(sevro_project: SevroProject) -> None:
+    plugin, log = _plugin(sevro_project), sevro_project.root.parent / "submissions.jsonl"
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    chosen = sevro_project.write_json(
+        "settings.json", {"format": "sevro.run-settings.v1", "executor": "acme.executor.counting"}
+    )
+    args = (case, "--host-config", host, "--plugin", plugin, "--run-settings-file", chosen)
+    done = sevro_project.run(*args, "--acme-executor-log", log)
+    assert done.exit_code == 0, done.stderr
+    assert [(s["unit"], s["trial"]) for s in _submissions(log)] == [("example", 1)]
+    assert load(done.json()["evidencePath"])["executor"]["id"] == "acme.executor.counting"
+    # the command line beats the file: its flag now needs the executor the file named
+    local = sevro_project.run(*args, "--executor", "local", "--acme-executor-log", log)
+    assert local.exit_code == 64
+    assert "--acme-executor-log needs --executor acme.executor.counting" in local.stderr
+    unknown = sevro_project.write_json(
+        "unknown.json", {"format": "sevro.run-settings.v1", "executor": "nope"}
+    )
+    refused = sevro_project.run(case, "--host-config", host, "--run-settings-file", unknown)
+    assert refused.exit_code == 64 and "--executor 'nope' is not installed" in refused.stderr

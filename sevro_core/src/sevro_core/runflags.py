@@ -691,6 +691,7 @@ _FILE_KEYS = {
     "effort": "effort",
     "trials": "trials",
     "jobs": "jobs",
+    "executor": "executor",
     "threshold": "threshold",
     "condition": "condition",
     "sandbox": "sandbox",
