@@ -219,16 +219,18 @@ def test_a_secret_host_setting_is_refused_before_anything_reaches_the_cluster(
     sevro_project: SevroProject, ray_cluster: LocalRayCluster
 ) -> None:
     """A secret given as a flag value would have to travel in the task's arguments: refused
-    (exit 64, one line) before the doctor or any trial; the value is nowhere in the cluster's
-    files. Positive control: without the secret the same run passes on the cluster."""
+    (exit 64, one line) before the run is claimed (the executor declares ``remote``); the value
+    is nowhere in the cluster's files. Positive control: without the secret the same run
+    passes on the cluster."""
     secret = "s3cr3t-ray-token-7c1d"
     case = sevro_project.case(checks=[regex_check("r", "^ceiling None$")])
     flags = (case, "--host", "acme.host.ceiling", "--sandbox", "none", "--plugin", CEILING_HOST)
     refused = _run(sevro_project, "secret", *flags, "--acme-token", secret, *_on_ray(ray_cluster))
     assert refused.exit_code == 64, refused.stderr
     line = refused.stderr.splitlines()[-1]  # after --sandbox none's warning: one line
-    assert line.startswith("sevro: error: --executor ray cannot run this run: ")
-    assert "acme.token is secret" in line and secret not in refused.stderr + refused.stdout
+    assert line.startswith("sevro: error: --executor ray: host setting acme.token is secret")
+    assert secret not in refused.stderr + refused.stdout
+    assert not (sevro_project.root.parent / "secret").exists()  # refused before the claim
     files = [p for p in ray_cluster.root.rglob("*") if p.is_file() and not p.is_symlink()]
     assert files  # the grep sees the cluster's logs and session files
     assert [p for p in files if secret.encode() in p.read_bytes()] == []

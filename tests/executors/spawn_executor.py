@@ -69,6 +69,7 @@ class Spawn:
     version = "0.1.0"
     capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset()
+    remote = True  # its trials run from descriptions: the owner refuses what cannot be described
     settings = (
         HostSetting("acme.spawnDump", "--acme-spawn-dump", "Where to pickle.", "path"),
         HostSetting("acme.spawnLose", "--acme-spawn-lose", "UNIT#N whose worker dies.", "string"),

@@ -15,6 +15,7 @@ import pickle
 import socket
 import stat
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -40,6 +41,7 @@ from sevro_core.api import (
     persist_shipment,
     run_described_trial,
 )
+from sevro_core.errors import PersistenceError
 from sevro_core.limits import (
     MAX_ARTIFACT_BYTES,
     MAX_SHIPPED_TRIAL_BYTES,
@@ -55,6 +57,7 @@ from tests.e2e.helpers import assert_valid_evidence, load, regex_check
 from tests.extensions.conftest import REFERENCE
 
 PLUGIN = Path(__file__).resolve().with_name("spawn_executor.py")
+CEILING_HOST = Path(__file__).resolve().with_name("ceiling_host.py")
 EXECUTOR = ("--executor", "acme.executor.spawn")
 GIT_FIXTURE = {
     "kind": "generated",
@@ -479,15 +482,23 @@ def test_an_extension_run_is_not_sent_to_a_worker(sevro_project: SevroProject, n
     local = sevro_project.run(*common)
     assert local.exit_code in (0, 1), local.stderr  # positive control: it runs locally
     refused = sevro_project.run(*common, *EXECUTOR, "--acme-spawn-dump", dump)
-    assert refused.exit_code != 0
-    assert "cases come from an extension" in refused.stderr + refused.stdout
+    _refused_before_anything_ran(sevro_project, refused, "cases come from an extension")
     assert not list(dump.iterdir())
 
 
-def _in_process_job(tmp_path: Path, **settings: Any) -> TrialJob:
+def _refused_before_anything_ran(project: SevroProject, refused: CliResult, why: str) -> None:
+    """One line, exit 64, and no run claimed beyond the positive control's."""
+    assert refused.exit_code == 64, refused.stderr
+    assert why in refused.stdout + refused.stderr
+    assert "internal error" not in refused.stdout + refused.stderr
+    runs = [p for p in project.results.iterdir() if not p.name.startswith(".")]
+    assert len(runs) == 1, runs
+
+
+def _in_process_job(tmp_path: Path, *plugins: Path, **settings: Any) -> TrialJob:
     """A planned trial as the scheduler submits it, planned in this process."""
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     case = project / "case.json"
     declared = {"id": "example", "prompt": "Say ok.", "fixture": {"files": {}}, "checks": []}
     case.write_text(json.dumps({**declared, "requiredEvidence": []}))
@@ -508,8 +519,8 @@ def _in_process_job(tmp_path: Path, **settings: Any) -> TrialJob:
         "sandbox": "none",
         **settings,
     }
-    plan = plan_run(load_cases([case]), load_plugins(), RunSettings(**values))
-    store = EvidenceStore(tmp_path / "results", "run-1")
+    plan = plan_run(load_cases([case]), load_plugins(plugins), RunSettings(**values))
+    store = EvidenceStore(tmp_path / "results", str(uuid.uuid4()))  # as the run state names runs
     return TrialJob(plan, plan.cases[0], 1, CancelToken(), store)
 
 
@@ -522,7 +533,15 @@ def test_a_run_that_cannot_be_pickled_is_refused_naming_the_setting(tmp_path: Pa
         describe_trial(unpicklable)
 
 
-CEILING_HOST = Path(__file__).resolve().with_name("ceiling_host.py")
+def test_describing_a_trial_never_carries_a_secret_host_setting(tmp_path: Path) -> None:
+    """The safety net behind ``check_remote_plan``: an executor that did not declare itself
+    remote still cannot describe such a trial."""
+    options = HostOptions(settings={"acme.token": "s3cr3t-token-9f2e"})
+    job = _in_process_job(tmp_path, CEILING_HOST, host="acme.host.ceiling", host_options=options)
+    with pytest.raises(ConfigurationError, match=r"host setting acme\.token is secret"):
+        describe_trial(job)
+    plain = _in_process_job(tmp_path / "plain", CEILING_HOST, host="acme.host.ceiling")
+    assert pickle.loads(pickle.dumps(describe_trial(plain))).unit == "example"  # control
 
 
 def _ceiling_run(project: SevroProject, dump: Path, *extra: str | Path) -> CliResult:
@@ -557,9 +576,9 @@ def test_a_secret_host_setting_is_never_sent_to_a_worker(
     local = _ceiling_run(sevro_project, dump, *secret)
     assert local.exit_code == 1, local.stderr  # positive control: it runs locally
     refused = _ceiling_run(sevro_project, dump, *secret, *EXECUTOR, "--acme-spawn-dump", dump)
-    assert refused.exit_code != 0
-    assert "host setting acme.token is secret" in refused.stdout + refused.stderr
+    _refused_before_anything_ran(sevro_project, refused, "host setting acme.token is secret")
     assert not list(dump.iterdir()), "nothing was described, nothing pickled"
+    assert "s3cr3t-token-9f2e" not in refused.stdout + refused.stderr
 
 
 def test_judges_under_a_spend_ceiling_are_not_sent_to_a_worker(
@@ -592,8 +611,7 @@ def test_judges_under_a_spend_ceiling_are_not_sent_to_a_worker(
     assert {c["id"]: c["status"] for c in checks} == {"r": "passed", "says-ok": "passed"}
     described = len(list(dump.iterdir()))
     refused = sevro_project.run(*flags, "--max-cost-usd", "5", "--max-call-cost-usd", "1")
-    assert refused.exit_code != 0
-    assert "judges and a spend ceiling" in refused.stdout + refused.stderr
+    _refused_before_anything_ran(sevro_project, refused, "judges and a spend ceiling")
     assert len(list(dump.iterdir())) == described
 
 
@@ -620,6 +638,8 @@ def test_a_cancelled_worker_trial_comes_back_cancelled_and_a_lost_one_failed(
     assert lost.error_code == EXECUTOR_LOST_CODE
     assert lost.path is not None and lost.document == load(lost.path)
     assert lost.sha256 == hashlib.sha256(lost.path.read_bytes()).hexdigest()
+    with pytest.raises(PersistenceError, match="example#1 is persisted already"):
+        lost_trial(job, "too late")  # its shipment was persisted: nothing is counted twice
     reason = trial_reason(lost.document["evidence"])
     assert reason == (
         "execution failed (sevro.executor.lost): the worker running this trial was lost: "
@@ -654,3 +674,27 @@ def test_an_experiments_arms_run_on_workers_as_locally(
             here = load(_run_dir(local) / "cases" / unit / f"trial-{trial}.json")
             assert _untimed(there) == _untimed(here)
     assert len(list(dump.glob("*.shipment.pickle"))) == 4
+
+
+def test_a_worker_plans_once_per_run_and_bounds_what_it_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sevro_core.run import remote
+
+    planned: list[str] = []
+
+    def counting(*args: Any) -> Any:
+        planned.append("plan")
+        return plan_run(*args)
+
+    monkeypatch.setattr(remote, "plan_run", counting)
+    job = _in_process_job(tmp_path, trials=3)
+    for trial in (1, 2):
+        shipment = run_described_trial(describe_trial(evolve(job, trial=trial)))
+        assert shipment.document == f"cases/example/trial-{trial}.json"
+    assert planned == ["plan"], "one plan per process and run attempt"
+    bound = min(len(f.data) for f in shipment.files) // 2  # a bound every trial passes
+    monkeypatch.setattr(remote, "MAX_SHIPPED_TRIAL_BYTES", bound)
+    with pytest.raises(ShipmentRefused, match=f"wrote more than {bound} bytes of evidence"):
+        run_described_trial(describe_trial(evolve(job, trial=3)))
+    assert planned == ["plan"]

@@ -112,6 +112,8 @@ class RayExecutor:
     capabilities: frozenset[str] = frozenset()
     requires: frozenset[str] = frozenset()
     settings: tuple[HostSetting, ...] = (ADDRESS_SETTING,)
+    remote = True
+    """The owner checks that the run's trials can be described before it claims the run."""
 
     def start(self, options: ExecutorOptions) -> TrialPool:
         value = options.settings.get(ADDRESS_KEY, "auto")

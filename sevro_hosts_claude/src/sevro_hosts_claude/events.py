@@ -17,6 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from sevro_core.api import StreamError, Usage, decode_event, stream_lines
+from sevro_hosts_claude.budget import BUDGET_SUBTYPE
 from sevro_hosts_claude.limits import MAX_HOST_TOOL_CALLS_PER_TURN
 
 __all__ = ["Child", "StreamError", "ToolUse", "Turn", "parse_turn"]
@@ -78,6 +79,8 @@ class Turn:
     """Child Agent sessions, in the order they started."""
     nested_problem: str | None = None
     """Why the child sessions' events do not form a consistent graph (None when they do)."""
+    budget_exhausted: bool = False
+    """The turn ended because ``--max-budget-usd`` was reached (``error_max_budget_usd``)."""
 
 
 def _count(value: Any) -> int | None:
@@ -85,9 +88,10 @@ def _count(value: Any) -> int | None:
     return value if ok else None
 
 
-def _usage(raw: Any, cost: Any) -> Usage:
+def _usage(raw: Any, cost: Any, by_model: Any = None) -> Usage:
     """Input tokens are fresh + cache writes + cache reads; zero input means nothing was
-    measured (a real model call always has input), so it stays unknown. Claude Code's own
+    measured (a real model call always has input), so it stays unknown unless the process's own
+    per-model figures say it (:func:`_process_usage`). Claude Code's own
     ``total_cost_usd`` is kept as the reported cost, beside the one sevro computes from its
     price table (``cost_usd`` stays unknown here). Thinking tokens are counted inside output,
     so complete usage needs input, cache reads and output; the thinking split may be unknown."""
@@ -107,13 +111,40 @@ def _usage(raw: Any, cost: Any) -> Usage:
     thinking = _count(details.get("thinking_tokens")) if isinstance(details, dict) else None
     total = None if None in (fresh, written, read) else (fresh or 0) + (written or 0) + (read or 0)
     if not total:
-        return Usage(reported_cost_usd=reported)
+        return _process_usage(by_model, reported)
     return Usage(
         input_tokens=total,
         output_tokens=output,
         cached_input_tokens=read,
         reasoning_tokens=thinking,
         complete=output is not None and read is not None,
+        reported_cost_usd=reported,
+    )
+
+
+def _process_usage(by_model: Any, reported: float | None) -> Usage:
+    """A result that stopped the turn (2.1.332's ``error_max_budget_usd``) reports zero
+    ``usage`` though the model answered; ``model_usage_since_last_result`` still holds this
+    process's tokens per model. Taken only for exactly one model (tokens of two models cannot
+    be priced as the one asked for); anything else stays unknown."""
+    unknown = Usage(reported_cost_usd=reported)
+    if not isinstance(by_model, dict) or len(by_model) != 1:
+        return unknown
+    (counts,) = by_model.values()
+    if not isinstance(counts, dict):
+        return unknown
+    fresh, written, read, output = (
+        _count(counts.get(k))
+        for k in ("inputTokens", "cacheCreationInputTokens", "cacheReadInputTokens", "outputTokens")
+    )
+    if fresh is None or written is None or read is None or not fresh + written + read:
+        return unknown
+    return Usage(
+        input_tokens=fresh + written + read,
+        output_tokens=output,
+        cached_input_tokens=read,
+        reasoning_tokens=_count(counts.get("thinkingTokens")),
+        complete=output is not None,
         reported_cost_usd=reported,
     )
 
@@ -325,13 +356,18 @@ def _turn(state: _State) -> Turn:
         completed=completed,
         calls=calls,
         final_message=final if completed else None,
-        usage=_usage(result.get("usage"), result.get("total_cost_usd")),
+        usage=_usage(
+            result.get("usage"),
+            result.get("total_cost_usd"),
+            result.get("model_usage_since_last_result"),
+        ),
         failure=failure,
         num_turns=_count(result.get("num_turns")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
         plugins=_plugins(init.get("plugins")),
         children=_children(state),
         nested_problem=state.nested_problem,
+        budget_exhausted=result["subtype"] == BUDGET_SUBTYPE,
     )
 
 

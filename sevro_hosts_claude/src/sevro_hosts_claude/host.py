@@ -72,6 +72,7 @@ from sevro_core.api import (
 )
 from sevro_hosts_claude import binary as binaries
 from sevro_hosts_claude import credentials, nativegoal
+from sevro_hosts_claude.budget import CallBudget
 from sevro_hosts_claude.configuration import (
     ALLOW_WRITE,
     CREDENTIALS,
@@ -352,6 +353,12 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         self.plugins: list[tuple[str, str]] = []
         """``(directory, name)`` of each declared plugin, checked before the first turn."""
         self.plugin_invocation: tuple[str, str] | None = None
+        self.budget = CallBudget(request.max_cost_usd)
+        """The call's spend ceiling, passed on to each turn as what is left of it."""
+        self.started = 0
+        """Turns started (Claude Code ran or was running)."""
+        self.budget_ended = False
+        """The call ended at its ceiling: a turn stopped at it or the next was not started."""
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -526,6 +533,7 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
             argv += ["--effort", host.effort]
         for directory, _ in self.plugins:
             argv += ["--plugin-dir", str(self.request.workspace / directory)]
+        argv += self.budget.flag()  # a judge's call too: the same ceiling, the same way
         argv += ["--session-id" if number == 1 else "--resume", self.session]
         return [*self.wrapper, *argv]
 
@@ -559,16 +567,24 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         return parse_turn(stream)
 
     def turn(self, number: int) -> TurnRecord[Turn]:
-        """A turn after a check of the fixture's project settings, and, in a trial with a
-        follow-up, the workspace fingerprinted as the turn left it and as the next began."""
+        """A turn after a check of the fixture's project settings and of what is left of the
+        call's spend ceiling, and, in a trial with a follow-up, the workspace fingerprinted as
+        the turn left it and as the next began."""
         workspace, follow_up = self.request.workspace, len(self.request.prompts) > 1
+        refusal = self.budget.refusal(number)
+        if refusal is not None:
+            self.budget_ended = True
+            raise HostFailure(refusal)
         if number == 1:
             self.started_with_settings = os.path.lexists(workspace / PROJECT_SETTINGS_FILE)
             self.invocation = self._repository_invocation()
         self._refuse_project_settings(number)
         if follow_up and number > 1:
             self.resumed.append((number, snapshot(workspace)))
+        self.started = number
         record = super().turn(number)
+        reported = record.turn.usage.reported_cost_usd if record.turn is not None else None
+        self.budget.settled(number, reported)
         if follow_up:
             self.ended[number] = snapshot(workspace)
         return record
@@ -642,6 +658,9 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
         return None
 
     def failed_turn(self, number: int, turn: Turn, exit_code: int | None) -> str:
+        if turn.budget_exhausted and self.budget.ceiling is not None:
+            self.budget_ended = True
+            return self.budget.exceeded(number, turn.usage.reported_cost_usd)
         return f"turn {number} failed (claude exited {exit_code}): {turn.failure}"
 
     # -- results --------------------------------------------------------------------------
@@ -699,7 +718,15 @@ class ClaudeTrial(AgentCliTrial[ConfiguredClaudeHost, Turn]):
                     into.tool_read(offered, at, self._skill_tool(skill, call))
 
     def usage(self, turns: Sequence[Turn], all_turns: bool) -> Usage:
-        return Usage.summed([t.usage for t in turns], all_turns)
+        """The turns' tokens added up (each ``usage`` is its own process's), complete too when
+        the call ended at its ceiling with every started turn's result read (nothing else
+        ran); the reported cost is the last turn's ``total_cost_usd``, the session's so far
+        (sevro_hosts_claude/budget.py), unknown when a turn reported none."""
+        at_ceiling = self.budget_ended and len(turns) == self.started
+        summed = Usage.summed([t.usage for t in turns], all_turns or at_ceiling)
+        costs = [t.usage.reported_cost_usd for t in turns]
+        last = costs[-1] if costs and None not in costs else None
+        return evolve(summed, reported_cost_usd=round(last, 9) if last is not None else None)
 
     def observations(
         self,

@@ -551,7 +551,9 @@ class Executor(Plugin, Protocol):
     (all in ``sevro_core.api``; docs/plugins.md). The run's spend gate stays with the owner: the
     scheduler reserves each candidate call before submitting and settles it from the returned
     record; judge calls reserve during the trial, so ``describe_trial`` refuses judges under a
-    spend ceiling. Cancellation must cancel outstanding remote tasks.
+    spend ceiling. Cancellation must cancel outstanding remote tasks. Such an executor sets
+    the optional attribute ``remote = True``: the run owner then refuses, before anything runs
+    (exit 64), a run whose trials cannot be described (``check_remote_plan``).
     """
 
     @property

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 import structlog
 from attrs import field, fields, frozen
 
-from sevro_core.errors import ConfigurationError, PersistenceError, SevroError
+from sevro_core.errors import ConfigurationError, InvocationError, PersistenceError, SevroError
 from sevro_core.fixtures.workspace import read_confined
 from sevro_core.formats.schemas import is_valid
 from sevro_core.limits import (
@@ -115,7 +115,9 @@ def describe_trial(job: TrialJob) -> TrialDescription:
     cannot run elsewhere: an extension case source, a secret host setting, judges under a spend
     ceiling, or anything that does not pickle."""
     plan = job.plan
-    _refuse_unshippable(plan)
+    problem = _unshippable(plan)
+    if problem is not None:
+        raise ConfigurationError(problem)
     description = TrialDescription(
         run_id=job.store.run_id,
         attempt=job.store.attempt,
@@ -127,7 +129,9 @@ def describe_trial(job: TrialJob) -> TrialDescription:
         plugin_files=plugin_files(plan.registry),
         dimensions=dict(plan.identity["dimensions"]),
     )
-    _check_picklable(description)
+    problem = _unpicklable(description.cases, description.settings)
+    if problem is not None:
+        raise ConfigurationError(problem)
     return description
 
 
@@ -138,9 +142,21 @@ def plugin_files(registry: Registry) -> tuple[Path, ...]:
     )
 
 
-def _refuse_unshippable(plan: RunPlan) -> None:
+def check_remote_plan(plan: RunPlan) -> None:
+    """Refuse, before anything runs (exit 64), a run whose trials cannot be described for a
+    remote executor's workers (see :func:`describe_trial`); the runner calls it when the
+    chosen executor declares ``remote = True``."""
+    problem = _unshippable(plan) or _unpicklable(
+        tuple({p.case.id: p.case for p in plan.cases}.values()), plan.settings
+    )
+    if problem is not None:
+        raise InvocationError(f"--executor {plan.settings.executor.name}: {problem}")
+
+
+def _unshippable(plan: RunPlan) -> str | None:
+    """Why the run's trials cannot run on another machine, or None."""
     if plan.case_source is not None or plan.settings.extension is not None:
-        raise ConfigurationError(
+        return (
             "a run whose cases come from an extension (--extension-command-file) cannot run on "
             "a remote executor: the extension's process lives with the run owner"
         )
@@ -148,32 +164,31 @@ def _refuse_unshippable(plan: RunPlan) -> None:
     secrets = {s.key for host in hosts for s in getattr(host, "settings", ()) if s.secret}
     given = sorted(secrets & set(plan.settings.host_options.settings))
     if given:
-        raise ConfigurationError(
+        return (
             f"host setting {given[0]} is secret and is never sent to a remote worker: give the "
             "workers what they need as an environment variable or a file on each node"
         )
     if plan.settings.spend is not None and plan.judges.routes:
-        raise ConfigurationError(
+        return (
             "a run with judges and a spend ceiling cannot run on a remote executor: each judge "
             "call reserves its ceiling in the run owner's spend journal"
         )
+    return None
 
 
-def _check_picklable(description: TrialDescription) -> None:
-    """Refuse a description that would not reach a worker, naming the part at fault."""
+def _unpicklable(cases: tuple[Case, ...], settings: RunSettings) -> str | None:
+    """What of a description would not reach a worker (named), or None."""
     try:
-        pickle.dumps(description)
+        pickle.dumps((cases, settings))
     except Exception as exc:
-        parts: list[tuple[str, object]] = [(f"case {c.id}", c) for c in description.cases]
-        parts += [
-            (f"setting {f.name}", getattr(description.settings, f.name))
-            for f in fields(RunSettings)
-        ]
+        parts: list[tuple[str, object]] = [(f"case {c.id}", c) for c in cases]
+        parts += [(f"setting {f.name}", getattr(settings, f.name)) for f in fields(RunSettings)]
         culprit = next((name for name, value in parts if not _pickles(value)), "description")
-        raise ConfigurationError(
+        return (
             f"this trial cannot be sent to a remote worker: its {culprit} cannot be pickled "
             f"({type(exc).__name__}: {exc})"
-        ) from None
+        )
+    return None
 
 
 def _pickles(value: object) -> bool:
@@ -430,6 +445,10 @@ def lost_trial(job: TrialJob, reason: str) -> TrialRecord:
     """ON THE OWNER: the trial whose worker or node died, persisted through the owner's store
     as an execution failure (``sevro.executor.lost``) with ``reason``; resume runs it again."""
     message = f"the worker running this trial was lost: {reason}"
+    if os.path.lexists(job.store.run_dir / "cases" / job.unit / f"trial-{job.trial}.json"):
+        raise PersistenceError(  # what its worker sent was persisted: it is not lost
+            f"trial {job.unit}#{job.trial} is persisted already; it cannot also be lost"
+        )
     return persist_failure(
         job.plan, job.planned, job.trial, job.store, (EXECUTOR_LOST_CODE, message)
     )
@@ -442,6 +461,7 @@ __all__ = [
     "ShippedFile",
     "TrialDescription",
     "TrialShipment",
+    "check_remote_plan",
     "describe_trial",
     "lost_trial",
     "persist_shipment",

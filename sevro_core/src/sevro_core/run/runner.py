@@ -24,6 +24,7 @@ from sevro_core.plugin.runinfo import RunInfo
 from sevro_core.run.loading import load_cases
 from sevro_core.run.planning import RunPlan, RunSettings, plan_run
 from sevro_core.run.records import TrialRecord
+from sevro_core.run.remote import check_remote_plan
 from sevro_core.run.results import (
     cli_result,
     regression_exit,
@@ -101,6 +102,8 @@ def execute(
     spend)."""
     cancel = cancel or CancelToken()
     settings = plan.settings
+    if getattr(plan.executor, "remote", False):  # its trials are described for other machines
+        check_remote_plan(plan)
     if settings.spend is not None and not resume:  # refused before anything is written
         exposure(plan, settings.spend, all_trials(plan))
     try:
