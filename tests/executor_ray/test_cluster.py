@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sevro_core.testing import SevroProject, require_sandbox, start_sevro
-from sevro_executor_ray.testing import LocalRayCluster, local_ray_cluster
+from sevro_executor_ray.testing import LocalRayCluster, free_ports, local_ray_cluster
 from tests.e2e.helpers import assert_valid_evidence, load, notes_experiment, regex_check
 
 TRIAL_TITLE = b"ray::sevro_trial"
@@ -237,3 +237,30 @@ def test_a_secret_host_setting_is_refused_before_anything_reaches_the_cluster(
     # the scripted host's sandbox check would refuse --sandbox none; this host has no doctor
     passed = _run(sevro_project, "plain", *flags, *_on_ray(ray_cluster))
     assert passed.exit_code == 0, passed.stderr
+
+
+def test_auto_finds_the_cluster_named_by_ray_address(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    """``--ray-address`` defaults to ``auto``: ``RAY_ADDRESS`` names the cluster (as Ray's own
+    ``ray.init()`` reads it); a cluster that is not there is one line, exit 64."""
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    found = sevro_project.sevro(
+        "run", case, "--host-config", host, "--executor", "ray", "--json",
+        "--results-root", sevro_project.root.parent / "auto",
+        env={"RAY_ADDRESS": ray_cluster.address}, timeout=300,
+    )  # fmt: skip
+    assert found.exit_code == 0, found.stderr
+    assert assert_valid_evidence(found.json())["executor"]["id"] == "sevro.executor.ray"
+    (port,) = free_ports(1)
+    missing = sevro_project.sevro(
+        "run", case, "--host-config", host, "--executor", "ray", "--json",
+        "--results-root", sevro_project.root.parent / "missing",
+        env={"RAY_ADDRESS": f"127.0.0.1:{port}"},
+        timeout=60,
+    )  # fmt: skip
+    assert missing.exit_code == 64, missing.stderr
+    line = missing.stderr.splitlines()[-1]
+    assert line.startswith("sevro: error: cannot reach the Ray cluster (--ray-address auto): ")
+    assert not any((sevro_project.root.parent / "missing").rglob("trial-*.json"))

@@ -8,9 +8,11 @@ imported only when this executor starts, so loading the plugin (``sevro --help``
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
+import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from sevro_core.api import (
     TrialPool,
     hookimpl,
 )
+from sevro_executor_ray.limits import RAY_CONNECT_TIMEOUT_S
 
 ADDRESS_KEY = "ray.address"
 ADDRESS_SETTING = HostSetting(
@@ -53,6 +56,7 @@ def connect(value: str) -> tuple[Any, Path | None]:
         raise InvocationError(
             f"--ray-address {value!r} is not auto, local or HOST:PORT of a Ray head node"
         )
+    _probe(value, address)
     import logging
 
     import ray
@@ -78,6 +82,24 @@ def connect(value: str) -> tuple[Any, Path | None]:
                 signal.signal(sig, handler)
     _errors_to_stderr()
     return ray, temp
+
+
+def _probe(value: str, address: str) -> None:
+    """A head node's GCS that does not accept a connection is exit 64 at once: ``ray.init``
+    would retry for minutes. (``auto`` without ``RAY_ADDRESS`` is left to Ray, which fails
+    fast when no cluster was started on this machine.)"""
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "auto")
+    if address in ("auto", "local") or ray_address(address) is None:
+        return
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InvocationError(
+            f"cannot reach the Ray cluster (--ray-address {value}): nothing accepts a "
+            f"connection at {address} ({exc.strerror or exc}); start it with ray start --head"
+        ) from None
 
 
 def _local_temp_dir() -> Path:

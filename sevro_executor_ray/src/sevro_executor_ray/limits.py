@@ -12,6 +12,10 @@ RAY_DOCTOR_TIMEOUT_S = 300.0
 RAY_CANCEL_POLL_S = 1.0
 """Seconds between a remote trial's looks at the owner's cancel flag."""
 
+RAY_CONNECT_TIMEOUT_S = 10.0
+"""Seconds the owner waits for the head node's GCS port to accept a connection before the run
+is refused (``ray.init`` alone would retry for minutes)."""
+
 RAY_MAX_REASON_CHARS = 400
 """Characters of Ray's reason kept in a lost trial's message or a refused node's line."""
 
