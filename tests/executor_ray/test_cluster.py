@@ -264,3 +264,29 @@ def test_auto_finds_the_cluster_named_by_ray_address(
     line = missing.stderr.splitlines()[-1]
     assert line.startswith("sevro: error: cannot reach the Ray cluster (--ray-address auto): ")
     assert not any((sevro_project.root.parent / "missing").rglob("trial-*.json"))
+
+
+def test_a_node_lost_mid_trial_loses_only_that_trial(sevro_project: SevroProject) -> None:
+    """The worker node's raylet dies (SIGKILL) while it runs the slow trial: that trial is an
+    execution failure naming the lost node or worker, the quick one kept. The head offers no
+    CPU, so every trial runs on the worker node (killing the head would kill the owner's
+    connection too)."""
+    with local_ray_cluster(head_cpus=0) as cluster:
+        args = (*_slow_project(sevro_project, 60_000), "--jobs", "2", *_on_ray(cluster))
+        results = sevro_project.root.parent / "node-lost"
+        argv = ("run", *args, "--json", "--results-root", results)
+        with start_sevro(argv, cwd=sevro_project.root) as process:
+            worker = _wait_quick_done_and_slow_running(process, results, cluster)
+            raylet = int(Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            assert b"raylet" in Path(f"/proc/{raylet}/cmdline").read_bytes()
+            os.kill(raylet, signal.SIGKILL)
+            done = process.finish(timeout=180)
+        assert done.stdout, done.stderr
+        result = done.json()
+        by_case = {c["caseId"]: c for c in result["cases"]}
+        assert by_case["quick"]["passedTrials"] == 1 and by_case["slow"]["passedTrials"] == 0
+        document = load(Path(result["evidencePath"]).parent / "cases" / "slow" / "trial-1.json")
+        execution = document["evidence"]["execution"]
+        assert execution["errorCode"] == "sevro.executor.lost", execution
+        assert "Ray worker or node running the trial was lost" in execution["message"]
+        assert _trial_files(result) == ["cases/quick/trial-1.json", "cases/slow/trial-1.json"]

@@ -81,8 +81,10 @@ class LocalRayCluster:
         worker_env: Mapping[str, str] | None = None,
         node_cpus: int = NODE_CPUS,
         env: Mapping[str, str] | None = None,
+        head_cpus: int | None = None,
     ) -> None:
         self.ray = ray
+        self.head_cpus = node_cpus if head_cpus is None else head_cpus
         self.root = root
         self.node_cpus = node_cpus
         self.env = dict(env or {})
@@ -102,18 +104,23 @@ class LocalRayCluster:
             "--include-dashboard",
             "false",
         ]
-        self._start_node(head, "head")
+        self._start_node(head, "head", cpus=self.head_cpus)
         for n in range(workers):
             self._start_node(["--address", self.address], f"worker{n + 1}", self.worker_env)
         self.wait_for_nodes(1 + workers)
 
     def _start_node(
-        self, role: list[str], name: str, extra_env: Mapping[str, str] | None = None
+        self,
+        role: list[str],
+        name: str,
+        extra_env: Mapping[str, str] | None = None,
+        cpus: int | None = None,
     ) -> None:
         ports = free_ports(7)
         argv = [
             self.ray, "start", *role, "--block", "--node-ip-address", "127.0.0.1",
-            "--num-cpus", str(self.node_cpus), "--object-store-memory", str(OBJECT_STORE_BYTES),
+            "--num-cpus", str(self.node_cpus if cpus is None else cpus),
+            "--object-store-memory", str(OBJECT_STORE_BYTES),
             "--disable-usage-stats",
             "--temp-dir", str(self.root / name),
             "--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
@@ -211,17 +218,18 @@ def local_ray_cluster(
     worker_env: Mapping[str, str] | None = None,
     node_cpus: int = NODE_CPUS,
     env: Mapping[str, str] | None = None,
+    head_cpus: int | None = None,
 ) -> Iterator[LocalRayCluster]:
-    """A started head plus ``workers`` worker nodes, each offering ``node_cpus`` logical CPUs,
-    ``env`` added to every node's environment (a credential set on the cluster) and
-    ``worker_env`` to the worker nodes'; stopped and removed on exit. While it runs, this
-    process's environment has :data:`CLUSTER_ENV` too, so the drivers it starts (``sevro run``)
-    match the cluster."""
+    """A started head plus ``workers`` worker nodes, each offering ``node_cpus`` logical CPUs
+    (the head ``head_cpus`` when given: 0 keeps trials off it); ``env`` is added to every
+    node's environment (a credential set on the cluster) and ``worker_env`` to the worker
+    nodes'; stopped and removed on exit. While it runs, this process's environment has
+    :data:`CLUSTER_ENV` too, so the drivers it starts (``sevro run``) match the cluster."""
     ray = require_ray()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in CLUSTER_ENV.items():
             patch.setenv(name, value)
-        yield from _started(ray, workers, worker_env, node_cpus, env)
+        yield from _started(ray, workers, worker_env, node_cpus, (env, head_cpus))
 
 
 def _started(
@@ -229,11 +237,11 @@ def _started(
     workers: int,
     worker_env: Mapping[str, str] | None,
     node_cpus: int,
-    env: Mapping[str, str] | None,
+    env_head: tuple[Mapping[str, str] | None, int | None],
 ) -> Iterator[LocalRayCluster]:
     for attempt in range(START_ATTEMPTS):
         root = Path(tempfile.mkdtemp(prefix="sray", dir="/tmp"))  # short: Ray's socket paths
-        cluster = LocalRayCluster(ray, root, worker_env, node_cpus, env)
+        cluster = LocalRayCluster(ray, root, worker_env, node_cpus, *env_head)
         try:
             cluster.start(workers)
         except RuntimeError:
