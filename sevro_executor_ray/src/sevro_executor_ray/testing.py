@@ -244,10 +244,10 @@ def _started(
         cluster = LocalRayCluster(ray, root, worker_env, node_cpus, *env_head)
         try:
             cluster.start(workers)
-        except RuntimeError:
+        except BaseException as exc:  # whatever stopped the start: nothing of it is left
             cluster.stop()
             shutil.rmtree(root, ignore_errors=True)
-            if attempt + 1 == START_ATTEMPTS:
+            if not isinstance(exc, RuntimeError) or attempt + 1 == START_ATTEMPTS:
                 raise
             continue
         try:
