@@ -223,6 +223,7 @@ from sevro_core.run.remote import (
     describe_trial,
     lost_trial,
     persist_shipment,
+    plan_described_trial,
     run_described_trial,
 )
 from sevro_core.run.sources import load_case_sources
@@ -303,6 +304,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author is doing, sorted within 
     "describe_trial",
     "lost_trial",
     "persist_shipment",
+    "plan_described_trial",
     "run_described_trial",
     # ---- case sources (the extension protocol's engine side)
     "EXTENSION_CASE_SOURCE",

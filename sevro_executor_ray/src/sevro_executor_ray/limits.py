@@ -19,5 +19,9 @@ is refused (``ray.init`` alone would retry for minutes)."""
 RAY_MAX_REASON_CHARS = 400
 """Characters of Ray's reason kept in a lost trial's message or a refused node's line."""
 
+RAY_WARM_TIMEOUT_S = 60.0
+"""Seconds the owner waits for the run's workers to start and plan the run before the first
+trial is sent (a worker not ready by then warms with its first trial instead)."""
+
 RAY_RESUBMITS = 1
 """Times a trial whose worker died before it started is submitted again (then it is lost)."""

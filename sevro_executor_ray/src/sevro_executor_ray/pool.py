@@ -23,6 +23,7 @@ from sevro_core.api import (
     ConfigurationError,
     ExecutorOptions,
     InvocationError,
+    RemoteMismatch,
     TrialDescription,
     TrialTask,
     describe_trial,
@@ -34,6 +35,7 @@ from sevro_executor_ray.limits import (
     RAY_DOCTOR_TIMEOUT_S,
     RAY_MAX_REASON_CHARS,
     RAY_RESUBMITS,
+    RAY_WARM_TIMEOUT_S,
 )
 
 
@@ -75,6 +77,7 @@ class RayPool:
             raise InvocationError(f"--executor ray cannot run this run: {exc.message}") from None
         if not self._checked:
             check_nodes(self._ray, description)
+            warm_workers(self._ray, description, self._options.workers)
             self._checked = True
         submitted = _Submitted(task, description, Future(), f"{task.unit}#{task.trial}")
         submitted.future.set_running_or_notify_cancel()
@@ -237,3 +240,25 @@ def check_nodes(ray: Any, description: TrialDescription) -> None:
                     f"{where}: doctor check {check.name!r} of {check.host} failed: "
                     f"{check.detail}{fix}"
                 )
+
+
+def warm_workers(ray: Any, description: TrialDescription, workers: int) -> None:
+    """Start the run's ``workers`` Ray workers and plan the run in each before the first trial
+    is sent: each worker's imports and planning (about half a second of CPU) would otherwise
+    delay its first trial. A node that plans another evaluation refuses the run here (exit 64);
+    workers that are not ready within ``RAY_WARM_TIMEOUT_S`` are left to warm with their trial."""
+    from sevro_executor_ray.worker import warm_worker
+
+    refs = [warm_worker.remote(description) for _ in range(max(1, workers))]
+    try:
+        ray.get(refs, timeout=RAY_WARM_TIMEOUT_S)
+    except RemoteMismatch as exc:
+        raise InvocationError(str(exc)) from None
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.as_instanceof_cause() if hasattr(exc, "as_instanceof_cause") else exc
+        if isinstance(cause, RemoteMismatch):
+            raise InvocationError(str(cause)) from None
+        detail = " ".join(str(exc).split())[:RAY_MAX_REASON_CHARS]
+        raise InvocationError(f"the Ray workers could not plan this run: {detail}") from None
+    except (ray.exceptions.GetTimeoutError, TimeoutError):
+        return

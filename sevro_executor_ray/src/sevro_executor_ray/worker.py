@@ -19,6 +19,7 @@ from sevro_core.api import (
     TrialDescription,
     TrialShipment,
     load_plugins,
+    plan_described_trial,
     run_described_trial,
 )
 from sevro_executor_ray.limits import RAY_CANCEL_POLL_S
@@ -142,3 +143,4 @@ def sevro_node_doctor(description: TrialDescription) -> NodeReport:
 CancelFlag: Any = ray.remote(num_cpus=0)(_CancelFlag)
 run_trial: Any = ray.remote(max_retries=0)(sevro_trial)
 node_doctor: Any = ray.remote(max_retries=0)(sevro_node_doctor)
+warm_worker: Any = ray.remote(max_retries=0)(plan_described_trial)

@@ -234,6 +234,15 @@ def _worker_plan(description: TrialDescription) -> RunPlan:
         return plan
 
 
+def plan_described_trial(description: TrialDescription) -> str:
+    """ON THE WORKER: plan the described run in this process ahead of its trials (what
+    :func:`run_described_trial` would do first), so a worker started for the run pays its
+    imports and planning before the trials are sent; the node's name. A node that plans
+    another evaluation raises :class:`RemoteMismatch` here, before any trial."""
+    _worker_plan(description)
+    return node_name()
+
+
 def run_described_trial(
     description: TrialDescription, cancel: CancelToken | None = None
 ) -> TrialShipment:
