@@ -48,11 +48,12 @@ from sevro_core.limits import (
     MAX_SHIPPED_TRIAL_FILES,
 )
 from sevro_core.run.loading import load_cases
-from sevro_core.run.planning import RunSettings, plan_run
+from sevro_core.run.planning import plan_run
 from sevro_core.store.evidence import EvidenceStore
 from sevro_core.store.runstate import DEFAULT_STATE_DIR, RunState
 from sevro_core.testing import SevroProject, require_sandbox, require_tool
 from sevro_core.testing.cliresult import CliResult
+from tests.core.run_helpers import settings as run_settings
 from tests.e2e.helpers import assert_valid_evidence, load, regex_check
 from tests.extensions.conftest import REFERENCE
 
@@ -506,20 +507,11 @@ def _in_process_job(tmp_path: Path, *plugins: Path, **settings: Any) -> TrialJob
         "format": "sevro.scripted-host.v1",
         "default": {"turns": [[{"reply": {"text": "ok"}}]]},
     }
-    values: dict[str, Any] = {
-        "trials": 1,
-        "threshold": 1.0,
-        "jobs": 1,
-        "dry": False,
-        "condition": "passive",
-        "results_root": tmp_path / "results",
-        "project_root": project,
-        "host": "sevro.host.scripted",
-        "host_options": HostOptions(config=script),
-        "sandbox": "none",
-        **settings,
-    }
-    plan = plan_run(load_cases([case]), load_plugins(plugins), RunSettings(**values))
+    chosen = run_settings(
+        tmp_path,
+        **{"host": "sevro.host.scripted", "host_options": HostOptions(config=script), **settings},
+    )
+    plan = plan_run(load_cases([case]), load_plugins(plugins), chosen)
     store = EvidenceStore(tmp_path / "results", str(uuid.uuid4()))  # as the run state names runs
     return TrialJob(plan, plan.cases[0], 1, CancelToken(), store)
 

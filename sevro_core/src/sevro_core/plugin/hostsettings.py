@@ -10,7 +10,7 @@ they are flags of ``sevro run`` only, read only when that executor runs the tria
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,15 @@ def declared_settings(host: Any) -> tuple[HostSetting, ...]:
     return tuple(getattr(host, "settings", ()))
 
 
+def _checked_settings(plugin: Any, where: str) -> Iterator[HostSetting]:
+    """A host's or executor's declared settings, each checked (exit 64) as it is reached."""
+    if not isinstance(getattr(plugin, "settings", ()), tuple | list):
+        raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
+    for setting in declared_settings(plugin):
+        _check_one(setting, where)
+        yield setting
+
+
 def check_declarations(hosts: Mapping[str, Any], owners: Mapping[str, str]) -> None:
     """Refuse malformed settings, a key or flag declared twice, or a core flag (exit 64).
 
@@ -120,10 +129,7 @@ def check_declarations(hosts: Mapping[str, Any], owners: Mapping[str, str]) -> N
     flags: dict[str, str] = {}
     for host_id, host in hosts.items():
         where = f"host {host_id} (plugin {owners.get(host_id, '?')})"
-        if not isinstance(getattr(host, "settings", ()), tuple | list):
-            raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
-        for setting in declared_settings(host):
-            _check_one(setting, where)
+        for setting in _checked_settings(host, where):
             for table, name, what in ((keys, setting.key, "key"), (flags, setting.flag, "flag")):
                 if name in table:
                     raise InvocationError(
@@ -336,10 +342,7 @@ def check_executor_declarations(
     taken = {name: f"host {hid}" for hid, s in _all_settings(hosts) for name in (s.key, s.flag)}
     for executor_id, executor in executors.items():
         where = f"executor {executor_id} (plugin {owners.get(executor_id, '?')})"
-        if not isinstance(getattr(executor, "settings", ()), tuple | list):
-            raise InvocationError(f"{where} declares settings that are not a tuple of HostSetting")
-        for setting in declared_settings(executor):
-            _check_one(setting, where)
+        for setting in _checked_settings(executor, where):
             if setting.runtime_seed is not None or setting.candidate_only:
                 raise InvocationError(
                     f"{where} declares {setting.key} as a runtime seed or candidate-only: "

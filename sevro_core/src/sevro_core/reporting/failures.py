@@ -16,6 +16,7 @@ from attrs import frozen
 
 from sevro_core.limits import MAX_FAILURE_REASON_CHARS, MAX_SUMMARY_TRIAL_FILES
 from sevro_core.models import unit_key
+from sevro_core.store.spendgate import SPEND_STOP_CODE
 
 NOT_RUN_REASON = (
     "not run: the run stopped admitting trials after an execution failure or grading error"
@@ -24,7 +25,6 @@ CANCELLED_REASON = "cancelled: the run was interrupted before this trial finishe
 SPEND_NOT_RUN_REASON = (
     "not run: the run's spend ceiling was reached before this trial could reserve its call"
 )
-SPEND_STOP_CODE = "sevro.spend.ceiling-reached"
 _CONSEQUENCES = frozenset({NOT_RUN_REASON, CANCELLED_REASON, SPEND_NOT_RUN_REASON})
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})

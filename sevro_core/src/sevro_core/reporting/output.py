@@ -17,6 +17,7 @@ from typing import Any
 from sevro_core.limits import DEFAULT_STATUS_INTERVAL_SECONDS
 from sevro_core.plugin.manager import PluginInfo
 from sevro_core.reporting.failures import escape_text
+from sevro_core.store.spendgate import SPEND_STOP_CODE
 
 
 class TrialProgress:
@@ -259,7 +260,7 @@ def render_summary(
         out += skilleval_lines(skill_eval, statistics)
     if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.experiment.regressed":
         out += f"exit 1: {result['diagnostic']['message']}\n"
-    if "diagnostic" in result and result["diagnostic"]["code"] == "sevro.spend.ceiling-reached":
+    if "diagnostic" in result and result["diagnostic"]["code"] == SPEND_STOP_CODE:
         message = escape_text(result["diagnostic"]["message"], 1000)
         out += (
             f"exit 5: stopped at the spend ceiling: {message}; the finished trials are kept "

@@ -15,6 +15,7 @@ from attrs import frozen
 
 from sevro_core.models import CheckOutcome, TrialStates, unit_key
 from sevro_core.states import CheckStatus, Execution, Grading, Verdict
+from sevro_core.store.spendgate import SPEND_STOP_CODE
 
 EXECUTOR_LOST_CODE = "sevro.executor.lost"
 """The execution error of a trial whose remote worker or node died: a failure, never a pass,
@@ -106,7 +107,7 @@ def not_admitted(
     execution = Execution.CANCELLED if cancelled else Execution.NOT_RUN
     code = "sevro.run.cancelled" if cancelled else "sevro.run.not-admitted"
     if spend and not cancelled:
-        code = "sevro.spend.ceiling-reached"
+        code = SPEND_STOP_CODE
     return TrialRecord(
         arm=arm,
         case_id=case_id,

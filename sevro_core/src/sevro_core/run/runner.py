@@ -35,7 +35,6 @@ from sevro_core.run.resume import recover
 from sevro_core.run.scheduler import run_trials
 from sevro_core.run.signals import cancel_on_signals
 from sevro_core.run.spending import (
-    SPEND_STOP_CODE,
     STOPPED,
     RunSpend,
     all_trials,
@@ -45,6 +44,7 @@ from sevro_core.run.spending import (
 from sevro_core.states import ExitCode
 from sevro_core.store.evidence import EvidenceStore, ensure_private_dir
 from sevro_core.store.runstate import DEFAULT_STATE_DIR, Claim, RunState, TrialCheckpoint
+from sevro_core.store.spendgate import SPEND_STOP_CODE
 
 if TYPE_CHECKING:
     from sevro_core.experiments.comparison import ComparatorJudging

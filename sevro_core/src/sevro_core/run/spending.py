@@ -22,7 +22,12 @@ from sevro_core.formats.jsonio import JsonValue
 from sevro_core.limits import MAX_SPEND_CEILING_USD
 from sevro_core.run.planning import PlannedCase, RunPlan
 from sevro_core.store.runstate import Claim
-from sevro_core.store.spendgate import CANDIDATE_ROLE, CEILING_SLACK_USD, SpendCeilings, SpendGate
+from sevro_core.store.spendgate import (
+    CANDIDATE_ROLE,
+    CEILING_SLACK_USD,
+    SpendCeilings,
+    SpendGate,
+)
 from sevro_core.vocabulary import ADVISORY_ROLE, COMPARATOR_ROLE, JUDGE_PREFIX, JUDGE_ROLES
 
 if TYPE_CHECKING:
@@ -217,7 +222,6 @@ def spend_ceilings(
 STOPPED = "stopped"
 """run.json ``status`` of a run the spend ceiling stopped (the run state keeps it
 ``interrupted``: it can be resumed with a higher ceiling)."""
-SPEND_STOP_CODE = "sevro.spend.ceiling-reached"
 
 
 @frozen

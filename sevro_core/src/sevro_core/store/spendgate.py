@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from sevro_core.store.spendjournal import SpendJournal, SpendTotals
 
 CANDIDATE_ROLE = "candidate"
+SPEND_STOP_CODE = "sevro.spend.ceiling-reached"
+"""The error code of a run the ceiling stopped, and of each trial it kept from starting."""
 CEILING_SLACK_USD = 1e-9
 """Reservations are compared with this much slack: sums of decimal prices are not exact."""
 
