@@ -8,10 +8,12 @@ second worker node, each its own ``ray start``, from ``sevro_executor_ray.testin
 * **Parallel efficiency**: ``--waves`` x 16 trials whose host sleeps 1 s, at ``--jobs 16``, on
   each executor (each Ray node offers 8 logical CPUs: the trials sleep, they do not compute).
   ``whole`` = the ideal trial phase (trials x 1 s / 16) over the measured one (first trial start
-  to last trial end, from the trial files), cold worker start-up included; ``steady`` = once all
-  16 slots have run a trial, the share of slot time spent in the host; the goal is >= 90 %.
-  ``ramp`` is how long the 16 slots took to fill: Ray starts one worker process per slot for
-  each run (a run is a Ray job), and each plans the run once.
+  to last trial end, from the trial files), the ramp included; ``steady`` = once all 16 slots
+  have run a trial, the share of slot time spent in the host; the goal is >= 90 %. What lies
+  outside the trial phase (start-up: ``ray.init``, the doctor, the workers' warming; the
+  end-of-run report) is the wall time minus the phase, reported as ``outsideSeconds``.
+  ``ramp`` is how long the 16 slots took to fill once the first trial started (the run's Ray
+  workers start and plan the run before it, with ``ray.init`` and the per-node doctor).
 
 Runs are interleaved round by round (the machine is shared and noisy). ``--json`` writes the
 numbers as a document too.
@@ -90,9 +92,10 @@ def _trials(run_dir: Path) -> list[tuple[float, float, float]]:
 
 def _efficiencies(run_dir: Path, jobs: int) -> dict[str, float]:
     """``whole``: the ideal trial phase (trials x 1 s / jobs) over the measured one (first
-    start to last end), cold worker start-up included. ``steady``: from the moment all ``jobs``
-    slots first ran a trial to the last trial's start, the share of slot time spent in the host.
-    ``rampSeconds``: first trial start to that moment."""
+    start to last end), the ramp included. ``steady``: from the moment all ``jobs`` slots first
+    ran a trial to the last trial's start, the share of slot time spent in the host.
+    ``rampSeconds``: first trial start to that moment. ``phaseSeconds``: first start to last
+    end."""
     rows = _trials(run_dir)
     first, last_end = rows[0][0], max(r[1] for r in rows)
     whole = len(rows) * HOST_SLEEP_MS / 1000 / jobs / (last_end - first)
@@ -100,7 +103,8 @@ def _efficiencies(run_dir: Path, jobs: int) -> dict[str, float]:
     window = last_start - full
     busy = sum(max(0.0, min(e, last_start) - max(s, full)) * share for s, e, share in rows)
     steady = busy / (jobs * window) if window > 0 else float("nan")
-    return {"whole": whole, "steady": steady, "rampSeconds": full - first}
+    phase = last_end - first
+    return {"whole": whole, "steady": steady, "rampSeconds": full - first, "phaseSeconds": phase}
 
 
 def main() -> None:
@@ -129,7 +133,9 @@ def main() -> None:
             for name, executor in executors.items():
                 trials = options.waves * CONCURRENT
                 wall, run_dir = _run(root, trials, CONCURRENT, executor, HOST_SLEEP_MS)
-                for key, value in _efficiencies(run_dir, CONCURRENT).items():
+                found = _efficiencies(run_dir, CONCURRENT)
+                found["outsideSeconds"] = wall - found.pop("phaseSeconds")
+                for key, value in found.items():
                     samples.setdefault(f"{name} parallel {key}", []).append(value)
                 samples.setdefault(f"{name} parallel wall s", []).append(wall)
     span = options.large - options.small
@@ -142,7 +148,10 @@ def main() -> None:
         "perTrialSeconds": per_trial,
         "rayOverheadPerTrialSeconds": per_trial["ray"] - per_trial["local"],
         "parallel": {
-            name: {k: medians[f"{name} parallel {k}"] for k in ("whole", "steady", "rampSeconds")}
+            name: {
+                k: medians[f"{name} parallel {k}"]
+                for k in ("whole", "steady", "rampSeconds", "outsideSeconds")
+            }
             | {"wallSeconds": medians[f"{name} parallel wall s"]}
             for name in ("local", "ray")
         },
@@ -156,7 +165,8 @@ def main() -> None:
         print(
             f"{name:>5}: {options.waves * CONCURRENT} trials of 1 s at --jobs {CONCURRENT}: "
             f"efficiency {got['whole']:.1%} whole, {got['steady']:.1%} steady "
-            f"(goal >= 90 %), ramp {got['rampSeconds']:.1f} s, wall {got['wallSeconds']:.1f} s"
+            f"(goal >= 90 %), ramp {got['rampSeconds']:.1f} s, wall {got['wallSeconds']:.1f} s "
+            f"of which {got['outsideSeconds']:.1f} s outside the trial phase"
         )
     if options.json is not None:
         options.json.write_text(json.dumps(report, indent=2) + "\n")

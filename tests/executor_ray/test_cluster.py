@@ -17,7 +17,7 @@ from sevro_core.testing import SevroProject, require_sandbox, start_sevro
 from sevro_executor_ray.testing import LocalRayCluster, free_ports, local_ray_cluster
 from tests.e2e.helpers import assert_valid_evidence, load, notes_experiment, regex_check
 
-TRIAL_TITLE = b"ray::sevro_trial"
+TRIAL_TITLE = b"ray::SevroWorker.trial"
 
 
 def _outcome(result: dict[str, Any]) -> list[Any]:
@@ -210,6 +210,47 @@ def test_a_node_failing_its_doctor_refuses_the_run_before_any_trial(
         assert f":{worker_port}, id " in line and "doctor check 'sandbox'" in line
         assert not any((sevro_project.root.parent / "refused").rglob("trial-*.json"))
         assert not _running_trials(cluster)
+
+
+def test_a_node_whose_workers_cannot_plan_the_run_refuses_it_before_any_trial(
+    sevro_project: SevroProject,
+) -> None:
+    """The worker node passes its doctor (its host and sandbox are fine) but loads no graders
+    (``SEVRO_LOAD_PLUGINS`` on that node): its Ray workers cannot plan the run, so the run is
+    refused with one line, exit 64, before any trial is sent. Positive control: the same run
+    passes on a cluster whose nodes all plan it."""
+    require_sandbox()
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    args = (case, "--host-config", host, "--trials", "2", "--jobs", "2")
+    only_core = {"SEVRO_LOAD_PLUGINS": "sevro-core,sevro-sandbox,sevro-executor-ray"}
+    with local_ray_cluster(worker_env=only_core) as cluster:
+        refused = _run(sevro_project, "unplanned", *args, *_on_ray(cluster))
+    assert refused.exit_code == 64, refused.stderr
+    line = refused.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith("sevro: error: a Ray worker could not plan this run: "), line
+    assert "sevro.regex" in line
+    assert not any((sevro_project.root.parent / "unplanned").rglob("trial-*.json"))
+    with local_ray_cluster() as cluster:
+        planned = _run(sevro_project, "planned", *args, *_on_ray(cluster))
+    assert planned.exit_code == 0, planned.stderr
+
+
+def test_more_jobs_than_the_cluster_has_cpus_runs_every_trial(
+    sevro_project: SevroProject, ray_cluster: LocalRayCluster
+) -> None:
+    """``--jobs 8`` on a cluster of 4 CPUs: the workers that do not fit wait for a CPU, no
+    trial waits on them, and every trial runs once, as locally."""
+    case = sevro_project.case(checks=[regex_check("r", "^done$")])
+    host = sevro_project.script(default=[[{"sleep": {"ms": 300}}, {"reply": {"text": "done"}}]])
+    common = (case, "--host-config", host, "--trials", "8", "--jobs", "8")
+    remote = _run(sevro_project, "wide", *common, *_on_ray(ray_cluster))
+    assert remote.exit_code == 0, remote.stderr
+    local = _run(sevro_project, "wide-local", *common)
+    assert _outcome(remote.json()) == _outcome(local.json())
+    assert len(_trial_files(remote.json())) == 8
+    _wait_no_trials(ray_cluster)
 
 
 CEILING_HOST = Path(__file__).resolve().parents[1] / "executors" / "ceiling_host.py"

@@ -21,7 +21,11 @@ RAY_MAX_REASON_CHARS = 400
 
 RAY_WARM_TIMEOUT_S = 60.0
 """Seconds the owner waits for the run's workers to start and plan the run before the first
-trial is sent (a worker not ready by then warms with its first trial instead)."""
+trial is sent (workers not ready by then join the run as they come up)."""
+
+RAY_COLLECT_POLL_S = 0.05
+"""Seconds the owner's collector waits on the trials out before it looks again (at calls made
+since, and at the cancel token); a call made while it is idle wakes it at once."""
 
 RAY_RESUBMITS = 1
 """Times a trial whose worker died before it started is submitted again (then it is lost)."""

@@ -138,9 +138,24 @@ def sevro_node_doctor(description: TrialDescription) -> NodeReport:
     return NodeReport(socket.gethostname(), tuple(_host_checks(description)), versions())
 
 
+class SevroWorker:
+    """One of the run's trial slots: a Ray worker process kept for the whole run, holding one
+    CPU. It plans the run once (``warm``) before its first trial, and each trial is a call on
+    it: no worker start, import or scheduling round per trial."""
+
+    def warm(self, description: TrialDescription) -> str:
+        """Plan the run here ahead of its trials; this node's name. A node that plans another
+        evaluation raises ``RemoteMismatch`` (the owner refuses the run)."""
+        return plan_described_trial(description)
+
+    def trial(self, description: TrialDescription, flag: Any, key: str) -> TrialShipment:
+        """One trial (:func:`sevro_trial`)."""
+        return sevro_trial(description, flag, key)
+
+
 # Ray's decorators are untyped: applied as calls. A worker running a trial shows as
-# ``ray::sevro_trial`` in ps; no task is retried by Ray (a lost trial is the owner's to judge).
+# ``ray::SevroWorker.trial`` in ps; nothing is retried or restarted by Ray (a lost trial is the
+# owner's to judge).
 CancelFlag: Any = ray.remote(num_cpus=0)(_CancelFlag)
-run_trial: Any = ray.remote(max_retries=0)(sevro_trial)
+trial_worker: Any = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(SevroWorker)
 node_doctor: Any = ray.remote(max_retries=0)(sevro_node_doctor)
-warm_worker: Any = ray.remote(max_retries=0)(plan_described_trial)
