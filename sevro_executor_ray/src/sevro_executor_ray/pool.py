@@ -118,7 +118,8 @@ class RayPool:
             left = deadline - time.monotonic()
             if left <= 0 or self._options.cancel.cancelled:
                 break
-            ready, _ = self._ray.wait(list(self._warming), num_returns=1, timeout=min(left, 0.5))
+            poll = min(left, RAY_COLLECT_POLL_S)
+            ready, _ = self._ray.wait(list(self._warming), num_returns=1, timeout=poll)
             for ref in ready:
                 self._warmed(ref)
             if self._refusal is not None:
@@ -253,35 +254,33 @@ class RayPool:
 
     def _failed(self, submitted: _Submitted, slot: _Slot, exc: BaseException) -> None:
         """A call that did not return: the trial's own error stops the run as locally; a lost
-        worker or node makes the trial an execution failure (the worker is replaced), or runs
-        it again when it never started."""
+        worker or node makes the trial an execution failure, or runs it again (on a new worker)
+        when it never started."""
         errors = self._ray.exceptions
         if isinstance(exc, errors.RayTaskError) and not isinstance(exc, errors.TaskCancelledError):
             self._release(slot)
             cause = exc.cause if isinstance(exc.cause, BaseException) else exc
             submitted.future.set_exception(cause)
             return
-        cancelled = self._options.cancel.cancelled
         with self._lock:
             self._live -= 1
             with contextlib.suppress(Exception):
                 self._ray.kill(slot.actor, no_restart=True)
-            if not cancelled:
-                self._add_worker()
-        if (
+        again = (
             not submitted.forced
-            and not cancelled
+            and not self._options.cancel.cancelled
             and submitted.resubmits < RAY_RESUBMITS
             and not self._started(submitted.key)
-        ):
-            submitted.resubmits += 1
-            with self._lock:
-                self._queue.appendleft(submitted)
-                self._dispatch()
-            return
-        submitted.future.set_result(lost_trial(submitted.task, self._reason(submitted, exc)))
+        )
         with self._lock:
+            if again or self._queue:  # a new worker in the lost one's place, for what waits
+                self._add_worker()
+            if again:
+                submitted.resubmits += 1
+                self._queue.appendleft(submitted)
             self._dispatch()
+        if not again:
+            submitted.future.set_result(lost_trial(submitted.task, self._reason(submitted, exc)))
 
     def _started(self, key: str) -> bool:
         try:
