@@ -151,6 +151,61 @@ def test_a_worker_killed_mid_trial_loses_only_that_trial(
     _wait_no_trials(ray_cluster)
 
 
+SLOW_PLUGIN = """# Slow to load where SEVRO_TEST_SLOW_PLUGIN_S is set: that node warms late.
+import os
+import time
+
+time.sleep(float(os.environ.get("SEVRO_TEST_SLOW_PLUGIN_S", "0")))
+"""
+
+
+def _titled(cluster: LocalRayCluster, title: bytes) -> list[int]:
+    """The cluster's processes whose title (Ray sets it) is exactly ``title``."""
+    found = []
+    for pid in cluster.processes():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[0].strip() == title:
+            found.append(pid)
+    return found
+
+
+def test_a_worker_lost_before_its_trial_started_runs_the_trial_on_a_new_one(
+    sevro_project: SevroProject,
+) -> None:
+    """The worker node's workers warm late (a ``--plugin`` file sleeps there); meanwhile the
+    head's worker, warmed and idle, is SIGKILLed. The trial the owner then sends it never
+    starts, so it runs again on a new worker: the run passes, each trial once, nothing lost.
+    (Without the resubmission the trial would be an execution failure.)"""
+    plugin = sevro_project.root / "slow_plugin.py"
+    plugin.write_text(SLOW_PLUGIN)
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"reply": {"text": "ok"}}]])
+    flags = (case, "--host-config", host, "--plugin", plugin, "--trials", "2", "--jobs", "2")
+    results = sevro_project.root.parent / "resubmitted"
+    with local_ray_cluster(worker_env={"SEVRO_TEST_SLOW_PLUGIN_S": "8"}) as cluster:
+        argv = ("run", *flags, *_on_ray(cluster), "--json", "--results-root", results)
+        with start_sevro(argv, cwd=sevro_project.root) as process:
+            process.wait_until(
+                lambda: (
+                    _titled(cluster, b"ray::SevroWorker.warm")
+                    and _titled(cluster, b"ray::SevroWorker")
+                ),
+                timeout=120,
+            )
+            (idle,) = _titled(cluster, b"ray::SevroWorker")
+            assert _titled(cluster, b"ray::SevroWorker.warm")  # the other is still warming
+            os.kill(idle, signal.SIGKILL)
+            done = process.finish(timeout=180)
+        _wait_no_trials(cluster)
+    assert done.exit_code == 0, done.stderr
+    result = done.json()
+    assert [c["passedTrials"] for c in result["cases"]] == [2]
+    assert _trial_files(result) == ["cases/example/trial-1.json", "cases/example/trial-2.json"]
+
+
 def test_a_killed_owner_resumes_on_the_cluster(
     sevro_project: SevroProject, ray_cluster: LocalRayCluster
 ) -> None:

@@ -1,4 +1,4 @@
-"""The ``sevro.executor.ray`` executor (``--executor ray``): a run's trials as Ray tasks.
+"""The ``sevro.executor.ray`` executor (``--executor ray``): a run's trials on Ray workers.
 
 The run owner stays the only writer: each trial runs on a worker from a picklable description
 (no secret in it), into a private evidence directory, and comes back as a bounded shipment the
@@ -127,7 +127,8 @@ def _errors_to_stderr() -> None:
 
 
 class RayExecutor:
-    """Trials as Ray tasks on the cluster ``--ray-address`` names, checked node by node first."""
+    """Trials on Ray workers of the cluster ``--ray-address`` names, checked node by node
+    first."""
 
     id = "sevro.executor.ray"
     version = "0.1.0"
