@@ -308,6 +308,35 @@ def test_more_jobs_than_the_cluster_has_cpus_runs_every_trial(
     _wait_no_trials(ray_cluster)
 
 
+def test_a_node_that_joins_mid_run_and_cannot_plan_it_gets_no_trial(
+    sevro_project: SevroProject,
+) -> None:
+    """The cluster starts with the head alone (1 CPU), so the run's second worker waits for a
+    CPU. A node without bubblewrap joins mid-run: the worker starts there and cannot plan the
+    run, so the owner warns once and the worker gets no trial; every trial runs on the head
+    and passes. (Were the late worker given trials, each would fail to plan there and stop
+    the run.)"""
+    require_sandbox()
+    case = sevro_project.case(checks=[regex_check("r", "^ok$")])
+    host = sevro_project.script(default=[[{"sleep": {"ms": 4_000}}, {"reply": {"text": "ok"}}]])
+    flags = (case, "--host-config", host, "--trials", "6", "--jobs", "2")
+    results = sevro_project.root.parent / "late-node"
+    no_bwrap = {"PATH": str(Path(sys.executable).parent)}
+    with local_ray_cluster(workers=0, head_cpus=1) as cluster:
+        argv = ("run", *flags, *_on_ray(cluster), "--json", "--results-root", results)
+        with start_sevro(argv, cwd=sevro_project.root) as process:
+            process.wait_until(lambda: bool(_running_trials(cluster)), timeout=120)
+            cluster.add_worker(no_bwrap)
+            done = process.finish(timeout=240)
+        _wait_no_trials(cluster)
+    assert done.exit_code == 0, done.stderr
+    assert [c["passedTrials"] for c in done.json()["cases"]] == [6]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("sevro: warning:")]
+    assert len(warnings) == 1, done.stderr
+    assert "a Ray worker could not plan this run: " in warnings[0]
+    assert warnings[0].endswith("(a worker that started after the first trial; it gets no trial)")
+
+
 CEILING_HOST = Path(__file__).resolve().parents[1] / "executors" / "ceiling_host.py"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sys
 import threading
 import time
 from collections import deque
@@ -83,6 +84,7 @@ class RayPool:
         self._live = 0
         self._description: TrialDescription | None = None
         self._refusal: str | None = None
+        self._sending = False  # the first trial was sent: a worker's failure no longer refuses
         self._closing = threading.Event()
         self._wake = threading.Event()  # a call was made or the pool is closing
         self._cancelled_at: float | None = None
@@ -97,6 +99,7 @@ class RayPool:
             check_nodes(self._ray, description)
             self._description = description
             self._start_workers(description)
+            self._sending = True
             self._collector.start()
         submitted = _Submitted(task, description, Future(), f"{task.unit}#{task.trial}")
         submitted.future.set_running_or_notify_cancel()
@@ -149,12 +152,24 @@ class RayPool:
             with contextlib.suppress(Exception):
                 self._ray.kill(slot.actor, no_restart=True)
             cause = exc.cause if isinstance(exc, errors.RayTaskError) else None
+            problem = None
             if isinstance(cause, RemoteMismatch):
-                self._refusal = str(cause)
+                problem = str(cause)
             elif isinstance(cause, BaseException):
-                self._refusal = _one_line(f"a Ray worker could not plan this run: {cause}")
-            elif self._live == 0:
-                self._refusal = _one_line(f"no Ray worker could start for this run: {exc}")
+                problem = _one_line(f"a Ray worker could not plan this run: {cause}")
+            if problem is not None and self._sending:
+                sys.stderr.write(
+                    f"sevro: warning: {problem} (a worker that started after the first trial; "
+                    "it gets no trial)\n"
+                )
+            elif problem is not None:
+                self._refusal = problem
+            if self._live == 0:
+                self._refusal = (
+                    self._refusal
+                    or problem
+                    or _one_line(f"no Ray worker could start for this run: {exc}")
+                )
             return
         self._idle.append(slot)
 

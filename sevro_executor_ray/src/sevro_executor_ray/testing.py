@@ -109,6 +109,13 @@ class LocalRayCluster:
             self._start_node(["--address", self.address], f"worker{n + 1}", self.worker_env)
         self.wait_for_nodes(1 + workers)
 
+    def add_worker(self, env: Mapping[str, str] | None = None) -> None:
+        """One more worker node joining the running cluster (with ``env`` added to the worker
+        nodes' environment); back once the cluster has it."""
+        name = f"worker{len(self.nodes)}"
+        self._start_node(["--address", self.address], name, {**self.worker_env, **(env or {})})
+        self.wait_for_nodes(len(self.nodes))
+
     def _start_node(
         self,
         role: list[str],
